@@ -1,0 +1,83 @@
+"""askcache: record a computer-use agent's run once, replay it with no model calls.
+
+Before every replayed click or keystroke the screen around the action point is compared
+with the recording (a perceptual hash of a region); when it differs, control goes back to
+the model.
+"""
+
+from askcache.actions import Action, ActionKind, parse_action
+from askcache.agent import ActResult, Agent
+from askcache.cache_file import CacheFile, CacheMetadata, VisualValidationConfig, parse_cache_file
+from askcache.conversation import Conversation, ConversationResult
+from askcache.errors import (
+    AskCacheError,
+    CacheFileCorruptError,
+    CacheNotFoundError,
+    CacheParameterError,
+    CachePathError,
+    InvalidHashError,
+    InvalidScreenshotError,
+    InvalidSettingsError,
+    UnsupportedCacheVersionError,
+)
+from askcache.messages import MessageParam, ToolResultBlockParam, ToolUseBlockParam
+from askcache.recording import CacheManager
+from askcache.replay import CacheExecutor, ReplayResult
+from askcache.settings import (
+    CacheExecutionSettings,
+    CacheStrategy,
+    CacheWritingSettings,
+    CachingSettings,
+    VisualMethod,
+)
+from askcache.speakers import AgentSpeaker, Speaker, SpeakerResult
+from askcache.storage import CacheStorage, LocalCacheStorage, load_cache_file, save_cache_file
+from askcache.tools import ComputerTool, Tool, ToolCollection, ToolOutput
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ActResult",
+    "Action",
+    "ActionKind",
+    "Agent",
+    "AgentSpeaker",
+    "AskCacheError",
+    "CacheExecutionSettings",
+    "CacheExecutor",
+    "CacheFile",
+    "CacheFileCorruptError",
+    "CacheManager",
+    "CacheMetadata",
+    "CacheNotFoundError",
+    "CacheParameterError",
+    "CachePathError",
+    "CacheStorage",
+    "CacheStrategy",
+    "CacheWritingSettings",
+    "CachingSettings",
+    "ComputerTool",
+    "Conversation",
+    "ConversationResult",
+    "InvalidHashError",
+    "InvalidScreenshotError",
+    "InvalidSettingsError",
+    "LocalCacheStorage",
+    "MessageParam",
+    "ReplayResult",
+    "Speaker",
+    "SpeakerResult",
+    "Tool",
+    "ToolCollection",
+    "ToolOutput",
+    "ToolResultBlockParam",
+    "ToolUseBlockParam",
+    "UnsupportedCacheVersionError",
+    "VisualMethod",
+    "VisualValidationConfig",
+    "__version__",
+    "load_cache_file",
+    "parse_action",
+    "parse_cache_file",
+    "save_cache_file",
+]

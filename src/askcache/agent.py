@@ -1,0 +1,167 @@
+"""``Agent.act(goal, caching_settings=...)``: the model, the tools and caching, wired together.
+
+The strategy decides the wiring:
+
+==========  =================================================================================
+record      the model solves the task; the trajectory is written when it is done
+execute     with a filename: the replay starts at once (no model call unless it hands back);
+            without: the model gets ``list_cached_trajectories`` / ``execute_cached_trajectory``
+auto        the named file exists and is valid: as ``execute``; otherwise as ``record``.
+            Without a filename: the model gets the caching tools, and the run is recorded
+off         the model solves the task; nothing is read or written
+==========  =================================================================================
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from askcache.actions import ToolShape
+from askcache.conversation import Conversation, ConversationResult
+from askcache.recording import CacheManager
+from askcache.replay import CacheExecutor, ReplayResult
+from askcache.settings import CacheStrategy, CachingSettings
+from askcache.speakers import AgentSpeaker, Speaker
+from askcache.storage import CacheStorage, LocalCacheStorage, load_cache_file
+from askcache.tools.base import Tool, ToolCollection
+from askcache.tools.caching import ExecuteCachedTrajectory, ListCachedTrajectories
+from askcache.tools.computer import ComputerTool
+
+if TYPE_CHECKING:
+    import anthropic
+
+__all__ = ["DEFAULT_MODEL", "ActResult", "Agent"]
+
+DEFAULT_MODEL = "claude-sonnet-4-5"
+"""Model used when none is given."""
+
+DEFAULT_SYSTEM = (
+    "You operate a computer through the computer tool to complete the user's task. Take a "
+    "screenshot first, act step by step, and when the task is done answer with a short "
+    "summary and no tool call."
+)
+
+
+@dataclass
+class ActResult:
+    """What :meth:`Agent.act` did."""
+
+    conversation: ConversationResult
+    """The conversation: status, messages, model calls, tokens, time."""
+    replays: list[ReplayResult]
+    """Replays that ran during the call, in order."""
+    strategy: CacheStrategy
+    """The strategy applied (``auto`` resolved to what it did)."""
+
+    @property
+    def status(self) -> str:
+        """``done``, ``failed`` or ``max_turns``."""
+        return self.conversation.status
+
+    @property
+    def model_calls(self) -> int:
+        """Model calls made."""
+        return self.conversation.model_calls
+
+    @property
+    def replay(self) -> ReplayResult | None:
+        """The last replay, if any."""
+        return self.replays[-1] if self.replays else None
+
+
+class Agent:
+    """A computer-use agent with trajectory caching.
+
+    Args:
+        client: An ``anthropic.Anthropic`` client (its ``base_url`` may point anywhere).
+        tools: The tools the model acts with, usually one :class:`ComputerTool`.
+        model: Model name.
+        system: System prompt.
+        storage: Where cache files live; default: a local folder, ``cache_dir`` of the settings.
+        sleep: Used for the replay's delays (tests pass a no-op).
+    """
+
+    def __init__(
+        self,
+        client: anthropic.Anthropic,
+        tools: Sequence[Tool],
+        *,
+        model: str = DEFAULT_MODEL,
+        system: str | None = DEFAULT_SYSTEM,
+        max_tokens: int = 4096,
+        max_turns: int = 100,
+        storage: CacheStorage | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.client = client
+        self.tools = list(tools)
+        self.model = model
+        self.system = system
+        self.max_tokens = max_tokens
+        self.max_turns = max_turns
+        self.storage = storage
+        self._sleep = sleep
+
+    def _tool_shape(self) -> ToolShape:
+        for tool in self.tools:
+            if isinstance(tool, ComputerTool):
+                return tool.shape
+        return "tool"
+
+    def act(self, goal: str, caching_settings: CachingSettings | None = None) -> ActResult:
+        """Complete ``goal``, replaying or recording as ``caching_settings`` says."""
+        settings = caching_settings or CachingSettings(strategy=CacheStrategy.OFF)
+        storage = self.storage or LocalCacheStorage(settings.cache_dir)
+        agent = AgentSpeaker(
+            self.client, model=self.model, system=self.system, max_tokens=self.max_tokens
+        )
+        executor = CacheExecutor(storage, tool_shape=self._tool_shape(), sleep=self._sleep)
+        tools = ToolCollection(self.tools)
+        speakers: list[Speaker] = [agent, executor]
+        first = agent.name
+        recorder: CacheManager | None = None
+        filename = settings.writing_settings.filename
+        strategy = settings.strategy
+        if strategy == CacheStrategy.AUTO:
+            usable = filename is not None and self._usable(storage, filename)
+            strategy = CacheStrategy.EXECUTE if usable else CacheStrategy.RECORD
+            if filename is None:
+                self._offer_caching_tools(tools, storage, executor, settings)
+        if strategy == CacheStrategy.RECORD:
+            recorder = CacheManager(storage, settings.writing_settings, model=self.model)
+        elif strategy == CacheStrategy.EXECUTE:
+            if filename is None:
+                self._offer_caching_tools(tools, storage, executor, settings)
+            else:
+                executor.activate_cache_execution(
+                    load_cache_file(storage, filename),
+                    filename,
+                    execution_settings=settings.execution_settings,
+                )
+                first = executor.name
+        conversation = Conversation(
+            speakers, tools, first_speaker=first, recorder=recorder, max_turns=self.max_turns
+        )
+        outcome = conversation.run(goal)
+        return ActResult(conversation=outcome, replays=list(executor.history), strategy=strategy)
+
+    @staticmethod
+    def _usable(storage: CacheStorage, filename: str) -> bool:
+        """True when the file exists and is valid. A corrupt file raises: re-recording over
+        it would destroy it, and the user should decide."""
+        return storage.exists(filename) and load_cache_file(storage, filename).metadata.is_valid
+
+    @staticmethod
+    def _offer_caching_tools(
+        tools: ToolCollection,
+        storage: CacheStorage,
+        executor: CacheExecutor,
+        settings: CachingSettings,
+    ) -> None:
+        if any(isinstance(tool, ListCachedTrajectories) for tool in tools.tools):
+            return
+        tools.add(ListCachedTrajectories(storage))
+        tools.add(ExecuteCachedTrajectory(storage, executor, settings.execution_settings))

@@ -1,0 +1,148 @@
+"""Every error askcache raises: one base class, specific subclasses.
+
+Each subclass also inherits the nearest built-in exception, so ``except FileNotFoundError``
+still works for a missing cache file, and each carries structured context as attributes
+(the file, the field, the step) besides its readable message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import PurePath
+
+__all__ = [
+    "AskCacheError",
+    "CacheFileCorruptError",
+    "CacheNotFoundError",
+    "CacheParameterError",
+    "CachePathError",
+    "InvalidHashError",
+    "InvalidScreenshotError",
+    "InvalidSettingsError",
+    "UnsupportedCacheVersionError",
+]
+
+
+class AskCacheError(Exception):
+    """Base class of every error raised by askcache."""
+
+
+class InvalidSettingsError(AskCacheError, ValueError):
+    """A settings object was constructed with a wrong or unknown field.
+
+    Attributes:
+        model: Name of the settings class.
+        problems: One human-readable line per offending field.
+    """
+
+    def __init__(self, model: str, problems: Sequence[str]) -> None:
+        self.model = model
+        self.problems = list(problems)
+        lines = "\n".join(f"  - {p}" for p in self.problems)
+        super().__init__(f"invalid {model}:\n{lines}")
+
+
+class CacheNotFoundError(AskCacheError, FileNotFoundError):
+    """No cache file exists under the given name.
+
+    Attributes:
+        name: The requested file name, relative to the storage.
+        location: Where it was looked for (a directory for local storage).
+    """
+
+    def __init__(self, name: str, location: str) -> None:
+        self.name = name
+        self.location = location
+        super().__init__(f"cache file {name!r} not found in {location}")
+
+
+class CachePathError(AskCacheError, ValueError):
+    """A cache file name escapes the cache folder or is not a plain relative path.
+
+    Attributes:
+        name: The rejected name.
+        reason: Why it was rejected.
+    """
+
+    def __init__(self, name: str, reason: str) -> None:
+        self.name = name
+        self.reason = reason
+        super().__init__(f"cache file name {name!r} rejected: {reason}")
+
+
+class CacheFileCorruptError(AskCacheError, ValueError):
+    """A cache file could not be parsed or does not match the cache format.
+
+    Attributes:
+        name: The file's name (or path).
+        detail: What was wrong, naming the field where known.
+    """
+
+    def __init__(self, name: str | PurePath, detail: str) -> None:
+        self.name = str(name)
+        self.detail = detail
+        super().__init__(f"cache file {self.name!r} is not a valid askcache file: {detail}")
+
+
+class UnsupportedCacheVersionError(AskCacheError, ValueError):
+    """A cache file was written by a newer (or unknown) format version.
+
+    Attributes:
+        name: The file's name.
+        version: The version found in the file.
+        supported: The newest version this askcache reads.
+    """
+
+    def __init__(self, name: str, version: object, supported: int) -> None:
+        self.name = name
+        self.version = version
+        self.supported = supported
+        super().__init__(
+            f"cache file {name!r} has format version {version!r}; this askcache reads versions "
+            f"up to {supported}. Upgrade askcache to read it."
+        )
+
+
+class InvalidHashError(AskCacheError, ValueError):
+    """A stored visual hash is malformed, or two hashes cannot be compared.
+
+    Attributes:
+        detail: What was wrong.
+    """
+
+    def __init__(self, detail: str) -> None:
+        self.detail = detail
+        super().__init__(detail)
+
+
+class InvalidScreenshotError(AskCacheError, ValueError):
+    """A screenshot in the message history is not a decodable image.
+
+    Attributes:
+        where: Which message or tool result held it.
+    """
+
+    def __init__(self, where: str, detail: str) -> None:
+        self.where = where
+        super().__init__(f"screenshot in {where} is not a readable image: {detail}")
+
+
+class CacheParameterError(AskCacheError, ValueError):
+    """Parameter values given for a trajectory do not match its parameters.
+
+    Attributes:
+        name: The cache file's name.
+        missing: Parameters the trajectory needs that were not given.
+        unknown: Values given for parameters the trajectory does not have.
+    """
+
+    def __init__(self, name: str, missing: Iterable[str], unknown: Iterable[str]) -> None:
+        self.name = name
+        self.missing = sorted(missing)
+        self.unknown = sorted(unknown)
+        parts = []
+        if self.missing:
+            parts.append(f"missing values for {', '.join(self.missing)}")
+        if self.unknown:
+            parts.append(f"unknown parameters {', '.join(self.unknown)}")
+        super().__init__(f"cache file {name!r}: {'; '.join(parts)}")

@@ -1,0 +1,218 @@
+"""Settings objects: frozen, validated on construction, unknown fields rejected.
+
+A wrong value or an unknown field raises :class:`~askcache.errors.InvalidSettingsError`
+naming the field, listing the valid ones and suggesting the closest::
+
+    >>> CacheWritingSettings(filenme="login.json")
+    InvalidSettingsError: invalid CacheWritingSettings:
+      - unknown field 'filenme' (did you mean 'filename'?); valid fields: filename, ...
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import types
+import typing
+from enum import StrEnum
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from askcache.actions import DEFAULT_VALIDATED_ACTIONS, KNOWN_ACTIONS
+from askcache.errors import InvalidSettingsError
+
+__all__ = [
+    "DEFAULT_HASH_SIZE",
+    "DEFAULT_REGION_SIZE",
+    "DEFAULT_THRESHOLD",
+    "CacheExecutionSettings",
+    "CacheStrategy",
+    "CacheWritingSettings",
+    "CachingSettings",
+    "VisualMethod",
+]
+
+DEFAULT_REGION_SIZE = 100
+"""Side of the square region hashed around an action point, in screenshot pixels."""
+DEFAULT_THRESHOLD = 10
+"""Largest Hamming distance (in bits) at which a region still counts as unchanged."""
+DEFAULT_HASH_SIZE = 8
+"""Hash side: 8 gives an 8x8 = 64-bit hash."""
+
+_PARAMETER_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class CacheStrategy(StrEnum):
+    """What askcache does with cache files during :meth:`Agent.act`."""
+
+    RECORD = "record"
+    """Let the model solve the task and write its trajectory to a cache file when it is done."""
+    EXECUTE = "execute"
+    """Replay a cache file. With ``writing_settings.filename`` the replay starts at once and
+    makes no model call unless validation fails; without it the model is offered the caching
+    tools to list and execute trajectories."""
+    AUTO = "auto"
+    """Replay the named cache file when it exists and is valid, otherwise record it."""
+    OFF = "off"
+    """No caching: the model solves the task and nothing is read or written."""
+
+
+class VisualMethod(StrEnum):
+    """Perceptual hash used to fingerprint the screen around an action point."""
+
+    PHASH = "phash"
+    """DCT-based perceptual hash: robust to small shifts and re-encoding."""
+    AHASH = "ahash"
+    """Average hash: each bit says brighter or darker than the mean."""
+    DHASH = "dhash"
+    """Difference hash: each bit compares horizontally adjacent pixels (edges)."""
+    WHASH = "whash"
+    """Wavelet (Haar) hash; its hash size must be a power of two."""
+    NONE = "none"
+    """No visual validation is recorded."""
+
+
+def _field_model(annotation: Any) -> type[SettingsModel] | None:
+    """The settings class inside an annotation such as ``CacheWritingSettings | None``."""
+    if isinstance(annotation, type) and issubclass(annotation, SettingsModel):
+        return annotation
+    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
+        for arg in typing.get_args(annotation):
+            found = _field_model(arg)
+            if found is not None:
+                return found
+    return None
+
+
+def _describe(error: ValidationError, model: type[SettingsModel]) -> list[str]:
+    problems = []
+    for item in error.errors():
+        loc = [str(part) for part in item["loc"]]
+        owner: type[SettingsModel] | None = model
+        for part in loc[:-1]:
+            field = owner.model_fields.get(part) if owner else None
+            owner = _field_model(field.annotation) if field else None
+        field_path = ".".join(loc) or model.__name__
+        if item["type"] == "extra_forbidden" and owner is not None:
+            valid = sorted(owner.model_fields)
+            close = difflib.get_close_matches(loc[-1], valid, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            problems.append(
+                f"unknown field {field_path!r}{hint}; valid fields of {owner.__name__}: "
+                f"{', '.join(valid)}"
+            )
+        else:
+            message = item["msg"].removeprefix("Value error, ")
+            problems.append(f"{field_path}: {message} (got {item.get('input')!r})")
+    return problems
+
+
+class SettingsModel(BaseModel):
+    """Base of the settings classes: frozen, strict about fields, errors as askcache errors."""
+
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", use_attribute_docstrings=True, validate_default=True
+    )
+
+    def __init__(self, /, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise InvalidSettingsError(type(self).__name__, _describe(exc, type(self))) from exc
+
+
+class CacheWritingSettings(SettingsModel):
+    """How a recording is written to a cache file."""
+
+    filename: str | None = None
+    """Cache file name, relative to ``cache_dir`` (``.json`` is appended if missing). ``None``:
+    a name is made from the goal and the time when recording, and the model chooses among
+    the cached trajectories when executing."""
+    visual_verification_method: VisualMethod = VisualMethod.PHASH
+    """Perceptual hash stored for validated steps; ``none`` records no visual validation."""
+    visual_validation_region_size: int = Field(DEFAULT_REGION_SIZE, ge=16, le=4096)
+    """Side, in screenshot pixels, of the square region around the action point that is
+    hashed. The region is clipped at the screen edges."""
+    visual_validation_threshold: int = Field(DEFAULT_THRESHOLD, ge=0)
+    """Largest Hamming distance (bits) at which a replayed step still counts as matching.
+    Stored in the file; a replay may override it. Must be below ``hash_size**2``."""
+    hash_size: int = Field(DEFAULT_HASH_SIZE, ge=4, le=32)
+    """Side of the hash: ``hash_size**2`` bits. Even; a power of two for ``whash``."""
+    validated_actions: frozenset[str] = DEFAULT_VALIDATED_ACTIONS
+    """Actions whose region is hashed: by default the click family, ``type`` and ``key``."""
+    parameters: dict[str, str] = Field(default_factory=dict)
+    """Cache parameters: name -> the value used in this recording. Every occurrence of the
+    value in the goal and in step inputs is stored as ``{{name}}``, to be filled in at replay."""
+
+    @field_validator("filename")
+    @classmethod
+    def _check_filename(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        path = PurePosixPath(value.replace("\\", "/"))
+        if not value.strip() or path.is_absolute() or ".." in path.parts:
+            raise ValueError("must be a relative path inside cache_dir, without '..'")
+        return value if value.endswith(".json") else f"{value}.json"
+
+    @field_validator("validated_actions")
+    @classmethod
+    def _check_actions(cls, value: frozenset[str]) -> frozenset[str]:
+        unknown = sorted(value - KNOWN_ACTIONS)
+        if unknown:
+            raise ValueError(
+                f"unknown actions {', '.join(unknown)}; known: {', '.join(sorted(KNOWN_ACTIONS))}"
+            )
+        return value
+
+    @field_validator("parameters")
+    @classmethod
+    def _check_parameters(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, sample in value.items():
+            if not _PARAMETER_NAME.match(name):
+                raise ValueError(f"parameter name {name!r} must be an identifier")
+            if not sample:
+                raise ValueError(f"parameter {name!r} has an empty value")
+        return value
+
+    @model_validator(mode="after")
+    def _check_hash(self) -> CacheWritingSettings:
+        if self.hash_size % 2:
+            raise ValueError(f"hash_size must be even (got {self.hash_size})")
+        if self.visual_verification_method == VisualMethod.WHASH and (
+            self.hash_size & (self.hash_size - 1)
+        ):
+            raise ValueError(f"whash needs a power-of-two hash_size (got {self.hash_size})")
+        if self.visual_validation_threshold >= self.hash_size**2:
+            raise ValueError(
+                f"visual_validation_threshold {self.visual_validation_threshold} would accept "
+                f"any screen: a {self.hash_size}x{self.hash_size} hash has {self.hash_size**2} bits"
+            )
+        return self
+
+
+class CacheExecutionSettings(SettingsModel):
+    """How a cache file is replayed."""
+
+    delay_time_between_action: float = Field(0.5, ge=0, le=60)
+    """Seconds to wait before each replayed step after the first, so the UI can respond."""
+    visual_validation_threshold: int | None = Field(None, ge=0)
+    """Overrides the threshold stored in the file; ``None`` uses the file's."""
+    skip_visual_validation: bool = False
+    """Replay without checking the screen. Every step then counts as unvalidated."""
+    parameter_values: dict[str, str] = Field(default_factory=dict)
+    """Values for the trajectory's ``{{name}}`` parameters, when the replay starts at once."""
+
+
+class CachingSettings(SettingsModel):
+    """Everything about caching for one :meth:`Agent.act` call."""
+
+    strategy: CacheStrategy = CacheStrategy.AUTO
+    """What to do: ``record``, ``execute``, ``auto`` or ``off`` (see :class:`CacheStrategy`)."""
+    cache_dir: Path = Path(".askcache")
+    """Folder holding the cache files (created when the first file is written)."""
+    writing_settings: CacheWritingSettings = Field(default_factory=CacheWritingSettings)
+    """How recordings are written."""
+    execution_settings: CacheExecutionSettings = Field(default_factory=CacheExecutionSettings)
+    """How replays run."""

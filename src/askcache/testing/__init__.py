@@ -1,0 +1,30 @@
+"""Helpers to test agents offline: a local Messages API stand-in and a simulated screen.
+
+Nothing here talks to the internet: the stand-in serves the Messages API on 127.0.0.1 to a
+real ``anthropic`` client, and the simulated form app renders real PNG screenshots.
+"""
+
+from askcache.testing.messages_api import (
+    MessagesApiStandIn,
+    Reply,
+    RequestRejectedError,
+    ScriptEntry,
+    text_reply,
+    tool_use_reply,
+    validate_request,
+)
+from askcache.testing.simulated import FormFillingScript, Layout, SimulatedFormApp, Widget
+
+__all__ = [
+    "FormFillingScript",
+    "Layout",
+    "MessagesApiStandIn",
+    "Reply",
+    "RequestRejectedError",
+    "ScriptEntry",
+    "SimulatedFormApp",
+    "Widget",
+    "text_reply",
+    "tool_use_reply",
+    "validate_request",
+]

@@ -1,0 +1,224 @@
+"""A small form application drawn with Pillow: a screen for offline tests and demos.
+
+:class:`SimulatedFormApp` implements :class:`~askcache.tools.computer.ComputerBackend`: clicks
+focus fields and press buttons, typing fills the focused field, ``Save`` stores the form.
+Screenshots are real PNG renderings. :meth:`SimulatedFormApp.set_layout` moves things around
+to simulate an application update, the case visual validation exists for.
+
+:class:`FormFillingScript` is a scripted stand-in for the model (no AI): it answers each
+request from the app's current layout and state. Use it with
+:class:`~askcache.testing.MessagesApiStandIn` to run an agent offline.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from PIL import Image, ImageDraw, ImageFont
+
+from askcache.actions import Point
+from askcache.testing.messages_api import Reply, text_reply, tool_use_reply
+
+__all__ = ["FormFillingScript", "Layout", "SimulatedFormApp", "Widget"]
+
+Layout = Literal["original", "banner", "swapped"]
+"""``original``; ``banner``: a notice pushes the form down; ``swapped``: Save and Clear swap."""
+
+_FONT_SIZE = 16
+
+
+@dataclass(frozen=True)
+class Widget:
+    """A rectangle on screen with a role."""
+
+    name: str
+    """Identifier, e.g. ``name`` or ``save``."""
+    kind: Literal["field", "button"]
+    """What it is."""
+    label: str
+    """Caption drawn on or beside it."""
+    box: tuple[int, int, int, int]
+    """``(left, top, right, bottom)``."""
+
+    @property
+    def center(self) -> Point:
+        """Its middle point."""
+        left, top, right, bottom = self.box
+        return ((left + right) // 2, (top + bottom) // 2)
+
+    def contains(self, point: Point) -> bool:
+        """True when ``point`` is inside."""
+        left, top, right, bottom = self.box
+        return left <= point[0] < right and top <= point[1] < bottom
+
+
+@dataclass
+class SimulatedFormApp:
+    """A contact form: Name and Email fields, Save and Clear buttons, a status line."""
+
+    width: int = 640
+    height: int = 400
+    layout: Layout = "original"
+    values: dict[str, str] = field(default_factory=lambda: {"name": "", "email": ""})
+    saved: list[dict[str, str]] = field(default_factory=list)
+    focus: str | None = None
+    status: str = "Ready"
+    pointer_at: Point = (0, 0)
+    events: list[str] = field(default_factory=list)
+
+    def set_layout(self, layout: Layout) -> None:
+        """Switch to another layout (the application "was updated")."""
+        self.layout = layout
+
+    def widgets(self) -> list[Widget]:
+        """The widgets at their positions in the current layout."""
+        top = 150 if self.layout == "banner" else 70
+        save_x, clear_x = (200, 60) if self.layout == "swapped" else (60, 200)
+        return [
+            Widget("name", "field", "Name", (160, top, 560, top + 36)),
+            Widget("email", "field", "Email", (160, top + 60, 560, top + 96)),
+            Widget("save", "button", "Save", (save_x, top + 140, save_x + 110, top + 180)),
+            Widget("clear", "button", "Clear", (clear_x, top + 140, clear_x + 110, top + 180)),
+        ]
+
+    def widget(self, name: str) -> Widget:
+        """The widget called ``name``."""
+        return next(w for w in self.widgets() if w.name == name)
+
+    def widget_at(self, point: Point) -> Widget | None:
+        """The widget under ``point``, if any."""
+        return next((w for w in self.widgets() if w.contains(point)), None)
+
+    # ComputerBackend -------------------------------------------------------------------
+
+    @property
+    def size(self) -> tuple[int, int]:
+        return (self.width, self.height)
+
+    def screenshot(self) -> Image.Image:
+        font = ImageFont.load_default(size=_FONT_SIZE)
+        image = Image.new("RGB", self.size, (236, 239, 244))
+        draw = ImageDraw.Draw(image)
+        draw.rectangle((0, 0, self.width, 36), fill=(52, 73, 94))
+        draw.text((12, 9), "Contacts - New entry", font=font, fill="white")
+        if self.layout == "banner":
+            draw.rectangle(
+                (20, 56, self.width - 20, 120), fill=(255, 243, 205), outline=(200, 160, 60)
+            )
+            draw.text(
+                (36, 78),
+                "Update: a new version of Contacts is installed.",
+                font=font,
+                fill=(90, 70, 20),
+            )
+        for widget in self.widgets():
+            left, top, right, _bottom = widget.box
+            if widget.kind == "field":
+                draw.text((left - 90, top + 9), f"{widget.label}:", font=font, fill="black")
+                outline = (52, 120, 220) if self.focus == widget.name else (150, 150, 150)
+                draw.rectangle(widget.box, fill="white", outline=outline, width=2)
+                draw.text((left + 8, top + 9), self.values[widget.name], font=font, fill="black")
+            else:
+                fill = (46, 125, 50) if widget.name == "save" else (120, 120, 120)
+                draw.rounded_rectangle(widget.box, radius=6, fill=fill)
+                text_width = draw.textlength(widget.label, font=font)
+                draw.text(
+                    ((left + right - text_width) / 2, top + 11),
+                    widget.label,
+                    font=font,
+                    fill="white",
+                )
+        draw.text((20, self.height - 30), f"Status: {self.status}", font=font, fill=(60, 60, 60))
+        return image
+
+    def click(self, point: Point | None, button: str, count: int, modifiers: str | None) -> None:
+        if point is not None:
+            self.pointer_at = point
+        target = self.widget_at(self.pointer_at)
+        self.events.append(f"{button}_click {self.pointer_at} -> {target.name if target else None}")
+        if target is None or button != "left":
+            return
+        if target.kind == "field":
+            self.focus = target.name
+        elif target.name == "save":
+            self._save()
+        else:
+            self.values = dict.fromkeys(self.values, "")
+            self.status = "Cleared"
+
+    def _save(self) -> None:
+        self.saved.append(dict(self.values))
+        self.status = f"Saved {self.values['name'] or '(empty)'}"
+
+    def drag(self, start: Point, end: Point) -> None:
+        self.pointer_at = end
+
+    def mouse_button(self, down: bool) -> None:
+        return
+
+    def move(self, point: Point) -> None:
+        self.pointer_at = point
+
+    def type_text(self, text: str) -> None:
+        if self.focus is None:
+            raise ValueError("no field has the keyboard focus; click a field first")
+        self.values[self.focus] += text
+
+    def key(self, combo: str, repeat: int) -> None:
+        for _ in range(repeat):
+            if combo in ("Return", "KP_Enter"):
+                self._save()
+            elif combo == "Tab":
+                self.focus = "email" if self.focus == "name" else "name"
+            elif combo == "BackSpace" and self.focus:
+                self.values[self.focus] = self.values[self.focus][:-1]
+            else:
+                raise ValueError(f"the form does not handle the key {combo!r}")
+
+    def scroll(self, point: Point | None, direction: str, amount: int) -> None:
+        return
+
+    def pointer(self) -> Point:
+        return self.pointer_at
+
+
+class FormFillingScript:
+    """A scripted model (not AI) that fills the form's Name field with ``name`` and saves.
+
+    Called with each request body, it looks at the app (not at the screenshot) and answers
+    with the next sensible computer action, so it can also take over after a replay hands
+    back on a changed layout. ``shape`` picks the computer tool's shape.
+    """
+
+    def __init__(
+        self, app: SimulatedFormApp, name: str, *, shape: Literal["tool", "toolset"] = "tool"
+    ) -> None:
+        self.app = app
+        self.name = name
+        self.shape = shape
+        self.calls = 0
+
+    def _action(self, action: str, **arguments: Any) -> Reply:
+        if self.shape == "toolset":
+            return tool_use_reply(action, arguments, toolset_name="computer")
+        return tool_use_reply("computer", {"action": action, **arguments})
+
+    def __call__(self, request: dict[str, Any]) -> Reply:
+        self.calls += 1
+        app = self.app
+        last = request["messages"][-1]
+        saw_screen = isinstance(last.get("content"), list) and any(
+            block.get("type") == "tool_result" for block in last["content"]
+        )
+        if not saw_screen:
+            return self._action("screenshot")
+        if app.saved and app.saved[-1].get("name") == self.name:
+            return text_reply(f"Saved the contact {self.name}.")
+        if app.values["name"] != self.name:
+            if app.values["name"]:
+                return self._action("left_click", coordinate=list(app.widget("clear").center))
+            if app.focus != "name":
+                return self._action("left_click", coordinate=list(app.widget("name").center))
+            return self._action("type", text=self.name)
+        return self._action("left_click", coordinate=list(app.widget("save").center))

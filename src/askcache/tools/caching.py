@@ -1,0 +1,170 @@
+"""Tools that let the model find and replay cached trajectories.
+
+``list_cached_trajectories`` lists the valid cache files (goal, steps, parameters, past
+results); ``execute_cached_trajectory`` starts a replay, after which the conversation hands
+the turn to the :class:`~askcache.replay.CacheExecutor`. Their own calls are never recorded.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from askcache.cache_file import CacheFile, placeholders_in
+from askcache.errors import AskCacheError
+from askcache.messages import ToolUseBlockParam
+from askcache.replay import CacheExecutor
+from askcache.settings import CacheExecutionSettings
+from askcache.storage import CacheStorage, load_cache_file
+from askcache.tools.base import Tool, ToolOutput
+
+__all__ = ["ExecuteCachedTrajectory", "ListCachedTrajectories", "describe_cache_file"]
+
+
+def describe_cache_file(name: str, cache_file: CacheFile) -> str:
+    """One paragraph about a cache file, as the model sees it in a listing."""
+    meta = cache_file.metadata
+    params = sorted(
+        set(cache_file.cache_parameters)
+        | placeholders_in([meta.goal, *(s.input for s in cache_file.trajectory)])
+    )
+    lines = [
+        f"- {name}: {meta.goal!r}",
+        f"  steps: {len(cache_file.trajectory)}; parameters: {', '.join(params) or 'none'}; "
+        f"replays: {meta.successes} succeeded, {len(meta.failures)} stopped early",
+    ]
+    if not meta.is_valid:
+        lines.append(f"  INVALID: {meta.invalidation_reason or 'no reason given'}")
+    return "\n".join(lines)
+
+
+class ListCachedTrajectories(Tool):
+    """Lists the cached trajectories the model may replay."""
+
+    name = "list_cached_trajectories"
+
+    def __init__(self, storage: CacheStorage) -> None:
+        self.storage = storage
+
+    def to_params(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "description": (
+                "List the cached trajectories: recorded solutions of earlier tasks that can be "
+                "replayed without thinking, with their goals, step counts and parameters."
+            ),
+            "input_schema": {
+                "type": "object",
+                "properties": {
+                    "include_invalid": {
+                        "type": "boolean",
+                        "description": "Also list trajectories marked invalid.",
+                    }
+                },
+            },
+        }
+
+    def run(self, block: ToolUseBlockParam) -> ToolOutput:
+        include_invalid = bool(block.input.get("include_invalid", False))
+        entries, unreadable = [], []
+        for name in self.storage.list_names():
+            try:
+                cache_file = load_cache_file(self.storage, name)
+            except AskCacheError as exc:
+                unreadable.append(f"- {name}: unreadable ({exc})")
+                continue
+            if cache_file.metadata.is_valid or include_invalid:
+                entries.append(describe_cache_file(name, cache_file))
+        if not entries and not unreadable:
+            return ToolOutput.text("No cached trajectories are available.")
+        return ToolOutput.text("\n".join(["Cached trajectories:", *entries, *unreadable]))
+
+
+class ExecuteCachedTrajectory(Tool):
+    """Starts replaying a cached trajectory; the executor takes the next turns."""
+
+    name = "execute_cached_trajectory"
+
+    def __init__(
+        self,
+        storage: CacheStorage,
+        executor: CacheExecutor,
+        execution_settings: CacheExecutionSettings | None = None,
+    ) -> None:
+        self.storage = storage
+        self.executor = executor
+        self.execution_settings = execution_settings or CacheExecutionSettings()
+
+    def to_params(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "description": (
+                "Replay a cached trajectory step by step without thinking. Before each click or "
+                "keystroke the screen is compared with the recording; if it differs, the replay "
+                "stops and you continue from there. Use it when a listed trajectory's goal "
+                "matches the task."
+            ),
+            "input_schema": {
+                "type": "object",
+                "properties": {
+                    "trajectory_file": {
+                        "type": "string",
+                        "description": "Name from list_cached_trajectories.",
+                    },
+                    "parameter_values": {
+                        "type": "object",
+                        "additionalProperties": {"type": "string"},
+                        "description": "A value for each of the trajectory's parameters.",
+                    },
+                    "start_from_step_index": {
+                        "type": "integer",
+                        "minimum": 0,
+                        "description": "Resume from this step (default 0).",
+                    },
+                    "visual_validation_threshold": {
+                        "type": "integer",
+                        "minimum": 0,
+                        "description": "Override the stored validation threshold (bits).",
+                    },
+                },
+                "required": ["trajectory_file"],
+            },
+        }
+
+    def run(self, block: ToolUseBlockParam) -> ToolOutput:
+        arguments = block.input
+        name = arguments.get("trajectory_file")
+        if not isinstance(name, str) or not name:
+            return ToolOutput.text("trajectory_file must be a file name.", is_error=True)
+        values = arguments.get("parameter_values") or {}
+        start = arguments.get("start_from_step_index", 0)
+        threshold = arguments.get("visual_validation_threshold")
+        if not isinstance(values, dict) or not all(isinstance(v, str) for v in values.values()):
+            return ToolOutput.text("parameter_values must map names to strings.", is_error=True)
+        if not isinstance(start, int):
+            return ToolOutput.text("start_from_step_index must be an integer.", is_error=True)
+        try:
+            settings = self.execution_settings
+            if threshold is not None:  # validated like any setting
+                settings = CacheExecutionSettings(
+                    **{**settings.model_dump(), "visual_validation_threshold": threshold}
+                )
+            cache_file = load_cache_file(self.storage, name)
+            if not cache_file.metadata.is_valid:
+                return ToolOutput.text(
+                    f"{name} is marked invalid: {cache_file.metadata.invalidation_reason}",
+                    is_error=True,
+                )
+            result = self.executor.activate_cache_execution(
+                cache_file,
+                name,
+                parameter_values=values,
+                start_from_step_index=start,
+                execution_settings=settings,
+                return_to_agent_on_success=True,
+            )
+        except AskCacheError as exc:
+            return ToolOutput.text(str(exc), is_error=True)
+        return ToolOutput.text(
+            f"Replaying {name} from step {start} of {result.steps_total}.",
+            handoff_to=self.executor.name,
+        )

@@ -201,12 +201,13 @@ def parse_cache_file(raw: bytes | str, name: str) -> CacheFile:
         UnsupportedCacheVersionError: written by a newer format version.
     """
     try:
-        data = json.loads(raw)
+        text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+        data = json.loads(text)
     except UnicodeDecodeError as exc:
         raise CacheFileCorruptError(name, f"not UTF-8 text ({exc.reason})") from exc
     except json.JSONDecodeError as exc:
         detail = f"not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"
-        if exc.pos >= len(exc.doc.rstrip()):
+        if text.lstrip().startswith("{") and not text.rstrip().endswith("}"):
             detail += "; the file looks truncated"
         raise CacheFileCorruptError(name, detail) from exc
     if not isinstance(data, dict):

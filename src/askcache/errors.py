@@ -32,14 +32,20 @@ class InvalidSettingsError(AskCacheError, ValueError):
 
     Attributes:
         model: Name of the settings class.
-        problems: One human-readable line per offending field.
+        problems: ``(field path, what is wrong)`` per offending field; nested settings'
+            fields are dotted (``writing_settings.filename``).
     """
 
-    def __init__(self, model: str, problems: Sequence[str]) -> None:
+    def __init__(self, model: str, problems: Sequence[tuple[str, str]]) -> None:
         self.model = model
         self.problems = list(problems)
-        lines = "\n".join(f"  - {p}" for p in self.problems)
+        lines = "\n".join(f"  - {path}: {text}" for path, text in self.problems)
         super().__init__(f"invalid {model}:\n{lines}")
+
+    @property
+    def fields(self) -> list[str]:
+        """The offending field paths."""
+        return [path for path, _ in self.problems]
 
 
 class CacheNotFoundError(AskCacheError, FileNotFoundError):

@@ -5,7 +5,7 @@ naming the field, listing the valid ones and suggesting the closest::
 
     >>> CacheWritingSettings(filenme="login.json")
     InvalidSettingsError: invalid CacheWritingSettings:
-      - unknown field 'filenme' (did you mean 'filename'?); valid fields: filename, ...
+      - filenme: unknown field (did you mean 'filename'?); valid fields of ...: filename, ...
 """
 
 from __future__ import annotations
@@ -86,26 +86,29 @@ def _field_model(annotation: Any) -> type[SettingsModel] | None:
     return None
 
 
-def _describe(error: ValidationError, model: type[SettingsModel]) -> list[str]:
-    problems = []
+def _describe(error: ValidationError, model: type[SettingsModel]) -> list[tuple[str, str]]:
+    problems: list[tuple[str, str]] = []
     for item in error.errors():
         loc = [str(part) for part in item["loc"]]
+        path = ".".join(loc) or model.__name__
+        nested = (item.get("ctx") or {}).get("error")
+        if isinstance(nested, InvalidSettingsError):  # a nested settings object's own check
+            problems.extend((f"{path}.{sub}", text) for sub, text in nested.problems)
+            continue
         owner: type[SettingsModel] | None = model
         for part in loc[:-1]:
             field = owner.model_fields.get(part) if owner else None
             owner = _field_model(field.annotation) if field else None
-        field_path = ".".join(loc) or model.__name__
         if item["type"] == "extra_forbidden" and owner is not None:
             valid = sorted(owner.model_fields)
             close = difflib.get_close_matches(loc[-1], valid, n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             problems.append(
-                f"unknown field {field_path!r}{hint}; valid fields of {owner.__name__}: "
-                f"{', '.join(valid)}"
+                (path, f"unknown field{hint}; valid fields of {owner.__name__}: {', '.join(valid)}")
             )
         else:
             message = item["msg"].removeprefix("Value error, ")
-            problems.append(f"{field_path}: {message} (got {item.get('input')!r})")
+            problems.append((path, f"{message} (got {item.get('input')!r})"))
     return problems
 
 

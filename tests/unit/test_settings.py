@@ -1,0 +1,93 @@
+"""Settings: defaults, validation on construction, unknown fields, frozen."""
+
+from __future__ import annotations
+
+import pytest
+
+from askcache.actions import DEFAULT_VALIDATED_ACTIONS
+from askcache.errors import AskCacheError, InvalidSettingsError
+from askcache.settings import (
+    CacheExecutionSettings,
+    CacheStrategy,
+    CacheWritingSettings,
+    CachingSettings,
+    VisualMethod,
+)
+
+
+def test_defaults_are_the_documented_ones() -> None:
+    writing = CacheWritingSettings()
+    assert writing.visual_verification_method == VisualMethod.PHASH
+    assert (writing.visual_validation_region_size, writing.visual_validation_threshold, writing.hash_size) == (100, 10, 8)
+    assert writing.validated_actions == DEFAULT_VALIDATED_ACTIONS
+    execution = CacheExecutionSettings()
+    assert (execution.delay_time_between_action, execution.visual_validation_threshold, execution.skip_visual_validation) == (0.5, None, False)
+    assert CachingSettings().strategy == CacheStrategy.AUTO
+
+
+def test_unknown_field_names_the_valid_ones_and_the_closest() -> None:
+    with pytest.raises(InvalidSettingsError) as info:
+        CacheWritingSettings(filenme="login.json")  # type: ignore[call-arg]
+    message = str(info.value)
+    assert "filenme: unknown field" in message
+    assert "did you mean 'filename'" in message
+    assert info.value.fields == ["filenme"]
+    assert "visual_validation_threshold" in message
+    assert isinstance(info.value, AskCacheError)
+    assert isinstance(info.value, ValueError)
+
+
+def test_unknown_nested_field_is_reported_with_its_path() -> None:
+    with pytest.raises(InvalidSettingsError, match=r"writing_settings.filenme: unknown field.*valid fields of CacheWritingSettings") as info:
+        CachingSettings(writing_settings={"filenme": "x.json"})  # type: ignore[arg-type]
+    assert info.value.fields == ["writing_settings.filenme"]
+
+
+def test_invalid_strategy_lists_the_valid_ones() -> None:
+    with pytest.raises(InvalidSettingsError, match="'record', 'execute', 'auto' or 'off'"):
+        CachingSettings(strategy="replay")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("fields", "fragment"),
+    [
+        ({"visual_validation_threshold": 64}, "would accept any screen"),
+        ({"visual_validation_threshold": -1}, "visual_validation_threshold"),
+        ({"hash_size": 7}, "hash_size must be even"),
+        ({"hash_size": 12, "visual_verification_method": "whash"}, "power-of-two"),
+        ({"visual_validation_region_size": 4}, "visual_validation_region_size"),
+        ({"visual_verification_method": "sha1"}, "'phash', 'ahash', 'dhash', 'whash' or 'none'"),
+        ({"filename": "../outside.json"}, "relative path inside cache_dir"),
+        ({"filename": "/etc/passwd"}, "relative path inside cache_dir"),
+        ({"validated_actions": frozenset({"left_click", "clik"})}, "unknown actions clik"),
+        ({"parameters": {"user name": "x"}}, "must be an identifier"),
+        ({"parameters": {"user": ""}}, "empty value"),
+    ],
+)
+def test_bad_writing_values_are_rejected_naming_the_field(fields: dict[str, object], fragment: str) -> None:
+    with pytest.raises(InvalidSettingsError, match=fragment):
+        CacheWritingSettings(**fields)  # type: ignore[arg-type]
+
+
+def test_bad_execution_values_are_rejected() -> None:
+    with pytest.raises(InvalidSettingsError, match="delay_time_between_action"):
+        CacheExecutionSettings(delay_time_between_action=-1)
+    with pytest.raises(InvalidSettingsError, match="visual_validation_threshold"):
+        CacheExecutionSettings(visual_validation_threshold=-3)
+
+
+def test_filename_gets_a_json_suffix() -> None:
+    assert CacheWritingSettings(filename="login").filename == "login.json"
+    assert CacheWritingSettings(filename="team/login.json").filename == "team/login.json"
+
+
+def test_settings_are_frozen() -> None:
+    settings = CacheExecutionSettings()
+    with pytest.raises(ValueError, match="frozen"):
+        settings.skip_visual_validation = True  # type: ignore[misc]
+
+
+def test_strings_are_accepted_for_enums() -> None:
+    settings = CachingSettings(strategy="record", writing_settings=CacheWritingSettings(visual_verification_method="dhash"))  # type: ignore[arg-type]
+    assert settings.strategy is CacheStrategy.RECORD
+    assert settings.writing_settings.visual_verification_method is VisualMethod.DHASH

@@ -1,0 +1,166 @@
+"""Hashing, distances, regions, screenshot lookup and decoding on real PNG screenshots."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+from PIL import Image, ImageDraw
+
+from askcache.cache_file import VisualValidationConfig
+from askcache.errors import InvalidHashError, InvalidScreenshotError
+from askcache.messages import MessageParam
+from askcache.testing import SimulatedFormApp
+from askcache.tools import encode_png
+from askcache.visual import (
+    check_step_representation,
+    compute_hash,
+    compute_step_representation,
+    decode_screenshot,
+    find_recent_screenshot,
+    find_recent_screenshot_block,
+    hamming_distance,
+    region_box,
+)
+from tests.helpers import computer_call, form_calls, run_history
+
+METHODS = ["phash", "ahash", "dhash", "whash"]
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("size", [8, 16])
+def test_hash_is_hex_of_size_squared_bits(method: str, size: int) -> None:
+    image = SimulatedFormApp().screenshot().crop((100, 50, 200, 150))
+    value = compute_hash(image, method, size)
+    assert len(value) == size * size // 4
+    int(value, 16)
+    assert compute_hash(image.copy(), method, size) == value
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_same_region_is_distance_zero_and_a_changed_one_is_not(method: str) -> None:
+    before = SimulatedFormApp().screenshot()
+    after = SimulatedFormApp(layout="banner").screenshot()
+    box = (160, 50, 260, 150)
+    same = hamming_distance(compute_hash(before.crop(box), method), compute_hash(before.crop(box), method))
+    changed = hamming_distance(compute_hash(before.crop(box), method), compute_hash(after.crop(box), method))
+    assert same == 0
+    assert changed > 0
+
+
+def test_hamming_distance_counts_bits() -> None:
+    assert hamming_distance("ff00", "0f00") == 4
+    assert hamming_distance("0000000000000000", "0000000000000001") == 1
+
+
+def test_hashes_of_different_sizes_are_a_clear_error() -> None:
+    with pytest.raises(InvalidHashError, match="different sizes: 64 bits .* vs 256 bits"):
+        hamming_distance("0" * 16, "0" * 64)
+
+
+@pytest.mark.parametrize("bad", ["xyz", "", "12 34"])
+def test_non_hex_hash_is_a_clear_error(bad: str) -> None:
+    with pytest.raises(InvalidHashError, match="not a hex string"):
+        hamming_distance(bad, "00")
+
+
+def test_unknown_method_lists_the_valid_ones() -> None:
+    with pytest.raises(InvalidHashError, match="phash, ahash, dhash, whash"):
+        compute_hash(Image.new("RGB", (10, 10)), "md5")
+
+
+def test_region_is_centred_and_clipped_at_the_edges() -> None:
+    assert region_box((640, 400), (320, 200), 100) == (270, 150, 370, 250)
+    assert region_box((640, 400), (10, 395), 100) == (0, 345, 60, 400)
+    assert region_box((640, 400), None, 100) == (0, 0, 640, 400)
+    assert region_box((640, 400), (640, 10), 100) is None
+    assert region_box((640, 400), (-1, 10), 100) is None
+
+
+def test_find_recent_screenshot_takes_the_latest_before_the_index() -> None:
+    app = SimulatedFormApp()
+    calls = form_calls(app)
+    messages = run_history(app, calls[:3])
+    index, _ = find_recent_screenshot_block(messages) or (None, None)
+    assert index == len(messages) - 1
+    first, _ = find_recent_screenshot_block(messages, from_index=3) or (None, None)
+    assert first == 2
+    assert find_recent_screenshot(messages, from_index=1) is None
+    latest = find_recent_screenshot(messages)
+    assert latest is not None
+    assert latest.size == (640, 400)
+
+
+def test_a_screenshot_is_decoded_once() -> None:
+    data = encode_png(SimulatedFormApp().screenshot())
+    assert decode_screenshot(data) is decode_screenshot(data)
+
+
+def test_not_an_image_is_a_clear_error() -> None:
+    with pytest.raises(InvalidScreenshotError, match="message 3"):
+        decode_screenshot(base64.b64encode(b"GIF? no, plain text").decode(), "message 3")
+    with pytest.raises(InvalidScreenshotError, match="not base64"):
+        decode_screenshot("@@@not base64@@@", "message 4")
+
+
+def test_step_representation_checks_the_region_around_the_point() -> None:
+    config = VisualValidationConfig(method="phash", hash_size=8, region_size=100, threshold=10)
+    screen = SimulatedFormApp().screenshot()
+    click = computer_call("left_click", coordinate=[400, 300])
+    stored = compute_step_representation(screen, click, config)
+    assert stored is not None
+    changed = screen.copy()
+    ImageDraw.Draw(changed).rectangle((20, 20, 120, 60), fill="red")  # far from the point
+    assert check_step_representation(changed, click, stored, config).distance == 0
+    ImageDraw.Draw(changed).rectangle((360, 260, 440, 340), fill="red")  # on the point
+    check = check_step_representation(changed, click, stored, config)
+    assert not check.matched
+    assert check.distance is not None
+    assert check.distance > 10
+    assert "distance" in check.describe()
+    assert "> threshold 10" in check.describe()
+
+
+def test_threshold_is_inclusive_and_overridable() -> None:
+    config = VisualValidationConfig(method="ahash", hash_size=8, region_size=60, threshold=0)
+    screen = SimulatedFormApp().screenshot()
+    click = computer_call("left_click", coordinate=[200, 88])
+    stored = compute_step_representation(screen, click, config)
+    assert stored is not None
+    other = SimulatedFormApp(layout="banner").screenshot()
+    distance = check_step_representation(other, click, stored, config).distance
+    assert distance is not None
+    assert distance > 0
+    assert check_step_representation(other, click, stored, config, threshold=distance).matched
+    assert not check_step_representation(other, click, stored, config, threshold=distance - 1).matched
+
+
+def test_typing_uses_the_pointer_region_and_a_point_off_screen_does_not_match() -> None:
+    config = VisualValidationConfig(method="phash", region_size=100)
+    screen = SimulatedFormApp().screenshot()
+    typing = computer_call("type", text="x")
+    at_pointer = compute_step_representation(screen, typing, config, pointer=(300, 88))
+    whole = compute_step_representation(screen, typing, config)
+    assert at_pointer is not None
+    assert whole is not None
+    assert at_pointer != whole
+    off = computer_call("left_click", coordinate=[5000, 10])
+    assert compute_step_representation(screen, off, config) is None
+    check = check_step_representation(screen, off, "0" * 16, config)
+    assert not check.matched
+    assert "outside the current screen" in check.describe()
+
+
+def test_malformed_stored_hash_is_an_error_even_off_screen() -> None:
+    config = VisualValidationConfig(method="phash", region_size=100)
+    screen = SimulatedFormApp().screenshot()
+    with pytest.raises(InvalidHashError):
+        check_step_representation(screen, computer_call("left_click", coordinate=[9999, 1]), "zz", config)
+
+
+def test_history_with_a_string_tool_result_is_skipped() -> None:
+    messages = [
+        MessageParam(role="user", content="go"),
+        MessageParam.model_validate({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a", "content": "ok"}]}),
+    ]
+    assert find_recent_screenshot(messages) is None

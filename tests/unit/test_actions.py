@@ -8,10 +8,17 @@ from askcache.messages import ToolUseBlockParam
 
 def test_single_tool_shape() -> None:
     action = parse_action(
-        ToolUseBlockParam(id="t", name="computer", input={"action": "double_click", "coordinate": [5, 6]})
+        ToolUseBlockParam(
+            id="t", name="computer", input={"action": "double_click", "coordinate": [5, 6]}
+        )
     )
     assert action is not None
-    assert (action.name, action.kind, action.shape, action.point) == ("double_click", ActionKind.CLICK, "tool", (5, 6))
+    assert (action.name, action.kind, action.shape, action.point) == (
+        "double_click",
+        ActionKind.CLICK,
+        "tool",
+        (5, 6),
+    )
 
 
 def test_toolset_shape() -> None:
@@ -19,18 +26,30 @@ def test_toolset_shape() -> None:
         ToolUseBlockParam(id="t", name="type", input={"text": "hi"}, toolset_name="computer")
     )
     assert action is not None
-    assert (action.name, action.kind, action.shape, action.point) == ("type", ActionKind.TEXT_ENTRY, "toolset", None)
+    assert (action.name, action.kind, action.shape, action.point) == (
+        "type",
+        ActionKind.TEXT_ENTRY,
+        "toolset",
+        None,
+    )
     assert action.acts_at_pointer
 
 
 def test_other_tools_are_not_actions() -> None:
-    assert parse_action(ToolUseBlockParam(id="t", name="execute_cached_trajectory", input={})) is None
+    assert (
+        parse_action(ToolUseBlockParam(id="t", name="execute_cached_trajectory", input={})) is None
+    )
     assert parse_action(ToolUseBlockParam(id="t", name="computer", input={})) is None
-    assert parse_action(ToolUseBlockParam(id="t", name="navigate", input={}, toolset_name="browser")) is None
+    assert (
+        parse_action(ToolUseBlockParam(id="t", name="navigate", input={}, toolset_name="browser"))
+        is None
+    )
 
 
 def test_drag_acts_at_its_start_and_leaves_the_pointer_at_its_end() -> None:
-    action = parse_action(make_tool_use("left_click_drag", "tool", start_coordinate=[1, 2], coordinate=[30, 40]))
+    action = parse_action(
+        make_tool_use("left_click_drag", "tool", start_coordinate=[1, 2], coordinate=[30, 40])
+    )
     assert action is not None
     assert (action.point, action.pointer_after) == ((1, 2), (30, 40))
 

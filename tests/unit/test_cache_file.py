@@ -27,7 +27,9 @@ SCHEMA = Path(__file__).parents[2] / "docs" / "cache-format.schema.json"
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**31), 2**31) | st.text(max_size=20),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
     max_leaves=8,
 )
 steps = st.builds(
@@ -43,8 +45,10 @@ cache_files = st.builds(
     metadata=st.builds(
         CacheMetadata,
         goal=st.text(max_size=40),
-        coordinate_space=st.none() | st.builds(CoordinateSpace, width=st.integers(1, 8000), height=st.integers(1, 8000)),
-        visual_validation=st.none() | st.builds(
+        coordinate_space=st.none()
+        | st.builds(CoordinateSpace, width=st.integers(1, 8000), height=st.integers(1, 8000)),
+        visual_validation=st.none()
+        | st.builds(
             VisualValidationConfig,
             method=st.sampled_from(["phash", "ahash", "dhash", "whash"]),
             hash_size=st.sampled_from([8, 16]),
@@ -56,7 +60,9 @@ cache_files = st.builds(
         is_valid=st.booleans(),
     ),
     trajectory=st.lists(steps, max_size=5),
-    cache_parameters=st.dictionaries(st.from_regex(r"[a-z_]{1,8}", fullmatch=True), st.text(max_size=10), max_size=3),
+    cache_parameters=st.dictionaries(
+        st.from_regex(r"[a-z_]{1,8}", fullmatch=True), st.text(max_size=10), max_size=3
+    ),
 )
 
 
@@ -75,14 +81,26 @@ def test_seed_era_file_without_version_or_hash_size_loads() -> None:
             "visual_validation": {"method": "phash", "region_size": 100, "threshold": 10},
         },
         "trajectory": [
-            {"type": "tool_use", "id": "toolu_1", "name": "computer",
-             "input": {"action": "left_click", "coordinate": [10, 10]}, "visual_representation": "ff00ff00ff00ff00"},
-            {"type": "tool_use", "id": "toolu_2", "name": "computer", "input": {"action": "screenshot"}},
+            {
+                "type": "tool_use",
+                "id": "toolu_1",
+                "name": "computer",
+                "input": {"action": "left_click", "coordinate": [10, 10]},
+                "visual_representation": "ff00ff00ff00ff00",
+            },
+            {
+                "type": "tool_use",
+                "id": "toolu_2",
+                "name": "computer",
+                "input": {"action": "screenshot"},
+            },
         ],
     }
     cache_file = parse_cache_file(json.dumps(old), "old.json")
     assert cache_file.version == FORMAT_VERSION
-    assert cache_file.metadata.visual_validation == VisualValidationConfig(method="phash", hash_size=8, region_size=100, threshold=10)
+    assert cache_file.metadata.visual_validation == VisualValidationConfig(
+        method="phash", hash_size=8, region_size=100, threshold=10
+    )
     assert cache_file.metadata.coordinate_space == CoordinateSpace(width=1280, height=800)
     assert cache_file.trajectory[1].visual_representation is None
     assert cache_file.cache_parameters == {}
@@ -90,7 +108,9 @@ def test_seed_era_file_without_version_or_hash_size_loads() -> None:
 
 
 def test_future_version_fails_clearly() -> None:
-    with pytest.raises(UnsupportedCacheVersionError, match=r"'new.json' has format version 7.*up to 1"):
+    with pytest.raises(
+        UnsupportedCacheVersionError, match=r"'new.json' has format version 7.*up to 1"
+    ):
         parse_cache_file(json.dumps({"version": 7, "metadata": {}, "trajectory": []}), "new.json")
 
 
@@ -102,10 +122,14 @@ def test_future_version_fails_clearly() -> None:
         ("[1, 2]", "top level is list"),
         ('{"version": "one"}', "version: expected a whole number"),
         ('{"version": 1, "trajectory": []}', "metadata: Field required"),
-        ('{"version": 1, "metadata": {"goal": "x"}, "trajectory": [{"type": "tool_use", "id": "a", "name": "c", "input": 5}]}',
-         r"trajectory\[0\]\.input"),
-        ('{"version": 1, "metadata": {"goal": "x", "visual_validation": {"method": "md5", "region_size": 9}}, "trajectory": []}',
-         "metadata.visual_validation.method"),
+        (
+            '{"version": 1, "metadata": {"goal": "x"}, "trajectory": [{"type": "tool_use", "id": "a", "name": "c", "input": 5}]}',
+            r"trajectory\[0\]\.input",
+        ),
+        (
+            '{"version": 1, "metadata": {"goal": "x", "visual_validation": {"method": "md5", "region_size": 9}}, "trajectory": []}',
+            "metadata.visual_validation.method",
+        ),
     ],
 )
 def test_corrupt_files_name_the_file_and_the_problem(text: str, fragment: str) -> None:
@@ -128,7 +152,10 @@ def test_failures_keep_only_the_most_recent() -> None:
 
 
 def test_placeholders_are_found_in_nested_values() -> None:
-    assert placeholders_in(["Log in as {{user}}", {"a": ["{{pw}}", 3]}, "{{ not_one }}"]) == {"user", "pw"}
+    assert placeholders_in(["Log in as {{user}}", {"a": ["{{pw}}", 3]}, "{{ not_one }}"]) == {
+        "user",
+        "pw",
+    }
 
 
 def test_shipped_schema_matches_the_models() -> None:

@@ -47,9 +47,16 @@ def test_blocks_are_discriminated_by_type() -> None:
             "role": "user",
             "content": [
                 {"type": "text", "text": "hi"},
-                {"type": "tool_result", "tool_use_id": "t1", "content": [
-                    {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AA=="}},
-                ]},
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "t1",
+                    "content": [
+                        {
+                            "type": "image",
+                            "source": {"type": "base64", "media_type": "image/png", "data": "AA=="},
+                        },
+                    ],
+                },
             ],
         }
     )
@@ -106,8 +113,13 @@ def test_message_from_sdk_response_keeps_stop_reason_and_usage() -> None:
             "model": "claude-sonnet-4-5",
             "content": [
                 {"type": "text", "text": "Clicking Save."},
-                {"type": "tool_use", "id": "toolu_1", "name": "left_click",
-                 "input": {"coordinate": [10, 20]}, "toolset_name": "computer"},
+                {
+                    "type": "tool_use",
+                    "id": "toolu_1",
+                    "name": "left_click",
+                    "input": {"coordinate": [10, 20]},
+                    "toolset_name": "computer",
+                },
             ],
             "stop_reason": "tool_use",
             "stop_sequence": None,
@@ -118,15 +130,23 @@ def test_message_from_sdk_response_keeps_stop_reason_and_usage() -> None:
     assert message.stop_reason == "tool_use"
     assert message.usage == Usage(input_tokens=1200, output_tokens=40)
     call = message.tool_uses[0]
-    assert (call.name, call.toolset_name, call.input) == ("left_click", "computer", {"coordinate": [10, 20]})
+    assert (call.name, call.toolset_name, call.input) == (
+        "left_click",
+        "computer",
+        {"coordinate": [10, 20]},
+    )
 
 
 def test_message_from_sdk_rejects_unhandled_blocks_clearly() -> None:
     response = sdk.Message.model_validate(
         {
-            "id": "msg_1", "type": "message", "role": "assistant", "model": "m",
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": "m",
             "content": [{"type": "server_tool_use", "id": "s1", "name": "web_search", "input": {}}],
-            "stop_reason": "end_turn", "stop_sequence": None,
+            "stop_reason": "end_turn",
+            "stop_sequence": None,
             "usage": {"input_tokens": 1, "output_tokens": 1},
         }
     )
@@ -135,5 +155,7 @@ def test_message_from_sdk_rejects_unhandled_blocks_clearly() -> None:
 
 
 def test_usage_adds_up() -> None:
-    total = Usage(input_tokens=1, output_tokens=2) + Usage(input_tokens=3, cache_read_input_tokens=4)
+    total = Usage(input_tokens=1, output_tokens=2) + Usage(
+        input_tokens=3, cache_read_input_tokens=4
+    )
     assert (total.input_tokens, total.output_tokens, total.total_tokens) == (4, 2, 10)

@@ -21,7 +21,9 @@ def _record(storage: LocalCacheStorage, messages: list[MessageParam], **settings
     return manager.finish_recording(messages)
 
 
-def test_validated_actions_get_hashes_and_others_null(app: SimulatedFormApp, storage: LocalCacheStorage) -> None:
+def test_validated_actions_get_hashes_and_others_null(
+    app: SimulatedFormApp, storage: LocalCacheStorage
+) -> None:
     name = _record(storage, run_history(app, form_calls(app)), filename="form.json")
     cache_file = load_cache_file(storage, name)
     hashes = [step.visual_representation for step in cache_file.trajectory]
@@ -29,12 +31,19 @@ def test_validated_actions_get_hashes_and_others_null(app: SimulatedFormApp, sto
     assert all(h is not None and len(h) == 16 for h in hashes[1:])
     visual = cache_file.metadata.visual_validation
     assert visual is not None
-    assert (visual.method, visual.hash_size, visual.region_size, visual.threshold) == ("phash", 8, 100, 10)
+    assert (visual.method, visual.hash_size, visual.region_size, visual.threshold) == (
+        "phash",
+        8,
+        100,
+        10,
+    )
     assert cache_file.metadata.coordinate_space == CoordinateSpace(width=640, height=400)
     assert cache_file.metadata.goal == GOAL
 
 
-def test_hash_comes_from_the_screenshot_before_the_step(app: SimulatedFormApp, storage: LocalCacheStorage) -> None:
+def test_hash_comes_from_the_screenshot_before_the_step(
+    app: SimulatedFormApp, storage: LocalCacheStorage
+) -> None:
     messages = run_history(app, form_calls(app))
     name = _record(storage, messages, filename="form.json")
     save = load_cache_file(storage, name).trajectory[3]
@@ -44,7 +53,9 @@ def test_hash_comes_from_the_screenshot_before_the_step(app: SimulatedFormApp, s
     assert save.visual_representation == compute_hash(before.crop(box), "phash", 8)
 
 
-def test_several_calls_in_one_message_each_use_the_screen_after_the_previous(app: SimulatedFormApp) -> None:
+def test_several_calls_in_one_message_each_use_the_screen_after_the_previous(
+    app: SimulatedFormApp,
+) -> None:
     calls = form_calls(app)
     messages = run_history(app, [calls[0], [calls[1], calls[2], calls[3]]])
     pairs = steps_with_screens(messages)
@@ -55,28 +66,54 @@ def test_several_calls_in_one_message_each_use_the_screen_after_the_previous(app
 
 
 @pytest.mark.parametrize("method", ["ahash", "dhash", "whash"])
-def test_other_methods_and_hash_sizes(app: SimulatedFormApp, storage: LocalCacheStorage, method: str) -> None:
-    name = _record(storage, run_history(app, form_calls(app)), filename="f.json", visual_verification_method=method, hash_size=16)
+def test_other_methods_and_hash_sizes(
+    app: SimulatedFormApp, storage: LocalCacheStorage, method: str
+) -> None:
+    name = _record(
+        storage,
+        run_history(app, form_calls(app)),
+        filename="f.json",
+        visual_verification_method=method,
+        hash_size=16,
+    )
     cache_file = load_cache_file(storage, name)
     assert cache_file.metadata.visual_validation is not None
     assert cache_file.metadata.visual_validation.method == method
     assert len(cache_file.trajectory[1].visual_representation or "") == 64
 
 
-def test_method_none_stores_no_validation(app: SimulatedFormApp, storage: LocalCacheStorage) -> None:
-    name = _record(storage, run_history(app, form_calls(app)), filename="f.json", visual_verification_method="none")
+def test_method_none_stores_no_validation(
+    app: SimulatedFormApp, storage: LocalCacheStorage
+) -> None:
+    name = _record(
+        storage,
+        run_history(app, form_calls(app)),
+        filename="f.json",
+        visual_verification_method="none",
+    )
     cache_file = load_cache_file(storage, name)
     assert cache_file.metadata.visual_validation is None
     assert all(step.visual_representation is None for step in cache_file.trajectory)
 
 
-def test_validated_actions_setting_selects_steps(app: SimulatedFormApp, storage: LocalCacheStorage) -> None:
-    name = _record(storage, run_history(app, form_calls(app)), filename="f.json", validated_actions=frozenset({"type"}))
-    hashes = [s.visual_representation is not None for s in load_cache_file(storage, name).trajectory]
+def test_validated_actions_setting_selects_steps(
+    app: SimulatedFormApp, storage: LocalCacheStorage
+) -> None:
+    name = _record(
+        storage,
+        run_history(app, form_calls(app)),
+        filename="f.json",
+        validated_actions=frozenset({"type"}),
+    )
+    hashes = [
+        s.visual_representation is not None for s in load_cache_file(storage, name).trajectory
+    ]
     assert hashes == [False, False, True, False]
 
 
-def test_typing_is_hashed_around_the_field_clicked_before(app: SimulatedFormApp, storage: LocalCacheStorage) -> None:
+def test_typing_is_hashed_around_the_field_clicked_before(
+    app: SimulatedFormApp, storage: LocalCacheStorage
+) -> None:
     messages = run_history(app, form_calls(app))
     name = _record(storage, messages, filename="f.json")
     typing = load_cache_file(storage, name).trajectory[2]
@@ -89,7 +126,9 @@ def test_typing_is_hashed_around_the_field_clicked_before(app: SimulatedFormApp,
 
 def test_parameters_become_placeholders(app: SimulatedFormApp, storage: LocalCacheStorage) -> None:
     messages = run_history(app, form_calls(app, "Ada Lovelace"), goal="Save Ada Lovelace")
-    manager = CacheManager(storage, CacheWritingSettings(filename="p.json", parameters={"person": "Ada Lovelace"}))
+    manager = CacheManager(
+        storage, CacheWritingSettings(filename="p.json", parameters={"person": "Ada Lovelace"})
+    )
     manager.start_recording("Save Ada Lovelace")
     cache_file = load_cache_file(storage, manager.finish_recording(messages))
     assert cache_file.metadata.goal == "Save {{person}}"
@@ -97,19 +136,27 @@ def test_parameters_become_placeholders(app: SimulatedFormApp, storage: LocalCac
     assert cache_file.cache_parameters == {"person": ""}
 
 
-def test_caching_tool_calls_are_not_recorded_and_usage_is_summed(app: SimulatedFormApp, storage: LocalCacheStorage) -> None:
+def test_caching_tool_calls_are_not_recorded_and_usage_is_summed(
+    app: SimulatedFormApp, storage: LocalCacheStorage
+) -> None:
     messages = run_history(app, form_calls(app))
     listing = ToolUseBlockParam(id="toolu_list", name="list_cached_trajectories", input={})
-    messages[1] = MessageParam(role="assistant", content=[listing, *messages[1].tool_uses], usage=Usage(input_tokens=100, output_tokens=7))
+    messages[1] = MessageParam(
+        role="assistant",
+        content=[listing, *messages[1].tool_uses],
+        usage=Usage(input_tokens=100, output_tokens=7),
+    )
     messages[3].usage = Usage(input_tokens=50, output_tokens=3)
     cache_file = load_cache_file(storage, _record(storage, messages, filename="f.json"))
-    assert [s.id for s in cache_file.trajectory][0] != "toolu_list"
+    assert "toolu_list" not in {s.id for s in cache_file.trajectory}
     assert len(cache_file.trajectory) == 4
     assert cache_file.metadata.recording.model_calls == 2
     assert cache_file.metadata.recording.usage == Usage(input_tokens=150, output_tokens=10)
 
 
-def test_generated_filename_when_none_is_given(app: SimulatedFormApp, storage: LocalCacheStorage) -> None:
+def test_generated_filename_when_none_is_given(
+    app: SimulatedFormApp, storage: LocalCacheStorage
+) -> None:
     name = _record(storage, run_history(app, form_calls(app)))
     assert name.startswith("type-ada-lovelace-into-name-and-press-sa-")  # 40 characters
     assert name.endswith(".json")
@@ -127,7 +174,9 @@ def test_step_without_any_screenshot_before_is_not_hashed(storage: LocalCacheSto
     assert cache_file.metadata.coordinate_space is None
 
 
-def test_corrupt_screenshot_names_the_step_and_writes_nothing(app: SimulatedFormApp, storage: LocalCacheStorage) -> None:
+def test_corrupt_screenshot_names_the_step_and_writes_nothing(
+    app: SimulatedFormApp, storage: LocalCacheStorage
+) -> None:
     messages = run_history(app, form_calls(app))
     messages[2].tool_results[0].content[1].source.data = "bm90IGFuIGltYWdl"  # type: ignore[union-attr,index]
     with pytest.raises(InvalidScreenshotError, match="before step 1"):

@@ -18,10 +18,18 @@ from askcache.settings import (
 def test_defaults_are_the_documented_ones() -> None:
     writing = CacheWritingSettings()
     assert writing.visual_verification_method == VisualMethod.PHASH
-    assert (writing.visual_validation_region_size, writing.visual_validation_threshold, writing.hash_size) == (100, 10, 8)
+    assert (
+        writing.visual_validation_region_size,
+        writing.visual_validation_threshold,
+        writing.hash_size,
+    ) == (100, 10, 8)
     assert writing.validated_actions == DEFAULT_VALIDATED_ACTIONS
     execution = CacheExecutionSettings()
-    assert (execution.delay_time_between_action, execution.visual_validation_threshold, execution.skip_visual_validation) == (0.5, None, False)
+    assert (
+        execution.delay_time_between_action,
+        execution.visual_validation_threshold,
+        execution.skip_visual_validation,
+    ) == (0.5, None, False)
     assert CachingSettings().strategy == CacheStrategy.AUTO
 
 
@@ -38,7 +46,10 @@ def test_unknown_field_names_the_valid_ones_and_the_closest() -> None:
 
 
 def test_unknown_nested_field_is_reported_with_its_path() -> None:
-    with pytest.raises(InvalidSettingsError, match=r"writing_settings.filenme: unknown field.*valid fields of CacheWritingSettings") as info:
+    with pytest.raises(
+        InvalidSettingsError,
+        match=r"writing_settings.filenme: unknown field.*valid fields of CacheWritingSettings",
+    ) as info:
         CachingSettings(writing_settings={"filenme": "x.json"})  # type: ignore[arg-type]
     assert info.value.fields == ["writing_settings.filenme"]
 
@@ -64,7 +75,9 @@ def test_invalid_strategy_lists_the_valid_ones() -> None:
         ({"parameters": {"user": ""}}, "empty value"),
     ],
 )
-def test_bad_writing_values_are_rejected_naming_the_field(fields: dict[str, object], fragment: str) -> None:
+def test_bad_writing_values_are_rejected_naming_the_field(
+    fields: dict[str, object], fragment: str
+) -> None:
     with pytest.raises(InvalidSettingsError, match=fragment):
         CacheWritingSettings(**fields)  # type: ignore[arg-type]
 
@@ -88,6 +101,8 @@ def test_settings_are_frozen() -> None:
 
 
 def test_strings_are_accepted_for_enums() -> None:
-    settings = CachingSettings(strategy="record", writing_settings=CacheWritingSettings(visual_verification_method="dhash"))  # type: ignore[arg-type]
+    settings = CachingSettings(
+        strategy="record", writing_settings=CacheWritingSettings(visual_verification_method="dhash")
+    )  # type: ignore[arg-type]
     assert settings.strategy is CacheStrategy.RECORD
     assert settings.writing_settings.visual_verification_method is VisualMethod.DHASH

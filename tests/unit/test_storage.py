@@ -24,12 +24,14 @@ def test_save_and_load(storage: LocalCacheStorage) -> None:
 
 
 def test_missing_file_is_a_cache_not_found_and_a_file_not_found(storage: LocalCacheStorage) -> None:
-    with pytest.raises(CacheNotFoundError, match="'nope.json' not found") as info:
+    with pytest.raises(CacheNotFoundError, match=r"'nope\.json' not found") as info:
         load_cache_file(storage, "nope.json")
     assert isinstance(info.value, FileNotFoundError)
 
 
-@pytest.mark.parametrize("name", ["../escape.json", "a/../../escape.json", "/etc/passwd", "", "a\x00b"])
+@pytest.mark.parametrize(
+    "name", ["../escape.json", "a/../../escape.json", "/etc/passwd", "", "a\x00b"]
+)
 def test_names_outside_the_folder_are_refused(storage: LocalCacheStorage, name: str) -> None:
     with pytest.raises(CachePathError):
         storage.write(name, b"{}")

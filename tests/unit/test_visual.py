@@ -42,8 +42,12 @@ def test_same_region_is_distance_zero_and_a_changed_one_is_not(method: str) -> N
     before = SimulatedFormApp().screenshot()
     after = SimulatedFormApp(layout="banner").screenshot()
     box = (160, 50, 260, 150)
-    same = hamming_distance(compute_hash(before.crop(box), method), compute_hash(before.crop(box), method))
-    changed = hamming_distance(compute_hash(before.crop(box), method), compute_hash(after.crop(box), method))
+    same = hamming_distance(
+        compute_hash(before.crop(box), method), compute_hash(before.crop(box), method)
+    )
+    changed = hamming_distance(
+        compute_hash(before.crop(box), method), compute_hash(after.crop(box), method)
+    )
     assert same == 0
     assert changed > 0
 
@@ -54,7 +58,7 @@ def test_hamming_distance_counts_bits() -> None:
 
 
 def test_hashes_of_different_sizes_are_a_clear_error() -> None:
-    with pytest.raises(InvalidHashError, match="different sizes: 64 bits .* vs 256 bits"):
+    with pytest.raises(InvalidHashError, match=r"different sizes: 64 bits .* vs 256 bits"):
         hamming_distance("0" * 16, "0" * 64)
 
 
@@ -132,7 +136,9 @@ def test_threshold_is_inclusive_and_overridable() -> None:
     assert distance is not None
     assert distance > 0
     assert check_step_representation(other, click, stored, config, threshold=distance).matched
-    assert not check_step_representation(other, click, stored, config, threshold=distance - 1).matched
+    assert not check_step_representation(
+        other, click, stored, config, threshold=distance - 1
+    ).matched
 
 
 def test_typing_uses_the_pointer_region_and_a_point_off_screen_does_not_match() -> None:
@@ -155,12 +161,19 @@ def test_malformed_stored_hash_is_an_error_even_off_screen() -> None:
     config = VisualValidationConfig(method="phash", region_size=100)
     screen = SimulatedFormApp().screenshot()
     with pytest.raises(InvalidHashError):
-        check_step_representation(screen, computer_call("left_click", coordinate=[9999, 1]), "zz", config)
+        check_step_representation(
+            screen, computer_call("left_click", coordinate=[9999, 1]), "zz", config
+        )
 
 
 def test_history_with_a_string_tool_result_is_skipped() -> None:
     messages = [
         MessageParam(role="user", content="go"),
-        MessageParam.model_validate({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a", "content": "ok"}]}),
+        MessageParam.model_validate(
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "a", "content": "ok"}],
+            }
+        ),
     ]
     assert find_recent_screenshot(messages) is None

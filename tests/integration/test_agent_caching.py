@@ -1,0 +1,185 @@
+"""End to end: the real anthropic client, over HTTP, to the local Messages API stand-in.
+
+Record a run, replay it with zero model calls, replay it on a changed screen and watch the
+hand-back and the agent finishing; the same in the computer toolset shape; auto strategy;
+the model choosing a trajectory through the caching tools; parameters.
+"""
+
+from __future__ import annotations
+
+import json
+import typing
+from pathlib import Path
+
+import anthropic.types as sdk
+import pytest
+
+from askcache import (
+    Agent,
+    CacheExecutionSettings,
+    CacheWritingSettings,
+    CachingSettings,
+    ComputerTool,
+)
+from askcache.storage import LocalCacheStorage, load_cache_file
+from askcache.testing import (
+    FormFillingScript,
+    MessagesApiStandIn,
+    SimulatedFormApp,
+    text_reply,
+    tool_use_reply,
+)
+
+pytestmark = pytest.mark.integration
+
+GOAL = "Type Ada Lovelace into the Name field and press Save"
+SDK_BLOCKS = {
+    "text": sdk.TextBlockParam,
+    "image": sdk.ImageBlockParam,
+    "tool_use": sdk.ToolUseBlockParam,
+    "tool_result": sdk.ToolResultBlockParam,
+}
+
+
+def _settings(
+    cache_dir: Path, strategy: str, filename: str | None = "form.json", **execution: object
+) -> CachingSettings:
+    return CachingSettings(
+        strategy=strategy,  # type: ignore[arg-type]
+        cache_dir=cache_dir,
+        writing_settings=CacheWritingSettings(filename=filename),
+        execution_settings=CacheExecutionSettings(delay_time_between_action=0, **execution),  # type: ignore[arg-type]
+    )
+
+
+def _agent(
+    api: MessagesApiStandIn, app: SimulatedFormApp, version: str = "computer_20250124"
+) -> Agent:
+    return Agent(
+        api.client(),
+        [ComputerTool(app, version=version)],
+        model="claude-test",
+        sleep=lambda s: None,
+    )  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("version", ["computer_20250124", "computer_toolset_20260801"])
+def test_record_replay_and_hand_back(tmp_path: Path, version: str) -> None:
+    shape = "toolset" if version.startswith("computer_toolset") else "tool"
+    app = SimulatedFormApp()
+    script = FormFillingScript(app, "Ada Lovelace", shape=shape)  # type: ignore[arg-type]
+    with MessagesApiStandIn(script) as api:
+        recorded = _agent(api, app, version).act(GOAL, _settings(tmp_path, "record"))
+        assert recorded.status == "done"
+        assert recorded.model_calls == 5 == len(api.requests)
+        assert app.saved == [{"name": "Ada Lovelace", "email": ""}]
+        assert recorded.conversation.recorded_file == "form.json"
+        assert api.rejected == []
+        for request in api.requests:  # what went over the wire is what the SDK types allow
+            for message in request["messages"]:
+                for block in message["content"] if isinstance(message["content"], list) else []:
+                    assert set(block) <= set(typing.get_type_hints(SDK_BLOCKS[block["type"]]))
+
+        cache_file = load_cache_file(LocalCacheStorage(tmp_path), "form.json")
+        assert [s.visual_representation is not None for s in cache_file.trajectory] == [
+            False,
+            True,
+            True,
+            True,
+        ]
+        assert cache_file.metadata.recording.model_calls == 5
+        assert cache_file.metadata.recording.model == "claude-test"
+        assert cache_file.metadata.recording.usage.input_tokens > 0
+
+        replay_app = SimulatedFormApp()
+        script.app = replay_app
+        replayed = _agent(api, replay_app, version).act(GOAL, _settings(tmp_path, "execute"))
+        assert replayed.status == "done"
+        assert replayed.model_calls == 0
+        assert len(api.requests) == 5  # no request during the replay
+        assert replay_app.saved == [{"name": "Ada Lovelace", "email": ""}]
+        assert replayed.replay is not None
+        assert (replayed.replay.status, replayed.replay.validated) == ("completed", 3)
+
+        changed = SimulatedFormApp(layout="banner")
+        script.app = changed
+        recovered = _agent(api, changed, version).act(GOAL, _settings(tmp_path, "execute"))
+        assert recovered.replay is not None
+        assert (recovered.replay.status, recovered.replay.stopped_at_step) == ("handed_back", 1)
+        assert recovered.status == "done"
+        assert recovered.model_calls == 5  # screenshot, click field, type, click Save, finish
+        assert changed.saved == [{"name": "Ada Lovelace", "email": ""}]
+        handback = json.dumps(api.requests[5]["messages"][-1])
+        assert "stopped at step 1 of 4" in handback
+        assert "distance" in handback
+        assert api.rejected == []
+        meta = load_cache_file(LocalCacheStorage(tmp_path), "form.json").metadata
+        assert (meta.execution_attempts, meta.successes, len(meta.failures)) == (2, 1, 1)
+
+
+def test_auto_records_first_then_replays(tmp_path: Path) -> None:
+    app = SimulatedFormApp()
+    script = FormFillingScript(app, "Ada Lovelace")
+    with MessagesApiStandIn(script) as api:
+        first = _agent(api, app).act(GOAL, _settings(tmp_path, "auto"))
+        assert (first.strategy, first.model_calls) == ("record", 5)
+        second_app = SimulatedFormApp()
+        script.app = second_app
+        second = _agent(api, second_app).act(GOAL, _settings(tmp_path, "auto"))
+        assert (second.strategy, second.model_calls) == ("execute", 0)
+        assert second_app.saved == [{"name": "Ada Lovelace", "email": ""}]
+
+
+def test_corrupt_file_is_not_overwritten_by_auto(tmp_path: Path) -> None:
+    (tmp_path / "form.json").write_text('{"version": 1, "metadata": ')
+    with MessagesApiStandIn([]) as api, pytest.raises(Exception, match="truncated"):
+        _agent(api, SimulatedFormApp()).act(GOAL, _settings(tmp_path, "auto"))
+    assert (tmp_path / "form.json").read_text() == '{"version": 1, "metadata": '
+
+
+def test_model_lists_and_executes_a_trajectory_with_parameters(tmp_path: Path) -> None:
+    app = SimulatedFormApp()
+    recording = CachingSettings(
+        strategy="record",
+        cache_dir=tmp_path,
+        writing_settings=CacheWritingSettings(
+            filename="contact.json", parameters={"person": "Ada Lovelace"}
+        ),
+    )
+    with MessagesApiStandIn(FormFillingScript(app, "Ada Lovelace")) as api:
+        _agent(api, app).act("Save the contact Ada Lovelace", recording)
+    assert (
+        load_cache_file(LocalCacheStorage(tmp_path), "contact.json").metadata.goal
+        == "Save the contact {{person}}"
+    )
+
+    other = SimulatedFormApp()
+    script = [
+        tool_use_reply("list_cached_trajectories", {}),
+        tool_use_reply(
+            "execute_cached_trajectory",
+            {"trajectory_file": "contact.json", "parameter_values": {"person": "Grace Hopper"}},
+        ),
+        text_reply("The contact Grace Hopper is saved."),
+    ]
+    with MessagesApiStandIn(script) as api:
+        result = _agent(api, other).act(
+            "Save the contact Grace Hopper", _settings(tmp_path, "execute", filename=None)
+        )
+        assert result.status == "done"
+        assert result.model_calls == 3
+        assert other.saved == [{"name": "Grace Hopper", "email": ""}]
+        listing = json.dumps(api.requests[1]["messages"][-1])
+        assert "contact.json" in listing
+        assert "parameters: person" in listing
+        assert "finished: all 4 steps were executed" in json.dumps(api.requests[2]["messages"][-1])
+        tool_names = {tool.get("name") for tool in api.requests[0]["tools"]}
+        assert {"computer", "list_cached_trajectories", "execute_cached_trajectory"} <= tool_names
+
+
+def test_execute_with_a_missing_file_is_a_clear_error(tmp_path: Path) -> None:
+    with (
+        MessagesApiStandIn([]) as api,
+        pytest.raises(FileNotFoundError, match=r"'form\.json' not found"),
+    ):
+        _agent(api, SimulatedFormApp()).act(GOAL, _settings(tmp_path, "execute"))

@@ -1,0 +1,269 @@
+"""Replay: validation before each step, hand-back on mismatch or error, results and metadata."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pytest
+
+from askcache.cache_file import CacheFile
+from askcache.conversation import Conversation
+from askcache.errors import AskCacheError, CacheParameterError
+from askcache.messages import TextBlockParam
+from askcache.recording import CacheManager
+from askcache.replay import CacheExecutor, substitute
+from askcache.settings import CacheExecutionSettings, CacheWritingSettings
+from askcache.speakers import SpeakerResult
+from askcache.storage import LocalCacheStorage, load_cache_file
+from askcache.testing import SimulatedFormApp
+from askcache.tools import ComputerTool, ToolCollection
+from tests.helpers import GOAL, form_calls, run_history
+
+
+@dataclass
+class FinishingSpeaker:
+    """A stand-in agent that only counts its turns and ends the task."""
+
+    name: str = "agent"
+    turns: list[str] = field(default_factory=list)
+
+    def handle_step(self, conversation: Conversation) -> SpeakerResult:
+        last = conversation.messages[-1].blocks[-1]
+        self.turns.append(last.text if isinstance(last, TextBlockParam) else "")
+        return SpeakerResult("done", reason="agent finished")
+
+
+def _record(storage: LocalCacheStorage, name: str = "form.json", **writing: object) -> CacheFile:
+    app = SimulatedFormApp()
+    manager = CacheManager(storage, CacheWritingSettings(filename=name, **writing))  # type: ignore[arg-type]
+    manager.start_recording(GOAL)
+    manager.finish_recording(run_history(app, form_calls(app)))
+    return load_cache_file(storage, name)
+
+
+def _replay(
+    storage: LocalCacheStorage,
+    app: SimulatedFormApp,
+    *,
+    name: str = "form.json",
+    sleeps: list[float] | None = None,
+    **activation: object,
+) -> tuple[CacheExecutor, FinishingSpeaker, Conversation]:
+    executor = CacheExecutor(
+        storage, sleep=(sleeps.append if sleeps is not None else lambda s: None)
+    )
+    executor.activate_cache_execution(load_cache_file(storage, name), name, **activation)  # type: ignore[arg-type]
+    agent = FinishingSpeaker()
+    conversation = Conversation(
+        [executor, agent], ToolCollection([ComputerTool(app)]), first_speaker=executor.name
+    )
+    conversation.run(GOAL)
+    return executor, agent, conversation
+
+
+def test_unchanged_screen_replays_every_step_without_the_agent(storage: LocalCacheStorage) -> None:
+    _record(storage)
+    app, sleeps = SimulatedFormApp(), []
+    executor, agent, _ = _replay(
+        storage,
+        app,
+        sleeps=sleeps,
+        execution_settings=CacheExecutionSettings(delay_time_between_action=0.25),
+    )
+    result = executor.result
+    assert result is not None
+    assert (result.status, result.steps_run, result.validated, result.unvalidated) == (
+        "completed",
+        4,
+        3,
+        1,
+    )
+    assert [s.distance for s in result.steps if s.validated] == [0, 0, 0]
+    assert agent.turns == []
+    assert app.saved == [{"name": "Ada Lovelace", "email": ""}]
+    assert sleeps == [0.25, 0.25, 0.25]
+    meta = load_cache_file(storage, "form.json").metadata
+    assert (meta.execution_attempts, meta.successes, meta.failures) == (1, 1, [])
+    assert meta.last_executed_at is not None
+
+
+def test_changed_screen_hands_back_before_the_step(storage: LocalCacheStorage) -> None:
+    _record(storage)
+    app = SimulatedFormApp(layout="banner")
+    executor, agent, conversation = _replay(storage, app)
+    result = executor.result
+    assert result is not None
+    assert (result.status, result.stopped_at_step, result.steps_run) == ("handed_back", 1, 1)
+    assert app.events == []  # the click on the moved field never happened
+    assert len(agent.turns) == 1
+    message = agent.turns[0]
+    for fragment in (
+        "stopped at step 1 of 4 (left_click at [360, 88])",
+        "phash, 8x8 hash, 100 px region",
+        "> threshold 10",
+        "was NOT executed",
+        GOAL,
+    ):
+        assert fragment in message
+    failure = load_cache_file(storage, "form.json").metadata.failures[-1]
+    assert failure.step_index == 1
+    assert "distance" in failure.reason
+    assert conversation.messages[-1].role == "user"
+
+
+def test_threshold_override_lets_a_changed_screen_through_and_the_click_misses(
+    storage: LocalCacheStorage,
+) -> None:
+    _record(storage)
+    app = SimulatedFormApp(layout="banner")
+    executor, agent, _ = _replay(
+        storage, app, execution_settings=CacheExecutionSettings(visual_validation_threshold=63)
+    )
+    result = executor.result
+    assert result is not None
+    assert [s.threshold for s in result.steps if s.validated] == [63, 63]
+    assert app.events == ["left_click (360, 88) -> None"]  # the blind click hit empty space
+    assert (result.status, result.stopped_at_step) == ("handed_back", 2)
+    assert "no field has the keyboard focus" in agent.turns[0]
+
+
+def test_skip_visual_validation_counts_steps_unvalidated(storage: LocalCacheStorage) -> None:
+    _record(storage)
+    app = SimulatedFormApp()
+    executor, _, _ = _replay(
+        storage, app, execution_settings=CacheExecutionSettings(skip_visual_validation=True)
+    )
+    assert executor.result is not None
+    assert (executor.result.status, executor.result.validated, executor.result.unvalidated) == (
+        "completed",
+        0,
+        4,
+    )
+    assert {s.note for s in executor.result.steps} == {"visual validation skipped by settings"}
+    assert app.saved
+
+
+def test_file_without_visual_validation_replays_unvalidated(storage: LocalCacheStorage) -> None:
+    _record(storage, visual_verification_method="none")
+    app = SimulatedFormApp()
+    executor, _, _ = _replay(storage, app)
+    assert executor.result is not None
+    assert (executor.result.validated, executor.result.unvalidated) == (0, 4)
+    assert app.saved
+
+
+def test_tool_error_during_replay_hands_back(storage: LocalCacheStorage) -> None:
+    _record(storage)
+    cache_file = load_cache_file(storage, "form.json")
+    del cache_file.trajectory[1]  # typing without clicking the field first fails in the app
+    cache_file.trajectory[1].visual_representation = None
+    from askcache.storage import save_cache_file
+
+    save_cache_file(storage, "form.json", cache_file)
+    executor, agent, _ = _replay(storage, SimulatedFormApp())
+    assert executor.result is not None
+    assert (executor.result.status, executor.result.stopped_at_step) == ("handed_back", 1)
+    assert "no field has the keyboard focus" in agent.turns[0]
+    assert "was executed but failed" in agent.turns[0]
+
+
+def test_missing_parameter_values_fail_before_any_action(storage: LocalCacheStorage) -> None:
+    app = SimulatedFormApp()
+    manager = CacheManager(
+        storage, CacheWritingSettings(filename="p.json", parameters={"person": "Ada Lovelace"})
+    )
+    manager.start_recording(GOAL)
+    manager.finish_recording(run_history(app, form_calls(app)))
+    executor = CacheExecutor(storage)
+    with pytest.raises(CacheParameterError, match="missing values for person"):
+        executor.activate_cache_execution(load_cache_file(storage, "p.json"), "p.json")
+    with pytest.raises(CacheParameterError, match="unknown parameters persn"):
+        executor.activate_cache_execution(
+            load_cache_file(storage, "p.json"),
+            "p.json",
+            parameter_values={"person": "x", "persn": "y"},
+        )
+    assert not executor.is_active
+    assert load_cache_file(storage, "p.json").metadata.execution_attempts == 0
+
+
+def test_parameters_are_filled_in_when_replaying(storage: LocalCacheStorage) -> None:
+    app = SimulatedFormApp()
+    manager = CacheManager(
+        storage, CacheWritingSettings(filename="p.json", parameters={"person": "Ada Lovelace"})
+    )
+    manager.start_recording(GOAL)
+    manager.finish_recording(run_history(app, form_calls(app)))
+    other = SimulatedFormApp()
+    executor, _, _ = _replay(
+        storage, other, name="p.json", parameter_values={"person": "Grace Hopper"}
+    )
+    assert executor.result is not None
+    assert executor.result.status == "completed"
+    assert other.saved == [{"name": "Grace Hopper", "email": ""}]
+
+
+def test_start_index_at_the_end_means_nothing_to_do(storage: LocalCacheStorage) -> None:
+    _record(storage)
+    app = SimulatedFormApp()
+    executor, agent, _ = _replay(storage, app, start_from_step_index=4)
+    assert executor.result is not None
+    assert (executor.result.status, executor.result.steps_run) == ("completed", 0)
+    assert app.events == []
+    assert agent.turns == []
+
+
+def test_start_index_out_of_range_is_an_error(storage: LocalCacheStorage) -> None:
+    cache_file = _record(storage)
+    with pytest.raises(AskCacheError, match=r"outside 0\.\.4"):
+        CacheExecutor(storage).activate_cache_execution(
+            cache_file, "form.json", start_from_step_index=5
+        )
+
+
+def test_resuming_midway_takes_a_fresh_screenshot_first(storage: LocalCacheStorage) -> None:
+    _record(storage)
+    app = SimulatedFormApp()
+    app.focus = "name"
+    app.pointer_at = app.widget("name").center
+    executor, _, conversation = _replay(storage, app, start_from_step_index=2)
+    result = executor.result
+    assert result is not None
+    assert (result.status, result.screenshots_taken, result.validated) == ("completed", 1, 2)
+    first_call = conversation.messages[1].tool_uses[0]
+    assert first_call.input == {"action": "screenshot"}
+    assert app.saved == [{"name": "Ada Lovelace", "email": ""}]
+
+
+def test_other_screen_size_hands_back_instead_of_clicking(storage: LocalCacheStorage) -> None:
+    _record(storage)
+    app = SimulatedFormApp(width=800, height=500)
+    executor, agent, _ = _replay(storage, app)
+    assert executor.result is not None
+    assert executor.result.stopped_at_step == 1
+    assert "800x500 but the trajectory was recorded at 640x400" in agent.turns[0]
+    assert app.events == []
+
+
+def test_replayed_steps_get_fresh_ids_and_no_cache_fields(storage: LocalCacheStorage) -> None:
+    cache_file = _record(storage)
+    _, _, conversation = _replay(storage, SimulatedFormApp())
+    replayed = [call for m in conversation.messages for call in m.tool_uses]
+    assert {c.id for c in replayed}.isdisjoint({s.id for s in cache_file.trajectory})
+    assert len({c.id for c in replayed}) == len(replayed)
+    assert all(c.visual_representation is None for c in replayed)
+
+
+def test_inactive_executor_hands_the_turn_to_the_agent(storage: LocalCacheStorage) -> None:
+    agent = FinishingSpeaker()
+    executor = CacheExecutor(storage)
+    conversation = Conversation([executor, agent], ToolCollection(), first_speaker=executor.name)
+    assert conversation.run(GOAL).status == "done"
+    assert agent.turns == [GOAL]
+
+
+def test_substitute_fills_nested_values_and_leaves_unknown_ones() -> None:
+    assert substitute({"a": ["{{x}} and {{y}}"], "b": 3}, {"x": "1"}) == {
+        "a": ["1 and {{y}}"],
+        "b": 3,
+    }

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_MODEL", "ActResult", "Agent"]
 
-DEFAULT_MODEL = "claude-sonnet-4-5"
+DEFAULT_MODEL = "claude-sonnet-5-5"
 """Model used when none is given."""
 
 DEFAULT_SYSTEM = (

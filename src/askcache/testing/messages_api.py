@@ -48,6 +48,7 @@ __all__ = [
     "Reply",
     "RequestRejectedError",
     "ScriptEntry",
+    "estimate_tokens",
     "text_reply",
     "tool_use_reply",
     "validate_request",
@@ -313,19 +314,44 @@ class MessagesApiStandIn:
         if entry is None:
             return 500, _error("api_error", "the stand-in's script has no reply left")
         reply = entry(body) if callable(entry) else entry
-        return 200, _message(body, reply, len(raw))
+        return 200, _message(body, reply)
 
 
 def _error(kind: str, message: str) -> dict[str, Any]:
     return {"type": "error", "error": {"type": kind, "message": message}}
 
 
-def _message(body: dict[str, Any], reply: Reply, request_size: int) -> dict[str, Any]:
+def _png_tokens(data: str) -> int:
+    """Tokens of a base64 PNG as the API prices images: about width * height / 750."""
+    try:
+        header = base64.b64decode(data[:44])
+        width, height = int.from_bytes(header[16:20], "big"), int.from_bytes(header[20:24], "big")
+    except (binascii.Error, ValueError):
+        return 1000
+    return max(1, width * height // 750) if header[:8] == b"\x89PNG\r\n\x1a\n" else 1000
+
+
+def estimate_tokens(value: Any) -> int:
+    """A rough token count: text at four characters a token, images by their pixel area."""
+    if isinstance(value, str):
+        return len(value) // 4
+    if isinstance(value, list):
+        return sum(estimate_tokens(item) for item in value)
+    if isinstance(value, dict):
+        source = value.get("source")
+        if value.get("type") == "image" and isinstance(source, dict):
+            return _png_tokens(str(source.get("data", "")))
+        return sum(estimate_tokens(item) for item in value.values())
+    return 1
+
+
+def _message(body: dict[str, Any], reply: Reply) -> dict[str, Any]:
     content = reply["content"]
     calls = any(block.get("type") == "tool_use" for block in content)
+    request = {key: body.get(key) for key in ("system", "messages", "tools")}
     usage = {
-        "input_tokens": max(1, request_size // 4),
-        "output_tokens": max(1, len(json.dumps(content)) // 4),
+        "input_tokens": max(1, estimate_tokens(request)),
+        "output_tokens": max(1, estimate_tokens(content)),
         **(reply.get("usage") or {}),
     }
     return {

@@ -1,0 +1,71 @@
+"""The demo's three acts and the ``askcache`` command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from askcache.cli import main
+from askcache.demo import format_summary, run_demo
+
+pytestmark = pytest.mark.integration
+
+
+def test_demo_records_replays_and_hands_back(tmp_path: Path) -> None:
+    outcome = run_demo(tmp_path)
+    assert "offline" in outcome.mode
+    assert outcome.record.model_calls == 5
+    assert outcome.replay.model_calls == 0
+    assert outcome.changed.replay is not None
+    assert outcome.changed.replay.stopped_at_step == 1
+    assert outcome.changed.status == "done"
+    assert all(saved == [{"name": "Ada Lovelace", "email": ""}] for saved in outcome.saved)
+    summary = format_summary(outcome)
+    for fragment in (
+        "1. Record: 5 model calls",
+        "2. Replay on the same screen: 0 model calls",
+        "MISMATCH -> handed back",
+        "Saved by the replay: 5 model calls",
+    ):
+        assert fragment in summary
+
+
+def test_cli_demo_list_and_show(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--output", str(tmp_path)]) == 0
+    assert "Saved by the replay" in capsys.readouterr().out
+    assert main(["list", "--cache-dir", str(tmp_path)]) == 0
+    assert "contact-form.json" in capsys.readouterr().out
+    assert main(["show", "contact-form.json", "--cache-dir", str(tmp_path)]) == 0
+    shown = capsys.readouterr().out
+    assert "validation: phash, 8x8 hash, 100 px region, threshold 10" in shown
+    assert "stopped at step 1" in shown
+
+
+def test_cli_reports_bad_files_without_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "bad.json").write_text('{"version": 99}')
+    assert main(["show", "bad.json", "--cache-dir", str(tmp_path)]) == 2
+    assert "format version 99" in capsys.readouterr().err
+    assert main(["show", "../escape.json", "--cache-dir", str(tmp_path)]) == 2
+    assert "rejected" in capsys.readouterr().err
+    assert main(["list", "--cache-dir", str(tmp_path)]) == 0
+    assert "bad.json: unreadable" in capsys.readouterr().out
+
+
+def test_offline_example_runs(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    example = Path(__file__).parents[2] / "examples" / "offline_record_replay.py"
+    done = subprocess.run(
+        [sys.executable, str(example), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "replayed with 0 model calls: completed" in done.stdout
+    assert "'name': 'Grace Hopper'" in done.stdout

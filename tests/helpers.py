@@ -5,10 +5,17 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from PIL import Image
+
 from askcache.actions import ToolShape, make_tool_use
-from askcache.messages import MessageParam, ToolUseBlockParam
+from askcache.cache_file import CacheFile
+from askcache.messages import ImageBlockParam, MessageParam, ToolUseBlockParam
+from askcache.recording import CacheManager
+from askcache.settings import CacheWritingSettings
+from askcache.storage import CacheStorage, load_cache_file
 from askcache.testing import SimulatedFormApp
 from askcache.tools import ComputerTool, ToolCollection
+from askcache.visual import decode_screenshot
 
 GOAL = "Type Ada Lovelace into Name and press Save"
 
@@ -45,3 +52,21 @@ def form_calls(app: SimulatedFormApp, name: str = "Ada Lovelace") -> list[ToolUs
         computer_call("type", text=name),
         computer_call("left_click", coordinate=list(app.widget("save").center)),
     ]
+
+
+def record_form(storage: CacheStorage, name: str = "form.json", **writing: Any) -> CacheFile:
+    """Record the form-filling run on a fresh app into ``storage`` and load the file back."""
+    app = SimulatedFormApp()
+    manager = CacheManager(storage, CacheWritingSettings(filename=name, **writing))
+    manager.start_recording(GOAL)
+    manager.finish_recording(run_history(app, form_calls(app)))
+    return load_cache_file(storage, name)
+
+
+def screenshot_in(message: MessageParam) -> Image.Image:
+    """The screenshot carried by the first tool result of ``message``."""
+    content = message.tool_results[0].content
+    assert isinstance(content, list)
+    image = content[1]
+    assert isinstance(image, ImageBlockParam)
+    return decode_screenshot(image.source.data)

@@ -8,8 +8,7 @@ ones, and turns every parse or validation problem into a
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -30,7 +29,6 @@ __all__ = [
     "VisualValidationConfig",
     "dump_cache_file",
     "parse_cache_file",
-    "placeholders_in",
 ]
 
 FORMAT_VERSION = 1
@@ -38,8 +36,6 @@ FORMAT_VERSION = 1
 
 MAX_FAILURES_KEPT = 20
 """How many of the most recent replay failures ``metadata.failures`` keeps."""
-
-_PLACEHOLDER = re.compile(r"\{\{([A-Za-z_][A-Za-z0-9_]*)\}\}")
 
 
 def _now() -> datetime:
@@ -158,19 +154,6 @@ class CacheFile(_FileModel):
         """Mark the trajectory unusable; it is then hidden from the model's listing."""
         self.metadata.is_valid = False
         self.metadata.invalidation_reason = reason
-
-
-def placeholders_in(values: Iterable[Any]) -> set[str]:
-    """Names of the ``{{name}}`` placeholders in strings nested anywhere in ``values``."""
-    found: set[str] = set()
-    for value in values:
-        if isinstance(value, str):
-            found.update(_PLACEHOLDER.findall(value))
-        elif isinstance(value, dict):
-            found |= placeholders_in(value.values())
-        elif isinstance(value, list | tuple):
-            found |= placeholders_in(value)
-    return found
 
 
 def _migrate_v0(data: dict[str, Any]) -> dict[str, Any]:

@@ -13,16 +13,16 @@ import re
 import time
 from collections.abc import Callable, Collection, Sequence
 from datetime import UTC, datetime
-from typing import Any
 
 from askcache.actions import action_anchors, parse_action
 from askcache.cache_file import CacheFile, CacheMetadata, CoordinateSpace, RecordingStats
 from askcache.messages import ImageBlockParam, MessageParam, ToolUseBlockParam, Usage
+from askcache.parameters import parameterize
 from askcache.settings import CacheWritingSettings
 from askcache.storage import CacheStorage, save_cache_file
 from askcache.visual import compute_step_representation, decode_screenshot, validation_config
 
-__all__ = ["CACHING_TOOL_NAMES", "CacheManager", "default_filename", "parameterize"]
+__all__ = ["CACHING_TOOL_NAMES", "CacheManager", "default_filename", "steps_with_screens"]
 
 logger = logging.getLogger(__name__)
 
@@ -35,19 +35,6 @@ def default_filename(goal: str, when: datetime | None = None) -> str:
     slug = re.sub(r"[^a-z0-9]+", "-", goal.lower()).strip("-")[:40].strip("-") or "trajectory"
     stamp = (when or datetime.now(UTC)).strftime("%Y%m%d-%H%M%S")
     return f"{slug}-{stamp}.json"
-
-
-def parameterize(value: Any, parameters: dict[str, str]) -> Any:
-    """Replace every occurrence of each parameter's value by ``{{name}}`` in nested strings."""
-    if isinstance(value, str):
-        for name, sample in sorted(parameters.items(), key=lambda item: -len(item[1])):
-            value = value.replace(sample, f"{{{{{name}}}}}")
-        return value
-    if isinstance(value, dict):
-        return {key: parameterize(item, parameters) for key, item in value.items()}
-    if isinstance(value, list):
-        return [parameterize(item, parameters) for item in value]
-    return value
 
 
 def _last_image(message: MessageParam, tool_use_id: str | None = None) -> ImageBlockParam | None:

@@ -11,18 +11,18 @@ tells the model why in plain words, and hands the turn to the agent.
 from __future__ import annotations
 
 import logging
-import re
 import time
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from askcache.actions import ToolShape, action_anchors, make_tool_use, new_tool_use_id, parse_action
-from askcache.cache_file import CacheFile, placeholders_in
+from askcache.cache_file import CacheFile
 from askcache.errors import AskCacheError, CacheParameterError
 from askcache.messages import MessageParam, TextBlockParam, ToolUseBlockParam
-from askcache.settings import DEFAULT_THRESHOLD, CacheExecutionSettings
+from askcache.parameters import placeholders_in, substitute
+from askcache.settings import CacheExecutionSettings
 from askcache.speakers import AGENT_SPEAKER, SpeakerResult
 from askcache.storage import CacheStorage, save_cache_file
 from askcache.visual import (
@@ -35,25 +35,12 @@ from askcache.visual import (
 if TYPE_CHECKING:
     from askcache.conversation import Conversation
 
-__all__ = ["CACHE_EXECUTOR", "CacheExecutor", "ReplayResult", "StepRecord", "substitute"]
+__all__ = ["CACHE_EXECUTOR", "CacheExecutor", "ReplayResult", "StepRecord"]
 
 logger = logging.getLogger(__name__)
 
 CACHE_EXECUTOR = "cache_executor"
 """Default name of the replay speaker."""
-
-_PLACEHOLDER = re.compile(r"\{\{([A-Za-z_][A-Za-z0-9_]*)\}\}")
-
-
-def substitute(value: Any, values: Mapping[str, str]) -> Any:
-    """Fill ``{{name}}`` placeholders in nested strings from ``values``."""
-    if isinstance(value, str):
-        return _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), value)
-    if isinstance(value, dict):
-        return {key: substitute(item, values) for key, item in value.items()}
-    if isinstance(value, list):
-        return [substitute(item, values) for item in value]
-    return value
 
 
 class StepRecord(BaseModel):
@@ -287,15 +274,12 @@ class CacheExecutor:
                 f"the screen is {image.width}x{image.height} but the trajectory was recorded "
                 f"at {space}; its coordinates would point elsewhere"
             )
-        threshold = self._settings.visual_validation_threshold
-        if threshold is None:
-            threshold = config.threshold if config.threshold is not None else DEFAULT_THRESHOLD
         check = check_step_representation(
             image,
             step,
             step.visual_representation,
             config,
-            threshold=threshold,
+            threshold=self._settings.visual_validation_threshold,
             pointer=self._anchors[self._index],
         )
         record.validated, record.matched = True, check.matched

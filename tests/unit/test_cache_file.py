@@ -18,10 +18,10 @@ from askcache.cache_file import (
     VisualValidationConfig,
     dump_cache_file,
     parse_cache_file,
-    placeholders_in,
 )
 from askcache.errors import CacheFileCorruptError, UnsupportedCacheVersionError
 from askcache.messages import ToolUseBlockParam
+from askcache.parameters import placeholders_in
 
 SCHEMA = Path(__file__).parents[2] / "docs" / "cache-format.schema.json"
 

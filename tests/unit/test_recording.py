@@ -11,8 +11,8 @@ from askcache.recording import CacheManager, default_filename, steps_with_screen
 from askcache.settings import CacheWritingSettings
 from askcache.storage import LocalCacheStorage, load_cache_file
 from askcache.testing import SimulatedFormApp
-from askcache.visual import compute_hash, decode_screenshot, region_box
-from tests.helpers import GOAL, computer_call, form_calls, run_history
+from askcache.visual import compute_hash, region_box
+from tests.helpers import GOAL, computer_call, form_calls, run_history, screenshot_in
 
 
 def _record(storage: LocalCacheStorage, messages: list[MessageParam], **settings: object) -> str:
@@ -47,7 +47,7 @@ def test_hash_comes_from_the_screenshot_before_the_step(
     messages = run_history(app, form_calls(app))
     name = _record(storage, messages, filename="form.json")
     save = load_cache_file(storage, name).trajectory[3]
-    before = decode_screenshot(messages[6].tool_results[0].content[1].source.data)  # type: ignore[union-attr,index]
+    before = screenshot_in(messages[6])
     box = region_box(before.size, tuple(save.input["coordinate"]), 100)  # type: ignore[arg-type]
     assert box is not None
     assert save.visual_representation == compute_hash(before.crop(box), "phash", 8)
@@ -117,7 +117,7 @@ def test_typing_is_hashed_around_the_field_clicked_before(
     messages = run_history(app, form_calls(app))
     name = _record(storage, messages, filename="f.json")
     typing = load_cache_file(storage, name).trajectory[2]
-    before = decode_screenshot(messages[4].tool_results[0].content[1].source.data)  # type: ignore[union-attr,index]
+    before = screenshot_in(messages[4])
     field = app.widget("name").center
     box = region_box(before.size, field, 100)
     assert box is not None

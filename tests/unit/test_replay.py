@@ -6,18 +6,17 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from askcache.cache_file import CacheFile
 from askcache.conversation import Conversation
 from askcache.errors import AskCacheError, CacheParameterError
 from askcache.messages import TextBlockParam
-from askcache.recording import CacheManager
-from askcache.replay import CacheExecutor, substitute
-from askcache.settings import CacheExecutionSettings, CacheWritingSettings
+from askcache.parameters import substitute
+from askcache.replay import CacheExecutor
+from askcache.settings import CacheExecutionSettings
 from askcache.speakers import SpeakerResult
 from askcache.storage import LocalCacheStorage, load_cache_file
 from askcache.testing import SimulatedFormApp
 from askcache.tools import ComputerTool, ToolCollection
-from tests.helpers import GOAL, form_calls, run_history
+from tests.helpers import GOAL, record_form
 
 
 @dataclass
@@ -31,14 +30,6 @@ class FinishingSpeaker:
         last = conversation.messages[-1].blocks[-1]
         self.turns.append(last.text if isinstance(last, TextBlockParam) else "")
         return SpeakerResult("done", reason="agent finished")
-
-
-def _record(storage: LocalCacheStorage, name: str = "form.json", **writing: object) -> CacheFile:
-    app = SimulatedFormApp()
-    manager = CacheManager(storage, CacheWritingSettings(filename=name, **writing))  # type: ignore[arg-type]
-    manager.start_recording(GOAL)
-    manager.finish_recording(run_history(app, form_calls(app)))
-    return load_cache_file(storage, name)
 
 
 def _replay(
@@ -62,7 +53,7 @@ def _replay(
 
 
 def test_unchanged_screen_replays_every_step_without_the_agent(storage: LocalCacheStorage) -> None:
-    _record(storage)
+    record_form(storage)
     app, sleeps = SimulatedFormApp(), []
     executor, agent, _ = _replay(
         storage,
@@ -88,7 +79,7 @@ def test_unchanged_screen_replays_every_step_without_the_agent(storage: LocalCac
 
 
 def test_changed_screen_hands_back_before_the_step(storage: LocalCacheStorage) -> None:
-    _record(storage)
+    record_form(storage)
     app = SimulatedFormApp(layout="banner")
     executor, agent, conversation = _replay(storage, app)
     result = executor.result
@@ -114,7 +105,7 @@ def test_changed_screen_hands_back_before_the_step(storage: LocalCacheStorage) -
 def test_threshold_override_lets_a_changed_screen_through_and_the_click_misses(
     storage: LocalCacheStorage,
 ) -> None:
-    _record(storage)
+    record_form(storage)
     app = SimulatedFormApp(layout="banner")
     executor, agent, _ = _replay(
         storage, app, execution_settings=CacheExecutionSettings(visual_validation_threshold=63)
@@ -128,7 +119,7 @@ def test_threshold_override_lets_a_changed_screen_through_and_the_click_misses(
 
 
 def test_skip_visual_validation_counts_steps_unvalidated(storage: LocalCacheStorage) -> None:
-    _record(storage)
+    record_form(storage)
     app = SimulatedFormApp()
     executor, _, _ = _replay(
         storage, app, execution_settings=CacheExecutionSettings(skip_visual_validation=True)
@@ -144,7 +135,7 @@ def test_skip_visual_validation_counts_steps_unvalidated(storage: LocalCacheStor
 
 
 def test_file_without_visual_validation_replays_unvalidated(storage: LocalCacheStorage) -> None:
-    _record(storage, visual_verification_method="none")
+    record_form(storage, visual_verification_method="none")
     app = SimulatedFormApp()
     executor, _, _ = _replay(storage, app)
     assert executor.result is not None
@@ -153,7 +144,7 @@ def test_file_without_visual_validation_replays_unvalidated(storage: LocalCacheS
 
 
 def test_tool_error_during_replay_hands_back(storage: LocalCacheStorage) -> None:
-    _record(storage)
+    record_form(storage)
     cache_file = load_cache_file(storage, "form.json")
     del cache_file.trajectory[1]  # typing without clicking the field first fails in the app
     cache_file.trajectory[1].visual_representation = None
@@ -168,12 +159,7 @@ def test_tool_error_during_replay_hands_back(storage: LocalCacheStorage) -> None
 
 
 def test_missing_parameter_values_fail_before_any_action(storage: LocalCacheStorage) -> None:
-    app = SimulatedFormApp()
-    manager = CacheManager(
-        storage, CacheWritingSettings(filename="p.json", parameters={"person": "Ada Lovelace"})
-    )
-    manager.start_recording(GOAL)
-    manager.finish_recording(run_history(app, form_calls(app)))
+    record_form(storage, "p.json", parameters={"person": "Ada Lovelace"})
     executor = CacheExecutor(storage)
     with pytest.raises(CacheParameterError, match="missing values for person"):
         executor.activate_cache_execution(load_cache_file(storage, "p.json"), "p.json")
@@ -188,12 +174,7 @@ def test_missing_parameter_values_fail_before_any_action(storage: LocalCacheStor
 
 
 def test_parameters_are_filled_in_when_replaying(storage: LocalCacheStorage) -> None:
-    app = SimulatedFormApp()
-    manager = CacheManager(
-        storage, CacheWritingSettings(filename="p.json", parameters={"person": "Ada Lovelace"})
-    )
-    manager.start_recording(GOAL)
-    manager.finish_recording(run_history(app, form_calls(app)))
+    record_form(storage, "p.json", parameters={"person": "Ada Lovelace"})
     other = SimulatedFormApp()
     executor, _, _ = _replay(
         storage, other, name="p.json", parameter_values={"person": "Grace Hopper"}
@@ -204,7 +185,7 @@ def test_parameters_are_filled_in_when_replaying(storage: LocalCacheStorage) -> 
 
 
 def test_start_index_at_the_end_means_nothing_to_do(storage: LocalCacheStorage) -> None:
-    _record(storage)
+    record_form(storage)
     app = SimulatedFormApp()
     executor, agent, _ = _replay(storage, app, start_from_step_index=4)
     assert executor.result is not None
@@ -214,7 +195,7 @@ def test_start_index_at_the_end_means_nothing_to_do(storage: LocalCacheStorage) 
 
 
 def test_start_index_out_of_range_is_an_error(storage: LocalCacheStorage) -> None:
-    cache_file = _record(storage)
+    cache_file = record_form(storage)
     with pytest.raises(AskCacheError, match=r"outside 0\.\.4"):
         CacheExecutor(storage).activate_cache_execution(
             cache_file, "form.json", start_from_step_index=5
@@ -222,7 +203,7 @@ def test_start_index_out_of_range_is_an_error(storage: LocalCacheStorage) -> Non
 
 
 def test_resuming_midway_takes_a_fresh_screenshot_first(storage: LocalCacheStorage) -> None:
-    _record(storage)
+    record_form(storage)
     app = SimulatedFormApp()
     app.focus = "name"
     app.pointer_at = app.widget("name").center
@@ -236,7 +217,7 @@ def test_resuming_midway_takes_a_fresh_screenshot_first(storage: LocalCacheStora
 
 
 def test_other_screen_size_hands_back_instead_of_clicking(storage: LocalCacheStorage) -> None:
-    _record(storage)
+    record_form(storage)
     app = SimulatedFormApp(width=800, height=500)
     executor, agent, _ = _replay(storage, app)
     assert executor.result is not None
@@ -246,7 +227,7 @@ def test_other_screen_size_hands_back_instead_of_clicking(storage: LocalCacheSto
 
 
 def test_replayed_steps_get_fresh_ids_and_no_cache_fields(storage: LocalCacheStorage) -> None:
-    cache_file = _record(storage)
+    cache_file = record_form(storage)
     _, _, conversation = _replay(storage, SimulatedFormApp())
     replayed = [call for m in conversation.messages for call in m.tool_uses]
     assert {c.id for c in replayed}.isdisjoint({s.id for s in cache_file.trajectory})

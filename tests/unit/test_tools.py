@@ -8,10 +8,8 @@ import pytest
 
 from askcache.cache_file import CacheFile, CacheMetadata
 from askcache.messages import ImageBlockParam, TextBlockParam, ToolUseBlockParam
-from askcache.recording import CacheManager
 from askcache.replay import CacheExecutor
-from askcache.settings import CacheWritingSettings
-from askcache.storage import LocalCacheStorage, load_cache_file, save_cache_file
+from askcache.storage import LocalCacheStorage, save_cache_file
 from askcache.testing import SimulatedFormApp
 from askcache.tools import (
     ComputerTool,
@@ -20,7 +18,7 @@ from askcache.tools import (
     ToolCollection,
 )
 from askcache.visual import decode_screenshot
-from tests.helpers import GOAL, computer_call, form_calls, run_history
+from tests.helpers import computer_call, record_form
 
 
 def _text(result_content: object) -> str:
@@ -90,12 +88,8 @@ def test_settle_delay_waits_after_actions_but_not_screenshots(app: SimulatedForm
 
 
 def _store(storage: LocalCacheStorage, name: str, *, valid: bool = True, **writing: object) -> None:
-    app = SimulatedFormApp()
-    manager = CacheManager(storage, CacheWritingSettings(filename=name, **writing))  # type: ignore[arg-type]
-    manager.start_recording(GOAL)
-    manager.finish_recording(run_history(app, form_calls(app)))
+    cache_file = record_form(storage, name, **writing)
     if not valid:
-        cache_file = load_cache_file(storage, name)
         cache_file.invalidate("the app was redesigned")
         save_cache_file(storage, name, cache_file)
 

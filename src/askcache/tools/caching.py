@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from askcache.cache_file import CacheFile, placeholders_in
+from askcache.cache_file import CacheFile
 from askcache.errors import AskCacheError
 from askcache.messages import ToolUseBlockParam
+from askcache.parameters import placeholders_in
 from askcache.replay import CacheExecutor
 from askcache.settings import CacheExecutionSettings
 from askcache.storage import CacheStorage, load_cache_file

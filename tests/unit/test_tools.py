@@ -165,3 +165,29 @@ def test_execute_reports_bad_requests_to_the_model(
     assert output.handoff_to is None
     assert re.search(fragment, _text(output.content))
     assert not executor.is_active
+
+
+def test_large_screens_are_scaled_to_the_api_resolution_and_back() -> None:
+    app = SimulatedFormApp(width=2560, height=1600)  # 16:10 -> WXGA 1280x800
+    tool = ComputerTool(app)
+    assert tool.api_size == (1280, 800)
+    assert tool.to_params()["display_width_px"] == 1280
+    result, _ = ToolCollection([tool]).run(computer_call("left_click", coordinate=[640, 400]))
+    assert app.pointer_at == (1280, 800)  # clicked on the real screen, not at the model's numbers
+    assert isinstance(result.content, list)
+    image = result.content[1]
+    assert isinstance(image, ImageBlockParam)
+    assert decode_screenshot(image.source.data).size == (1280, 800)
+    assert "outside the screen (1280x800)" in _text(
+        tool.run(computer_call("left_click", coordinate=[1300, 10])).content
+    )
+
+
+def test_scaling_can_be_turned_off_and_small_screens_are_not_scaled() -> None:
+    assert ComputerTool(SimulatedFormApp(width=2560, height=1600), scale=False).api_size == (
+        2560,
+        1600,
+    )
+    assert ComputerTool(SimulatedFormApp(width=800, height=600)).api_size == (800, 600)
+    assert ComputerTool(SimulatedFormApp(width=2048, height=1536)).api_size == (1024, 768)
+    assert ComputerTool(SimulatedFormApp(width=2732, height=1536)).api_size == (1366, 768)

@@ -27,6 +27,7 @@ from askcache.messages import (
     ToolResultContent,
     ToolUseBlockParam,
 )
+from askcache.scaling import Size, api_resolution, scale_point
 from askcache.tools.base import Tool, ToolOutput
 
 __all__ = ["ComputerBackend", "ComputerTool", "ToolVersion", "encode_png"]
@@ -116,12 +117,42 @@ class ComputerTool(Tool):
         *,
         version: ToolVersion = "computer_20250124",
         settle_delay: float = 0.0,
+        scale: bool = True,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.backend = backend
         self.version = version
         self.settle_delay = settle_delay
+        self.scale = scale
         self._sleep = sleep
+
+    @property
+    def screen_size(self) -> Size:
+        """The real screen's size (the backend's)."""
+        return self.backend.size
+
+    @property
+    def api_size(self) -> Size:
+        """The size the model sees: screenshots are scaled to it, its coordinates from it."""
+        return api_resolution(self.screen_size) if self.scale else self.screen_size
+
+    def to_screen(self, point: Point) -> Point:
+        """A model coordinate on the real screen."""
+        api, screen = self.api_size, self.screen_size
+        return point if api == screen else scale_point(point, api, screen)
+
+    def from_screen(self, point: Point) -> Point:
+        """A real screen position in model coordinates."""
+        api, screen = self.api_size, self.screen_size
+        return point if api == screen else scale_point(point, screen, api)
+
+    def capture(self) -> Image.Image:
+        """A screenshot as the model sees it (scaled to :attr:`api_size`)."""
+        image = self.backend.screenshot()
+        size = self.api_size
+        if image.size != size:
+            image = image.resize(size, Image.Resampling.LANCZOS)
+        return image
 
     @property
     def shape(self) -> ToolShape:
@@ -131,7 +162,7 @@ class ComputerTool(Tool):
     def to_params(self) -> dict[str, Any]:
         if self.shape == "toolset":
             return {"type": self.version}
-        width, height = self.backend.size
+        width, height = self.api_size
         return {
             "type": self.version,
             "name": COMPUTER_TOOL_NAME,
@@ -166,7 +197,7 @@ class ComputerTool(Tool):
         """A tool output with ``summary`` and a fresh screenshot."""
         content: list[ToolResultContent] = [
             TextBlockParam(text=summary),
-            ImageBlockParam(source=Base64ImageSource(data=encode_png(self.backend.screenshot()))),
+            ImageBlockParam(source=Base64ImageSource(data=encode_png(self.capture()))),
         ]
         return ToolOutput(content)
 
@@ -174,7 +205,7 @@ class ComputerTool(Tool):
         for key in ("coordinate", "start_coordinate"):
             if key in arguments and as_point(arguments[key]) is None:
                 return f"{key} must be [x, y] integers, got {arguments[key]!r}."
-        width, height = self.backend.size
+        width, height = self.api_size
         for point in (action.point, action.pointer_after):
             if point is not None and not (0 <= point[0] < width and 0 <= point[1] < height):
                 return f"coordinate {list(point)} is outside the screen ({width}x{height})."
@@ -189,24 +220,28 @@ class ComputerTool(Tool):
 
     def _perform(self, action: Action, arguments: dict[str, Any]) -> str | None:
         backend, name = self.backend, action.name
+        point = None if action.point is None else self.to_screen(action.point)
+        after = None if action.pointer_after is None else self.to_screen(action.pointer_after)
         if name in _CLICKS:
             button, count = _CLICKS[name]
             modifiers = arguments.get("text") if isinstance(arguments.get("text"), str) else None
-            backend.click(action.point, button, count, modifiers)
-            where = action.point if action.point is not None else backend.pointer()
+            backend.click(point, button, count, modifiers)
+            where = (
+                action.point if action.point is not None else self.from_screen(backend.pointer())
+            )
             return f"{name} at {list(where)}"
         if name == "left_click_drag":
-            assert action.point is not None
-            assert action.pointer_after is not None
-            backend.drag(action.point, action.pointer_after)
-            return f"dragged from {list(action.point)} to {list(action.pointer_after)}"
+            assert point is not None
+            assert after is not None
+            backend.drag(point, after)
+            return f"dragged from {action.point} to {action.pointer_after}"
         if name in ("left_mouse_down", "left_mouse_up"):
             backend.mouse_button(down=name == "left_mouse_down")
             return name
         if name == "mouse_move":
-            assert action.point is not None
-            backend.move(action.point)
-            return f"moved pointer to {list(action.point)}"
+            assert point is not None
+            backend.move(point)
+            return f"moved pointer to {action.point}"
         if name == "type":
             backend.type_text(arguments["text"])
             return f"typed {len(arguments['text'])} characters"
@@ -217,7 +252,7 @@ class ComputerTool(Tool):
         if name == "scroll":
             direction = str(arguments.get("scroll_direction", "down"))
             amount = arguments.get("scroll_amount", 3)
-            backend.scroll(action.point, direction, amount if isinstance(amount, int) else 3)
+            backend.scroll(point, direction, amount if isinstance(amount, int) else 3)
             return f"scrolled {direction}"
         if name == "wait":
             duration = arguments.get("duration", 1)
@@ -226,5 +261,5 @@ class ComputerTool(Tool):
         if name == "screenshot":
             return "screenshot"
         if name == "cursor_position":
-            return f"pointer at {list(backend.pointer())}"
+            return f"pointer at {list(self.from_screen(backend.pointer()))}"
         return None

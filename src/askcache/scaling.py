@@ -1,0 +1,80 @@
+"""Coordinate spaces: the screen as the model sees it vs the real screen.
+
+Screenshots sent to the model are scaled down to a standard resolution with the same aspect
+ratio (XGA 1024x768, WXGA 1280x800, FWXGA 1366x768), as Anthropic's reference computer-use
+agent does; the model's coordinates are scaled back before acting. A screen smaller than
+its target, or of another aspect ratio, is used as it is.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from askcache.actions import Point
+
+__all__ = [
+    "ASPECT_TOLERANCE",
+    "TARGET_RESOLUTIONS",
+    "Size",
+    "api_resolution",
+    "same_aspect",
+    "scale_point",
+    "scale_step_input",
+]
+
+Size = tuple[int, int]
+"""Width and height in pixels."""
+
+TARGET_RESOLUTIONS: dict[str, Size] = {
+    "XGA": (1024, 768),
+    "WXGA": (1280, 800),
+    "FWXGA": (1366, 768),
+}
+"""The resolutions screenshots are scaled down to, by aspect ratio."""
+
+ASPECT_TOLERANCE = 0.02
+"""Largest difference of width/height ratios still counted as the same aspect ratio."""
+
+
+def same_aspect(first: Size, second: Size) -> bool:
+    """True when the two sizes have the same aspect ratio (within ``ASPECT_TOLERANCE``)."""
+    return abs(first[0] / first[1] - second[0] / second[1]) < ASPECT_TOLERANCE
+
+
+def api_resolution(screen: Size) -> Size:
+    """The size screenshots of ``screen`` are sent at: a smaller standard size of the same
+    aspect ratio, or the screen's own size."""
+    for target in TARGET_RESOLUTIONS.values():
+        if same_aspect(screen, target) and target[0] < screen[0]:
+            return target
+    return screen
+
+
+def scale_point(point: Point, source: Size, target: Size) -> Point:
+    """``point`` in ``source`` space, expressed in ``target`` space (rounded, inside it)."""
+    x = round(point[0] * target[0] / source[0])
+    y = round(point[1] * target[1] / source[1])
+    return (min(max(x, 0), target[0] - 1), min(max(y, 0), target[1] - 1))
+
+
+def scale_step_input(arguments: dict[str, Any], source: Size, target: Size) -> dict[str, Any]:
+    """A computer action's arguments with every point scaled from ``source`` to ``target``."""
+    scaled = dict(arguments)
+    for key in ("coordinate", "start_coordinate"):
+        value = arguments.get(key)
+        if (
+            isinstance(value, list)
+            and len(value) == 2
+            and all(isinstance(v, int | float) for v in value)
+        ):
+            scaled[key] = list(scale_point((round(value[0]), round(value[1])), source, target))
+    region = arguments.get("region")
+    if (
+        isinstance(region, list)
+        and len(region) == 4
+        and all(isinstance(v, int | float) for v in region)
+    ):
+        left, top = scale_point((round(region[0]), round(region[1])), source, target)
+        right, bottom = scale_point((round(region[2]), round(region[3])), source, target)
+        scaled["region"] = [left, top, right, bottom]
+    return scaled

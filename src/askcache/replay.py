@@ -13,8 +13,10 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Literal
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
 
+from PIL import Image
 from pydantic import BaseModel, ConfigDict, Field
 
 from askcache.actions import ToolShape, action_anchors, make_tool_use, new_tool_use_id, parse_action
@@ -22,12 +24,13 @@ from askcache.cache_file import CacheFile
 from askcache.errors import AskCacheError, CacheParameterError
 from askcache.messages import MessageParam, TextBlockParam, ToolUseBlockParam
 from askcache.parameters import placeholders_in, substitute
+from askcache.scaling import same_aspect, scale_step_input
 from askcache.settings import CacheExecutionSettings
 from askcache.speakers import AGENT_SPEAKER, SpeakerResult
 from askcache.storage import CacheStorage, save_cache_file
 from askcache.visual import (
-    VisualCheck,
     check_step_representation,
+    compute_step_representation,
     decode_screenshot,
     find_recent_screenshot_block,
 )
@@ -41,6 +44,19 @@ logger = logging.getLogger(__name__)
 
 CACHE_EXECUTOR = "cache_executor"
 """Default name of the replay speaker."""
+
+
+_NEED_SCREENSHOT = "need a screenshot"
+_SETTLE_POLL_SECONDS = 0.05
+
+
+@dataclass(frozen=True)
+class _Screen:
+    """The screen a step is checked against."""
+
+    image: Image.Image
+    fresh: bool
+    """True when taken after the last executed action."""
 
 
 class StepRecord(BaseModel):
@@ -103,13 +119,20 @@ class CacheExecutor:
         name: str = CACHE_EXECUTOR,
         agent_speaker: str = AGENT_SPEAKER,
         tool_shape: ToolShape = "tool",
+        screen: Callable[[], Image.Image] | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.storage = storage
         self.name = name
         self.agent_speaker = agent_speaker
         self.tool_shape = tool_shape
+        self.screen = screen
+        """Takes a screenshot as the model sees it; used to wait for the screen to settle."""
         self._sleep = sleep
+        self._clock = clock
+        self.regions: dict[int, Image.Image] = {}
+        """Per step index of the current replay: the region it was checked on (recorded space)."""
         self._file: CacheFile | None = None
         self._file_name = ""
         self._steps: list[ToolUseBlockParam] = []
@@ -173,6 +196,7 @@ class CacheExecutor:
         self._emitted_step = None
         self._waited_for = None
         self._screenshot_for = None
+        self.regions = {}
         self.result = ReplayResult(
             cache_file=cache_file_name, steps_total=total, start_step=start_from_step_index
         )
@@ -203,11 +227,16 @@ class CacheExecutor:
         if self._index > self.result.start_step and self._waited_for != self._index:
             self._waited_for = self._index
             self._sleep(self._settings.delay_time_between_action)
-        record, problem = self._validate(step, conversation)
-        if record is None:  # a fresh screenshot is needed first
+        screen = self._observe(step, conversation)
+        if screen is _NEED_SCREENSHOT:
             self.result.screenshots_taken += 1
             self._screenshot_for = self._index
             return self._emit(make_tool_use("screenshot", self._shape_of(step)), step=None)
+        assert not isinstance(screen, str)
+        record = self._check(step, screen)
+        problem = self._size_problem(step, screen)
+        if problem is None and record.matched is False:
+            problem = self._mismatch_text(record)
         if problem is not None:
             return self._hand_back(self._index, problem, conversation, record)
         self.result.steps.append(record)
@@ -218,7 +247,13 @@ class CacheExecutor:
             logger.info("step %d (%s) not validated: %s", self._index, record.action, record.note)
         self.result.steps_run += 1
         self._index += 1
-        replayed = step.model_copy(update={"id": new_tool_use_id(), "visual_representation": None})
+        replayed = step.model_copy(
+            update={
+                "id": new_tool_use_id(),
+                "visual_representation": None,
+                "input": self._fit(step.input, screen),
+            }
+        )
         return self._emit(replayed, step=self._index - 1)
 
     def _shape_of(self, step: ToolUseBlockParam) -> ToolShape:
@@ -243,37 +278,104 @@ class CacheExecutor:
                 return f"the tool reported an error: {text or 'no details'}"
         return None
 
-    def _validate(
-        self, step: ToolUseBlockParam, conversation: Conversation
-    ) -> tuple[StepRecord | None, str | None]:
-        """The step's record and why the replay must stop, if it must.
+    def _needs_check(self, step: ToolUseBlockParam) -> bool:
+        assert self._file is not None
+        return (
+            not self._settings.skip_visual_validation
+            and step.visual_representation is not None
+            and self._file.metadata.visual_validation is not None
+        )
 
-        ``(None, None)`` means: take a screenshot first.
-        """
+    def _observe(self, step: ToolUseBlockParam, conversation: Conversation) -> _Screen | str | None:
+        """The screen to check ``step`` against; ``_NEED_SCREENSHOT`` to ask for one first."""
         assert self._file is not None
         action = parse_action(step)
-        name = action.name if action is not None else step.name
-        record = StepRecord(step_index=self._index, action=name, validated=False)
+        check = self._needs_check(step)
+        has_point = action is not None and (action.point or action.pointer_after) is not None
+        found = find_recent_screenshot_block(conversation.messages)
+        fresh = found is not None and self._is_fresh(found[0], conversation.messages)
+        may_ask = action is not None and self._screenshot_for != self._index
+        missing_size = has_point and self._file.metadata.coordinate_space is not None and not found
+        if may_ask and ((check and not fresh) or missing_size):
+            return _NEED_SCREENSHOT
+        if check and self._settings.wait_for_settle and self.screen is not None:
+            return _Screen(self._settled_image(step), fresh=True)
+        if found is None:
+            return None
+        return _Screen(decode_screenshot(found[1].source.data, f"message {found[0]}"), fresh)
+
+    def _settled_image(self, step: ToolUseBlockParam) -> Image.Image:
+        """Watch the step's region until it stops changing; return the last image."""
+        assert self.screen is not None
+        assert self._file is not None
+        config = self._file.metadata.visual_validation
+        assert config is not None
+        space = self._file.metadata.coordinate_space
+        started = quiet_since = self._clock()
+        last: str | None = None
+        while True:
+            image = self.screen()
+            view = image if space is None else image.resize((space.width, space.height))
+            current = compute_step_representation(
+                view, step, config, pointer=self._anchors[self._index]
+            )
+            now = self._clock()
+            if current != last:
+                last, quiet_since = current, now
+            elif now - quiet_since >= self._settings.settle_quiet_period:
+                return image
+            if now - started >= self._settings.settle_timeout:
+                logger.info("step %d: screen still changing after the settle timeout", self._index)
+                return image
+            self._sleep(_SETTLE_POLL_SECONDS)
+
+    def _size_problem(self, step: ToolUseBlockParam, screen: _Screen | None) -> str | None:
+        """Why the step's coordinates cannot be mapped onto the current screen, if so."""
+        assert self._file is not None
+        space = self._file.metadata.coordinate_space
+        action = parse_action(step)
+        if space is None or screen is None or action is None:
+            return None
+        size, recorded = screen.image.size, (space.width, space.height)
+        if size == recorded or same_aspect(size, recorded):
+            return None
+        if action.point is None and action.pointer_after is None and not self._needs_check(step):
+            return None
+        return (
+            f"the screen is {size[0]}x{size[1]} but the trajectory was recorded at {space}, "
+            "another aspect ratio: its coordinates cannot be mapped onto this screen"
+        )
+
+    def _fit(self, arguments: dict[str, Any], screen: _Screen | None) -> dict[str, Any]:
+        """The step's arguments with points scaled to the current screen's size."""
+        assert self._file is not None
+        space = self._file.metadata.coordinate_space
+        if space is None or screen is None or screen.image.size == (space.width, space.height):
+            return arguments
+        return scale_step_input(arguments, (space.width, space.height), screen.image.size)
+
+    def _check(self, step: ToolUseBlockParam, screen: _Screen | None) -> StepRecord:
+        """Check the step's region; the record says whether it was checked and matched."""
+        assert self._file is not None
+        action = parse_action(step)
+        record = StepRecord(
+            step_index=self._index,
+            action=action.name if action is not None else step.name,
+            validated=False,
+        )
         config = self._file.metadata.visual_validation
         if self._settings.skip_visual_validation:
             record.note = "visual validation skipped by settings"
-            return record, None
+            return record
         if step.visual_representation is None or config is None:
             record.note = "no visual representation stored for this step"
-            return record, None
-        found = find_recent_screenshot_block(conversation.messages)
-        if found is None or not self._is_fresh(found[0], conversation.messages):
-            if action is not None and self._screenshot_for != self._index:
-                return None, None
+            return record
+        if screen is None or not screen.fresh:
             record.note = "no screenshot taken after the last action is available"
-            return record, None
-        image = decode_screenshot(found[1].source.data, f"message {found[0]}")
-        space = self._file.metadata.coordinate_space
-        if space is not None and (image.width, image.height) != (space.width, space.height):
-            return record, (
-                f"the screen is {image.width}x{image.height} but the trajectory was recorded "
-                f"at {space}; its coordinates would point elsewhere"
-            )
+            return record
+        image, space = screen.image, self._file.metadata.coordinate_space
+        if space is not None and image.size != (space.width, space.height):
+            image = image.resize((space.width, space.height), Image.Resampling.LANCZOS)
         check = check_step_representation(
             image,
             step,
@@ -285,17 +387,14 @@ class CacheExecutor:
         record.validated, record.matched = True, check.matched
         record.distance, record.threshold = check.distance, check.threshold
         record.note = check.describe()
-        logger.info("step %d (%s): %s", self._index, name, record.note)
-        if not check.matched:
-            return record, self._mismatch_text(check)
-        return record, None
+        if check.box is not None:
+            self.regions[self._index] = image.crop(check.box)
+        logger.info("step %d (%s): %s", self._index, record.action, record.note)
+        return record
 
     @staticmethod
-    def _mismatch_text(check: VisualCheck) -> str:
-        return (
-            "the screen around the action point no longer matches the recording "
-            f"({check.describe()})"
-        )
+    def _mismatch_text(record: StepRecord) -> str:
+        return f"the screen around the action point no longer matches the recording ({record.note})"
 
     @staticmethod
     def _is_fresh(screenshot_index: int, messages: list[MessageParam]) -> bool:

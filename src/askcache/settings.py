@@ -206,6 +206,15 @@ class CacheExecutionSettings(SettingsModel):
     """Replay without checking the screen. Every step then counts as unvalidated."""
     parameter_values: dict[str, str] = Field(default_factory=dict)
     """Values for the trajectory's ``{{name}}`` parameters, when the replay starts at once."""
+    wait_for_settle: bool = False
+    """Before checking a step, watch its region until it stops changing for
+    ``settle_quiet_period`` seconds (at most ``settle_timeout``). Needs a screen to watch
+    (the agent's computer tool). Fast on a fast UI, safe on a slow one; pair it with a small
+    ``delay_time_between_action``."""
+    settle_timeout: float = Field(5.0, gt=0, le=120)
+    """Longest wait for the region to settle, in seconds; the last image is checked then."""
+    settle_quiet_period: float = Field(0.3, ge=0, le=10)
+    """How long the region must stay unchanged to count as settled, in seconds."""
 
 
 class CachingSettings(SettingsModel):

@@ -216,14 +216,69 @@ def test_resuming_midway_takes_a_fresh_screenshot_first(storage: LocalCacheStora
     assert app.saved == [{"name": "Ada Lovelace", "email": ""}]
 
 
-def test_other_screen_size_hands_back_instead_of_clicking(storage: LocalCacheStorage) -> None:
+def test_other_aspect_ratio_hands_back_instead_of_clicking(storage: LocalCacheStorage) -> None:
     record_form(storage)
-    app = SimulatedFormApp(width=800, height=500)
+    app = SimulatedFormApp(width=800, height=600)
     executor, agent, _ = _replay(storage, app)
     assert executor.result is not None
     assert executor.result.stopped_at_step == 1
-    assert "800x500 but the trajectory was recorded at 640x400" in agent.turns[0]
+    assert (
+        "800x600 but the trajectory was recorded at 640x400, another aspect ratio" in agent.turns[0]
+    )
     assert app.events == []
+
+
+def test_same_aspect_ratio_is_rescaled(storage: LocalCacheStorage) -> None:
+    record_form(storage)
+    app = SimulatedFormApp(width=960, height=600)
+    executor, _, conversation = _replay(storage, app)
+    result = executor.result
+    assert result is not None
+    assert (result.status, result.validated) == ("completed", 3)
+    assert all(s.distance is not None and s.distance <= 4 for s in result.steps if s.validated)
+    clicks = [
+        c.input["coordinate"]
+        for m in conversation.messages
+        for c in m.tool_uses
+        if "coordinate" in c.input
+    ]
+    assert clicks == [[540, 132], [172, 345]]  # 640x400 points scaled by 1.5
+    assert app.saved == [{"name": "Ada Lovelace", "email": ""}]
+
+
+def test_wait_for_settle_watches_the_region_until_it_is_still(storage: LocalCacheStorage) -> None:
+    record_form(storage)
+    app = SimulatedFormApp()
+    frames: list[int] = []
+
+    def screen() -> object:
+        frames.append(1)
+        # the first two frames still show the old layout, as if the UI were catching up
+        return (
+            SimulatedFormApp(layout="banner").screenshot() if len(frames) <= 2 else app.screenshot()
+        )
+
+    now = [0.0]
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds
+
+    executor = CacheExecutor(storage, screen=screen, sleep=sleep, clock=lambda: now[0])  # type: ignore[arg-type]
+    settings = CacheExecutionSettings(
+        delay_time_between_action=0, wait_for_settle=True, settle_quiet_period=0.2
+    )
+    executor.activate_cache_execution(
+        load_cache_file(storage, "form.json"), "form.json", execution_settings=settings
+    )
+    agent = FinishingSpeaker()
+    Conversation(
+        [executor, agent], ToolCollection([ComputerTool(app)]), first_speaker=executor.name
+    ).run(GOAL)
+    assert executor.result is not None
+    assert executor.result.status == "completed"
+    assert len(frames) >= 3 * 5  # each validated step polled until 0.2 s of stillness
+    assert sorted(executor.regions) == [1, 2, 3]
+    assert executor.regions[1].size == (100, 100)
 
 
 def test_replayed_steps_get_fresh_ids_and_no_cache_fields(storage: LocalCacheStorage) -> None:

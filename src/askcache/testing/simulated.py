@@ -71,15 +71,28 @@ class SimulatedFormApp:
         """Switch to another layout (the application "was updated")."""
         self.layout = layout
 
+    @property
+    def zoom(self) -> float:
+        """Drawing scale: the layout is designed for 640 pixels wide and grows with the screen."""
+        return self.width / 640
+
+    def _box(
+        self, left: float, top: float, right: float, bottom: float
+    ) -> tuple[int, int, int, int]:
+        z = self.zoom
+        return (round(left * z), round(top * z), round(right * z), round(bottom * z))
+
     def widgets(self) -> list[Widget]:
         """The widgets at their positions in the current layout."""
         top = 150 if self.layout == "banner" else 70
         save_x, clear_x = (200, 60) if self.layout == "swapped" else (60, 200)
         return [
-            Widget("name", "field", "Name", (160, top, 560, top + 36)),
-            Widget("email", "field", "Email", (160, top + 60, 560, top + 96)),
-            Widget("save", "button", "Save", (save_x, top + 140, save_x + 110, top + 180)),
-            Widget("clear", "button", "Clear", (clear_x, top + 140, clear_x + 110, top + 180)),
+            Widget("name", "field", "Name", self._box(160, top, 560, top + 36)),
+            Widget("email", "field", "Email", self._box(160, top + 60, 560, top + 96)),
+            Widget("save", "button", "Save", self._box(save_x, top + 140, save_x + 110, top + 180)),
+            Widget(
+                "clear", "button", "Clear", self._box(clear_x, top + 140, clear_x + 110, top + 180)
+            ),
         ]
 
     def widget(self, name: str) -> Widget:
@@ -97,39 +110,38 @@ class SimulatedFormApp:
         return (self.width, self.height)
 
     def screenshot(self) -> Image.Image:
-        font = ImageFont.load_default(size=_FONT_SIZE)
+        z = self.zoom
+        font = ImageFont.load_default(size=round(_FONT_SIZE * z))
         image = Image.new("RGB", self.size, (236, 239, 244))
         draw = ImageDraw.Draw(image)
-        draw.rectangle((0, 0, self.width, 36), fill=(52, 73, 94))
-        draw.text((12, 9), "Contacts - New entry", font=font, fill="white")
+        draw.rectangle(self._box(0, 0, 640, 36), fill=(52, 73, 94))
+        draw.text((12 * z, 9 * z), "Contacts - New entry", font=font, fill="white")
         if self.layout == "banner":
             draw.rectangle(
-                (20, 56, self.width - 20, 120), fill=(255, 243, 205), outline=(200, 160, 60)
+                self._box(20, 56, 620, 120), fill=(255, 243, 205), outline=(200, 160, 60)
             )
-            draw.text(
-                (36, 78),
-                "Update: a new version of Contacts is installed.",
-                font=font,
-                fill=(90, 70, 20),
-            )
+            notice = "Update: a new version of Contacts is installed."
+            draw.text((36 * z, 78 * z), notice, font=font, fill=(90, 70, 20))
         for widget in self.widgets():
-            left, top, right, _bottom = widget.box
+            left, top, right, _ = widget.box
             if widget.kind == "field":
-                draw.text((left - 90, top + 9), f"{widget.label}:", font=font, fill="black")
+                draw.text((left - 90 * z, top + 9 * z), f"{widget.label}:", font=font, fill="black")
                 outline = (52, 120, 220) if self.focus == widget.name else (150, 150, 150)
-                draw.rectangle(widget.box, fill="white", outline=outline, width=2)
-                draw.text((left + 8, top + 9), self.values[widget.name], font=font, fill="black")
+                draw.rectangle(
+                    widget.box, fill="white", outline=outline, width=max(1, round(2 * z))
+                )
+                draw.text(
+                    (left + 8 * z, top + 9 * z), self.values[widget.name], font=font, fill="black"
+                )
             else:
                 fill = (46, 125, 50) if widget.name == "save" else (120, 120, 120)
-                draw.rounded_rectangle(widget.box, radius=6, fill=fill)
+                draw.rounded_rectangle(widget.box, radius=round(6 * z), fill=fill)
                 text_width = draw.textlength(widget.label, font=font)
-                draw.text(
-                    ((left + right - text_width) / 2, top + 11),
-                    widget.label,
-                    font=font,
-                    fill="white",
-                )
-        draw.text((20, self.height - 30), f"Status: {self.status}", font=font, fill=(60, 60, 60))
+                x = (left + right - text_width) / 2
+                draw.text((x, top + 11 * z), widget.label, font=font, fill="white")
+        draw.text(
+            (20 * z, self.height - 30 * z), f"Status: {self.status}", font=font, fill=(60, 60, 60)
+        )
         return image
 
     def click(self, point: Point | None, button: str, count: int, modifiers: str | None) -> None:

@@ -6,7 +6,7 @@ the model.
 """
 
 from askcache.actions import Action, ActionKind, parse_action
-from askcache.agent import ActResult, Agent
+from askcache.agent import ActResult, Agent, VisionAgent
 from askcache.cache_file import CacheFile, CacheMetadata, VisualValidationConfig, parse_cache_file
 from askcache.conversation import Conversation, ConversationResult
 from askcache.errors import (
@@ -73,6 +73,7 @@ __all__ = [
     "ToolResultBlockParam",
     "ToolUseBlockParam",
     "UnsupportedCacheVersionError",
+    "VisionAgent",
     "VisualMethod",
     "VisualValidationConfig",
     "__version__",

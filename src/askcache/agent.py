@@ -17,9 +17,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from askcache.actions import ToolShape
 from askcache.conversation import Conversation, ConversationResult
 from askcache.recording import CacheManager
 from askcache.replay import CacheExecutor, ReplayResult
@@ -28,12 +27,12 @@ from askcache.speakers import AgentSpeaker, Speaker
 from askcache.storage import CacheStorage, LocalCacheStorage, load_cache_file
 from askcache.tools.base import Tool, ToolCollection
 from askcache.tools.caching import ExecuteCachedTrajectory, ListCachedTrajectories
-from askcache.tools.computer import ComputerTool
+from askcache.tools.computer import ComputerTool, ToolVersion
 
 if TYPE_CHECKING:
     import anthropic
 
-__all__ = ["DEFAULT_MODEL", "ActResult", "Agent"]
+__all__ = ["DEFAULT_MODEL", "ActResult", "Agent", "VisionAgent"]
 
 DEFAULT_MODEL = "claude-sonnet-5-5"
 """Model used when none is given."""
@@ -105,11 +104,8 @@ class Agent:
         self.storage = storage
         self._sleep = sleep
 
-    def _tool_shape(self) -> ToolShape:
-        for tool in self.tools:
-            if isinstance(tool, ComputerTool):
-                return tool.shape
-        return "tool"
+    def _computer(self) -> ComputerTool | None:
+        return next((tool for tool in self.tools if isinstance(tool, ComputerTool)), None)
 
     def act(self, goal: str, caching_settings: CachingSettings | None = None) -> ActResult:
         """Complete ``goal``, replaying or recording as ``caching_settings`` says."""
@@ -118,7 +114,13 @@ class Agent:
         agent = AgentSpeaker(
             self.client, model=self.model, system=self.system, max_tokens=self.max_tokens
         )
-        executor = CacheExecutor(storage, tool_shape=self._tool_shape(), sleep=self._sleep)
+        computer = self._computer()
+        executor = CacheExecutor(
+            storage,
+            tool_shape=computer.shape if computer else "tool",
+            screen=computer.capture if computer else None,
+            sleep=self._sleep,
+        )
         tools = ToolCollection(self.tools)
         speakers: list[Speaker] = [agent, executor]
         first = agent.name
@@ -165,3 +167,52 @@ class Agent:
             return
         tools.add(ListCachedTrajectories(storage))
         tools.add(ExecuteCachedTrajectory(storage, executor, settings.execution_settings))
+
+
+class VisionAgent(Agent):
+    """An :class:`Agent` on the real desktop: the computer tool on pyautogui and mss.
+
+    Use it as a context manager::
+
+        with VisionAgent() as agent:
+            agent.act("Open the settings", caching_settings=CachingSettings(strategy="auto"))
+
+    Args:
+        model: Model name.
+        client: An ``anthropic.Anthropic`` client; default: one made from the environment
+            (``ANTHROPIC_API_KEY``).
+        display: X display; default ``$DISPLAY``.
+        tool_version: Which computer tool to offer (the toolset needs no beta flag).
+        settle_delay: Seconds to wait after each action before its screenshot.
+        agent_options: Further :class:`Agent` options (``system``, ``max_turns``, ...).
+    """
+
+    def __init__(
+        self,
+        *,
+        model: str = DEFAULT_MODEL,
+        client: anthropic.Anthropic | None = None,
+        display: str | None = None,
+        tool_version: ToolVersion = "computer_toolset_20260801",
+        settle_delay: float = 0.3,
+        **agent_options: Any,
+    ) -> None:
+        from askcache.tools.desktop import DesktopBackend
+
+        if client is None:
+            import anthropic
+
+            client = anthropic.Anthropic()
+        self.backend = DesktopBackend(display)
+        tool = ComputerTool(self.backend, version=tool_version, settle_delay=settle_delay)
+        super().__init__(client, [tool], model=model, **agent_options)
+
+    def __enter__(self) -> VisionAgent:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Release the display connections."""
+        self.backend.close()

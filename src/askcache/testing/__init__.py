@@ -14,16 +14,27 @@ from askcache.testing.messages_api import (
     tool_use_reply,
     validate_request,
 )
-from askcache.testing.simulated import FormFillingScript, Layout, SimulatedFormApp, Widget
+from askcache.testing.simulated import (
+    FormFillingScript,
+    FormView,
+    Layout,
+    SimulatedFormApp,
+    Widget,
+)
+from askcache.testing.tk_form import TkFormApp
+from askcache.testing.xvfb import VirtualDisplay
 
 __all__ = [
     "FormFillingScript",
+    "FormView",
     "Layout",
     "MessagesApiStandIn",
     "Reply",
     "RequestRejectedError",
     "ScriptEntry",
     "SimulatedFormApp",
+    "TkFormApp",
+    "VirtualDisplay",
     "Widget",
     "estimate_tokens",
     "text_reply",

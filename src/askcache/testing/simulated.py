@@ -12,15 +12,16 @@ request from the app's current layout and state. Use it with
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from PIL import Image, ImageDraw, ImageFont
 
 from askcache.actions import Point
 from askcache.testing.messages_api import Reply, text_reply, tool_use_reply
 
-__all__ = ["FormFillingScript", "Layout", "SimulatedFormApp", "Widget"]
+__all__ = ["FormFillingScript", "FormView", "Layout", "SimulatedFormApp", "Widget"]
 
 Layout = Literal["original", "banner", "swapped"]
 """``original``; ``banner``: a notice pushes the form down; ``swapped``: Save and Clear swap."""
@@ -195,21 +196,45 @@ class SimulatedFormApp:
         return self.pointer_at
 
 
+class FormView(Protocol):
+    """What the scripted model reads of a form app: values, saved rows, focus, widgets."""
+
+    @property
+    def values(self) -> dict[str, str]: ...
+    @property
+    def saved(self) -> list[dict[str, str]]: ...
+    @property
+    def focus(self) -> str | None: ...
+    def widget(self, name: str) -> Widget: ...
+
+
 class FormFillingScript:
     """A scripted model (not AI) that fills the form's Name field with ``name`` and saves.
 
     Called with each request body, it looks at the app (not at the screenshot) and answers
     with the next sensible computer action, so it can also take over after a replay hands
-    back on a changed layout. ``shape`` picks the computer tool's shape.
+    back on a changed layout. ``shape`` picks the computer tool's shape; ``to_model`` maps a
+    screen position to the model's coordinates (``ComputerTool.from_screen``) when the
+    screenshots are scaled.
     """
 
     def __init__(
-        self, app: SimulatedFormApp, name: str, *, shape: Literal["tool", "toolset"] = "tool"
+        self,
+        app: FormView,
+        name: str,
+        *,
+        shape: Literal["tool", "toolset"] = "tool",
+        to_model: Callable[[Point], Point] | None = None,
     ) -> None:
         self.app = app
         self.name = name
         self.shape = shape
+        self.to_model = to_model
         self.calls = 0
+
+    def _at(self, widget: str) -> list[int]:
+        point = self.app.widget(widget).center
+        return list(self.to_model(point) if self.to_model else point)
 
     def _action(self, action: str, **arguments: Any) -> Reply:
         if self.shape == "toolset":
@@ -219,18 +244,19 @@ class FormFillingScript:
     def __call__(self, request: dict[str, Any]) -> Reply:
         self.calls += 1
         app = self.app
+        values, saved = app.values, app.saved
         last = request["messages"][-1]
         saw_screen = isinstance(last.get("content"), list) and any(
             block.get("type") == "tool_result" for block in last["content"]
         )
         if not saw_screen:
             return self._action("screenshot")
-        if app.saved and app.saved[-1].get("name") == self.name:
+        if saved and saved[-1].get("name") == self.name:
             return text_reply(f"Saved the contact {self.name}.")
-        if app.values["name"] != self.name:
-            if app.values["name"]:
-                return self._action("left_click", coordinate=list(app.widget("clear").center))
+        if values["name"] != self.name:
+            if values["name"]:
+                return self._action("left_click", coordinate=self._at("clear"))
             if app.focus != "name":
-                return self._action("left_click", coordinate=list(app.widget("name").center))
+                return self._action("left_click", coordinate=self._at("name"))
             return self._action("type", text=self.name)
-        return self._action("left_click", coordinate=list(app.widget("save").center))
+        return self._action("left_click", coordinate=self._at("save"))

@@ -1,4 +1,7 @@
-"""Tools: the base interface, the computer tool, and the caching tools."""
+"""Tools: the base interface, the computer tool, and the caching tools.
+
+The desktop backend lives in :mod:`askcache.tools.desktop` (needs ``askcache[desktop]``).
+"""
 
 from askcache.tools.base import Tool, ToolCollection, ToolOutput
 from askcache.tools.caching import ExecuteCachedTrajectory, ListCachedTrajectories

@@ -1,0 +1,93 @@
+"""A virtual X display (Xvfb) for tests and the demo.
+
+``VirtualDisplay`` starts ``Xvfb`` on a free display number (``-displayfd`` lets the server
+choose) and stops it on exit. It needs Debian's ``xvfb`` package.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import shutil
+import socket
+import subprocess
+import time
+
+from askcache.errors import AskCacheError
+
+__all__ = ["VirtualDisplay"]
+
+
+class VirtualDisplay:
+    """An Xvfb server of the given size; ``display`` is its name, e.g. ``":3"``."""
+
+    def __init__(self, width: int = 1280, height: int = 800, *, depth: int = 24) -> None:
+        self.width, self.height, self.depth = width, height, depth
+        self.display = ""
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def __enter__(self) -> VirtualDisplay:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self, timeout: float = 15.0) -> None:
+        """Start the server and wait until it accepts connections."""
+        binary = shutil.which("Xvfb")
+        if binary is None:
+            raise AskCacheError("Xvfb is not installed (Debian: apt-get install xvfb)")
+        read_end, write_end = os.pipe()
+        self._process = subprocess.Popen(
+            [
+                binary,
+                "-displayfd",
+                str(write_end),
+                "-screen",
+                "0",
+                f"{self.width}x{self.height}x{self.depth}",
+                "-nolisten",
+                "tcp",
+            ],
+            pass_fds=(write_end,),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        os.close(write_end)
+        try:
+            ready, _, _ = select.select([read_end], [], [], timeout)
+            number = os.read(read_end, 64).decode().strip() if ready else ""
+        finally:
+            os.close(read_end)
+        if not number:
+            self.stop()
+            raise AskCacheError(f"Xvfb did not start within {timeout} s")
+        self.display = f":{number}"
+        path = f"/tmp/.X11-unix/X{number}"
+        deadline = time.monotonic() + timeout
+        while not self._accepts(path):
+            if time.monotonic() > deadline:
+                self.stop()
+                raise AskCacheError(f"Xvfb {self.display} does not accept connections")
+            time.sleep(0.05)
+
+    @staticmethod
+    def _accepts(path: str) -> bool:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+            try:
+                probe.connect(path)
+            except OSError:
+                return False
+        return True
+
+    def stop(self) -> None:
+        """Stop the server."""
+        if self._process is not None:
+            self._process.terminate()
+            try:
+                self._process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait()
+            self._process = None

@@ -1,0 +1,214 @@
+"""The real desktop: a :class:`~askcache.tools.computer.ComputerBackend` on pyautogui and mss.
+
+pyautogui moves the mouse and presses keys through the X server's XTEST extension; mss takes
+screenshots. Both are optional dependencies, imported only when a backend is created::
+
+    pip install 'askcache[desktop]'
+
+Key names follow the computer tool's convention (xdotool keysyms such as ``Return``,
+``ctrl+s``, ``Page_Down``) and are translated to pyautogui's; a key or character pyautogui
+cannot produce is an error, never silently dropped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import tempfile
+from types import ModuleType
+from typing import Any
+
+from PIL import Image
+
+from askcache.actions import Point
+from askcache.errors import AskCacheError
+
+__all__ = ["DesktopBackend", "translate_key"]
+
+_INSTALL_HINT = "the desktop backend needs pyautogui and mss: pip install 'askcache[desktop]'"
+
+_KEY_ALIASES = {
+    "return": "enter",
+    "kp_enter": "enter",
+    "escape": "esc",
+    "page_down": "pagedown",
+    "page_up": "pageup",
+    "next": "pagedown",
+    "prior": "pageup",
+    "control": "ctrl",
+    "control_l": "ctrlleft",
+    "control_r": "ctrlright",
+    "shift_l": "shiftleft",
+    "shift_r": "shiftright",
+    "alt_l": "altleft",
+    "alt_r": "altright",
+    "super": "win",
+    "super_l": "winleft",
+    "super_r": "winright",
+    "meta": "alt",
+    "cmd": "command",
+    "kp_add": "add",
+    "kp_subtract": "subtract",
+    "kp_multiply": "multiply",
+    "kp_divide": "divide",
+    "kp_decimal": "decimal",
+    "plus": "+",
+    "minus": "-",
+    "asterisk": "*",
+    "slash": "/",
+    "equal": "=",
+    "period": ".",
+    "comma": ",",
+    "underscore": "_",
+    "parenleft": "(",
+    "parenright": ")",
+    **{f"kp_{digit}": f"num{digit}" for digit in range(10)},
+}
+
+
+def translate_key(name: str, valid: set[str]) -> str:
+    """A computer-tool key name (``Return``, ``KP_Add``) as pyautogui's (``enter``, ``add``)."""
+    key = name if len(name) == 1 else name.lower()
+    key = _KEY_ALIASES.get(key, key)
+    if key not in valid:
+        raise ValueError(f"unknown key {name!r}")
+    return key
+
+
+def _ensure_xauthority() -> None:
+    """python-xlib fails without an authority file even when the server needs none (as
+    Xvfb started without ``-auth``): point ``XAUTHORITY`` at an empty one in that case."""
+    current = os.environ.get("XAUTHORITY") or os.path.expanduser("~/.Xauthority")
+    if not os.path.exists(current):
+        handle, path = tempfile.mkstemp(prefix="askcache-", suffix=".Xauthority")
+        os.close(handle)
+        os.environ["XAUTHORITY"] = path
+
+
+def _load(display: str) -> tuple[ModuleType, ModuleType]:
+    """Import pyautogui (which connects to ``$DISPLAY`` when first imported) and mss."""
+    _ensure_xauthority()
+    previous = os.environ.get("DISPLAY")
+    os.environ["DISPLAY"] = display
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):  # python-xlib prints auth warnings
+            import mss
+            import pyautogui
+    except ImportError as exc:
+        raise AskCacheError(f"{_INSTALL_HINT} ({exc})") from exc
+    except Exception as exc:  # Xlib raises its own errors when the display is unreachable
+        raise AskCacheError(f"cannot open the X display {display!r}: {exc}") from exc
+    finally:
+        if previous is None:
+            os.environ.pop("DISPLAY", None)
+        else:
+            os.environ["DISPLAY"] = previous
+    pyautogui.FAILSAFE = False  # a click at (0, 0) is a legitimate action here
+    pyautogui.PAUSE = 0.0
+    return pyautogui, mss
+
+
+class DesktopBackend:
+    """The screen, mouse and keyboard of an X display.
+
+    Args:
+        display: The X display, e.g. ``":1"``; default: ``$DISPLAY``.
+        type_interval: Seconds between typed characters.
+    """
+
+    def __init__(self, display: str | None = None, *, type_interval: float = 0.0) -> None:
+        chosen = display or os.environ.get("DISPLAY")
+        if not chosen:
+            raise AskCacheError("no X display: set DISPLAY or pass display=':N'")
+        self.display = chosen
+        self.type_interval = type_interval
+        self._gui, mss = _load(chosen)
+        from Xlib.display import Display
+
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                self._xdisplay: Any = Display(chosen)
+            grabber = getattr(mss, "MSS", None) or mss.mss  # mss.mss is deprecated in 10.2
+            self._grabber: Any = grabber(display=chosen)
+        except Exception as exc:
+            raise AskCacheError(f"cannot open the X display {chosen!r}: {exc}") from exc
+        self._keys = {  # what the X11 layer can really press: names and characters
+            key
+            for key, code in self._gui._pyautogui_x11.keyboardMapping.items()
+            if isinstance(key, str) and code
+        }
+
+    def _use(self) -> Any:
+        """pyautogui, pointed at this backend's display (its X11 layer keeps one global)."""
+        self._gui._pyautogui_x11._display = self._xdisplay
+        return self._gui
+
+    @property
+    def size(self) -> tuple[int, int]:
+        screen = self._xdisplay.screen()
+        return (int(screen.width_in_pixels), int(screen.height_in_pixels))
+
+    def screenshot(self) -> Image.Image:
+        monitor = self._grabber.monitors[0]
+        shot = self._grabber.grab(monitor)
+        return Image.frombytes("RGB", shot.size, shot.rgb)
+
+    def click(self, point: Point | None, button: str, count: int, modifiers: str | None) -> None:
+        gui = self._use()
+        held = [translate_key(k, self._keys) for k in modifiers.split("+")] if modifiers else []
+        for key in held:
+            gui.keyDown(key)
+        try:
+            x, y = point if point is not None else self.pointer()
+            gui.click(x=x, y=y, clicks=count, interval=0.05, button=button)
+        finally:
+            for key in reversed(held):
+                gui.keyUp(key)
+
+    def drag(self, start: Point, end: Point) -> None:
+        gui = self._use()
+        gui.moveTo(*start)
+        gui.mouseDown(button="left")
+        gui.moveTo(*end, duration=0.2)
+        gui.mouseUp(button="left")
+
+    def mouse_button(self, down: bool) -> None:
+        gui = self._use()
+        (gui.mouseDown if down else gui.mouseUp)(button="left")
+
+    def move(self, point: Point) -> None:
+        self._use().moveTo(*point)
+
+    def type_text(self, text: str) -> None:
+        untypable = sorted({c for c in text if c not in self._keys})
+        if untypable:
+            raise ValueError(f"cannot type {''.join(untypable)!r} on this keyboard")
+        self._use().write(text, interval=self.type_interval)
+
+    def key(self, combo: str, repeat: int) -> None:
+        keys = [translate_key(part, self._keys) for part in combo.split("+") if part]
+        if not keys:
+            raise ValueError(f"no key in {combo!r}")
+        gui = self._use()
+        for _ in range(repeat):
+            gui.hotkey(*keys)
+
+    def scroll(self, point: Point | None, direction: str, amount: int) -> None:
+        gui = self._use()
+        x, y = point if point is not None else self.pointer()
+        if direction in ("up", "down"):
+            gui.vscroll(amount if direction == "up" else -amount, x=x, y=y)
+        elif direction in ("left", "right"):
+            gui.hscroll(amount if direction == "right" else -amount, x=x, y=y)
+        else:
+            raise ValueError(f"unknown scroll direction {direction!r}")
+
+    def pointer(self) -> Point:
+        data = self._xdisplay.screen().root.query_pointer()._data
+        return (int(data["root_x"]), int(data["root_y"]))
+
+    def close(self) -> None:
+        """Release the X connections."""
+        self._grabber.close()
+        self._xdisplay.close()

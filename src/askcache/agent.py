@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from PIL import Image
 
 from askcache.conversation import Conversation, ConversationResult
 from askcache.recording import CacheManager
@@ -54,6 +56,8 @@ class ActResult:
     """Replays that ran during the call, in order."""
     strategy: CacheStrategy
     """The strategy applied (``auto`` resolved to what it did)."""
+    regions: dict[int, Image.Image] = field(default_factory=dict)
+    """Per checked step of the last replay, the screen region it was checked on."""
 
     @property
     def status(self) -> str:
@@ -148,7 +152,12 @@ class Agent:
             speakers, tools, first_speaker=first, recorder=recorder, max_turns=self.max_turns
         )
         outcome = conversation.run(goal)
-        return ActResult(conversation=outcome, replays=list(executor.history), strategy=strategy)
+        return ActResult(
+            conversation=outcome,
+            replays=list(executor.history),
+            strategy=strategy,
+            regions=dict(executor.regions),
+        )
 
     @staticmethod
     def _usable(storage: CacheStorage, filename: str) -> bool:

@@ -18,7 +18,8 @@ __all__ = ["main"]
 def _demo(args: argparse.Namespace) -> int:
     from askcache.demo import format_summary, run_demo
 
-    outcome = run_demo(Path(args.output), offline=not args.online, model=args.model)
+    offline = True if args.offline else (False if args.online else None)
+    outcome = run_demo(Path(args.output), offline=offline, model=args.model, screen=args.screen)
     print(format_summary(outcome))
     ok = (
         outcome.record.status == "done"
@@ -77,10 +78,18 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     demo = commands.add_parser("demo", help="record, replay, change the screen, hand back")
     demo.add_argument("--output", default="askcache-demo-output", help="folder for cache files")
-    demo.add_argument(
-        "--online", action="store_true", help="use the real model (needs ANTHROPIC_API_KEY)"
+    who = demo.add_mutually_exclusive_group()
+    who.add_argument("--online", action="store_true", help="use Claude (needs ANTHROPIC_API_KEY)")
+    who.add_argument(
+        "--offline", action="store_true", help="use the scripted model even with a key"
     )
-    demo.add_argument("--model", default=None, help="model name for --online")
+    demo.add_argument(
+        "--screen",
+        choices=["tk", "simulated"],
+        default="tk",
+        help="tk: a real Tk app on $DISPLAY or a new Xvfb (default); simulated: Pillow, no X",
+    )
+    demo.add_argument("--model", default=None, help="model name for Claude")
     demo.set_defaults(run=_demo)
     listing = commands.add_parser("list", help="list cache files")
     listing.add_argument("--cache-dir", default=".askcache")

@@ -1,108 +1,201 @@
-"""The end-to-end demo: record, replay, change the screen, watch the hand-back.
+"""The end-to-end demo: record, replay, change the application, watch the hand-back.
 
-Offline by default: a scripted model (no AI) answers through the local Messages API stand-in,
-over HTTP, to the real ``anthropic`` client, and the screen is the simulated form app. With
-``ANTHROPIC_API_KEY`` set and ``offline=False`` the real model drives the same app.
+On a real X display (``$DISPLAY``, or an Xvfb it starts) it launches a small real Tk
+application in its own process and drives it with pyautogui and mss. The model is Claude
+when ``ANTHROPIC_API_KEY`` is set; otherwise a scripted model (no AI) answers the real
+``anthropic`` client through a local Messages API stand-in on 127.0.0.1, and the summary
+says so. ``screen="simulated"`` runs the same story on a form drawn with Pillow, with no X.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
-from contextlib import ExitStack
-from dataclasses import dataclass
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Literal
 
 from askcache.agent import DEFAULT_MODEL, ActResult, Agent
 from askcache.replay import ReplayResult
+from askcache.report import ReplaySection, recorded_regions, write_html_report
 from askcache.settings import (
     CacheExecutionSettings,
     CacheStrategy,
     CacheWritingSettings,
     CachingSettings,
 )
-from askcache.testing import FormFillingScript, MessagesApiStandIn, SimulatedFormApp
+from askcache.storage import LocalCacheStorage, load_cache_file
+from askcache.testing import FormFillingScript, FormView, MessagesApiStandIn, SimulatedFormApp
+from askcache.testing.simulated import Layout
 from askcache.tools import ComputerTool
+
+if TYPE_CHECKING:
+    from askcache.tools.desktop import DesktopBackend
 
 __all__ = ["DemoOutcome", "format_summary", "run_demo"]
 
 GOAL = "Type Ada Lovelace into the Name field of the contact form and press Save"
 CACHE_NAME = "contact-form.json"
+Screen = Literal["tk", "simulated"]
 
 
 @dataclass
 class DemoOutcome:
-    """The three runs of the demo and how long each took."""
+    """The three runs of the demo."""
 
     mode: str
     """Who played the model."""
+    where: str
+    """Which screen and application."""
     cache_path: Path
     """The cache file written by the recording."""
     record: ActResult
     """The recording run."""
     replay: ActResult
-    """The replay on the unchanged screen."""
+    """The replay on the unchanged application."""
     changed: ActResult
-    """The replay on the changed screen, finished by the model."""
+    """The replay on the changed application, finished by the model."""
     seconds: tuple[float, float, float]
     """Wall time of the three runs."""
     saved: tuple[list[dict[str, str]], list[dict[str, str]], list[dict[str, str]]]
-    """What the app had saved after each run."""
+    """What the application had saved after each run."""
+    report_path: Path | None = None
+    """The HTML report."""
+    notes: list[str] = field(default_factory=list)
+    """Remarks printed with the summary."""
 
 
-def _timed(run: Callable[[], ActResult]) -> tuple[ActResult, float]:
-    started = time.monotonic()
-    result = run()
-    return result, time.monotonic() - started
+class _Stage:
+    """Launches the application in a layout and gives the computer tool that drives it."""
+
+    def __init__(self, screen: Screen, stack: ExitStack, workdir: Path) -> None:
+        self.screen, self.stack, self.workdir = screen, stack, workdir
+        self.where = "a simulated contact form drawn with Pillow (no X server)"
+        self._backend: DesktopBackend | None = None
+        self._display = ""
+        if screen == "tk":
+            self._display = self._open_display()
+
+    def _open_display(self) -> str:
+        from askcache.testing.xvfb import VirtualDisplay
+
+        display = os.environ.get("DISPLAY")
+        if display and _reachable(display):
+            self.where = f"the Tk contact form on your display {display}"
+            return display
+        virtual = self.stack.enter_context(VirtualDisplay(1280, 800))
+        self.where = f"the Tk contact form on a virtual display (Xvfb {virtual.display}, 1280x800)"
+        return virtual.display
+
+    @contextmanager
+    def launch(self, layout: Layout) -> Iterator[tuple[FormView, ComputerTool]]:
+        """The application, freshly started in ``layout``, and a computer tool on it."""
+        if self.screen == "simulated":
+            app = SimulatedFormApp(layout=layout)
+            yield app, ComputerTool(app)
+            return
+        from askcache.testing.tk_form import TkFormApp
+        from askcache.tools.desktop import DesktopBackend
+
+        if self._backend is None:
+            self._backend = DesktopBackend(self._display)
+            self.stack.callback(self._backend.close)
+        state = self.workdir / "tk-form-state.json"
+        with TkFormApp(self._display, state, layout=layout) as tk_app:
+            yield tk_app, ComputerTool(self._backend, settle_delay=0.3)
 
 
-def run_demo(output_dir: Path, *, offline: bool = True, model: str | None = None) -> DemoOutcome:
-    """Run the three acts of the demo with cache files under ``output_dir``."""
+def _reachable(display: str) -> bool:
+    number = display.rsplit(":", maxsplit=1)[-1].split(".", maxsplit=1)[0]
+    return number.isdigit() and os.path.exists(f"/tmp/.X11-unix/X{number}")
+
+
+def run_demo(
+    output_dir: Path,
+    *,
+    offline: bool | None = None,
+    model: str | None = None,
+    screen: Screen = "tk",
+) -> DemoOutcome:
+    """Run the three acts with cache files and the report under ``output_dir``.
+
+    ``offline=None`` uses the real model when ``ANTHROPIC_API_KEY`` is set.
+    """
     output_dir.mkdir(parents=True, exist_ok=True)
-    cache_file = output_dir / CACHE_NAME
-    cache_file.unlink(missing_ok=True)
-    app = SimulatedFormApp()
-    script = FormFillingScript(app, "Ada Lovelace")
-    use_real = not offline and bool(os.environ.get("ANTHROPIC_API_KEY"))
+    (output_dir / CACHE_NAME).unlink(missing_ok=True)
+    use_real = bool(os.environ.get("ANTHROPIC_API_KEY")) if offline is None else not offline
+    script = FormFillingScript(SimulatedFormApp(), "Ada Lovelace")
     with ExitStack() as stack:
+        stage = _Stage(screen, stack, output_dir)
         if use_real:
             import anthropic
 
             client = anthropic.Anthropic()
-            mode = f"the real model {model or DEFAULT_MODEL} through the Anthropic API"
+            mode = f"Claude ({model or DEFAULT_MODEL}) through the Anthropic API"
         else:
             api = stack.enter_context(MessagesApiStandIn(script))
             client = api.client()
             mode = (
-                "offline: a scripted model (no AI) answering through a local Messages API "
-                f"stand-in at {api.base_url}"
+                "offline: a scripted model (no AI) answering the real anthropic client "
+                f"through a local Messages API stand-in at {api.base_url}"
             )
 
-        def act(screen: SimulatedFormApp, strategy: CacheStrategy) -> ActResult:
-            script.app = screen
-            agent = Agent(client, [ComputerTool(screen)], model=model or DEFAULT_MODEL)
-            settings = CachingSettings(
-                strategy=strategy,
-                cache_dir=output_dir,
-                writing_settings=CacheWritingSettings(filename=CACHE_NAME),
-                execution_settings=CacheExecutionSettings(delay_time_between_action=0.1),
-            )
-            return agent.act(GOAL, settings)
+        def act(
+            layout: Layout, strategy: CacheStrategy
+        ) -> tuple[ActResult, float, list[dict[str, str]]]:
+            with stage.launch(layout) as (view, tool):
+                script.app, script.to_model = view, tool.from_screen
+                agent = Agent(client, [tool], model=model or DEFAULT_MODEL)
+                settings = CachingSettings(
+                    strategy=strategy,
+                    cache_dir=output_dir,
+                    writing_settings=CacheWritingSettings(filename=CACHE_NAME),
+                    execution_settings=CacheExecutionSettings(
+                        delay_time_between_action=0.1, wait_for_settle=True
+                    ),
+                )
+                started = time.monotonic()
+                result = agent.act(GOAL, settings)
+                elapsed = time.monotonic() - started
+                time.sleep(0.2)  # let the application publish its last state
+                return result, elapsed, view.saved
 
-        record, t1 = _timed(lambda: act(app, CacheStrategy.RECORD))
-        fresh = SimulatedFormApp()
-        replay, t2 = _timed(lambda: act(fresh, CacheStrategy.EXECUTE))
-        changed_app = SimulatedFormApp(layout="banner")
-        changed, t3 = _timed(lambda: act(changed_app, CacheStrategy.EXECUTE))
-    return DemoOutcome(
+        record, t1, saved1 = act("original", CacheStrategy.RECORD)
+        replay, t2, saved2 = act("original", CacheStrategy.EXECUTE)
+        changed, t3, saved3 = act("banner", CacheStrategy.EXECUTE)
+    outcome = DemoOutcome(
         mode=mode,
-        cache_path=cache_file,
+        where=stage.where,
+        cache_path=output_dir / CACHE_NAME,
         record=record,
         replay=replay,
         changed=changed,
         seconds=(t1, t2, t3),
-        saved=(app.saved, fresh.saved, changed_app.saved),
+        saved=(saved1, saved2, saved3),
+    )
+    outcome.report_path = _report(outcome, output_dir)
+    return outcome
+
+
+def _report(outcome: DemoOutcome, output_dir: Path) -> Path:
+    cache_file = load_cache_file(LocalCacheStorage(output_dir), CACHE_NAME)
+    recorded = recorded_regions(outcome.record.conversation.messages, cache_file)
+    sections = [
+        ReplaySection(title, run.replay, run.regions)
+        for title, run in (
+            ("Replay on the unchanged application", outcome.replay),
+            ("Replay after the application changed (a notice banner)", outcome.changed),
+        )
+        if run.replay is not None
+    ]
+    return write_html_report(
+        output_dir / "report.html",
+        title="askcache demo: recorded vs current regions",
+        recorded=recorded,
+        sections=sections,
+        summary=format_summary(outcome, with_report=False),
     )
 
 
@@ -118,7 +211,7 @@ def _steps_table(replay: ReplayResult) -> list[str]:
     return lines
 
 
-def format_summary(outcome: DemoOutcome) -> str:
+def format_summary(outcome: DemoOutcome, *, with_report: bool = True) -> str:
     """The readable report printed by ``askcache demo``."""
     record, replay, changed = outcome.record, outcome.replay, outcome.changed
     t1, t2, t3 = outcome.seconds
@@ -126,21 +219,21 @@ def format_summary(outcome: DemoOutcome) -> str:
     lines = [
         "askcache demo",
         f"  model: {outcome.mode}",
-        "  screen: a simulated contact form rendered with Pillow (real PNG screenshots)",
+        f"  screen: {outcome.where}",
         f"  task: {GOAL}",
         "",
         f"1. Record: {record.model_calls} model calls, {tokens:,} tokens, {t1:.2f} s",
-        f"   saved {outcome.saved[0]}; wrote {outcome.cache_path}",
+        f"   the app saved {outcome.saved[0]}; wrote {outcome.cache_path}",
     ]
     if replay.replay is not None:
         r = replay.replay
         lines += [
             "",
-            f"2. Replay on the same screen: {replay.model_calls} model calls, {t2:.2f} s, "
+            f"2. Replay on the unchanged app: {replay.model_calls} model calls, {t2:.2f} s, "
             f"{r.status}: {r.steps_run} steps, {r.validated} validated, "
             f"{r.unvalidated} unvalidated",
             *_steps_table(r),
-            f"   saved {outcome.saved[1]}",
+            f"   the app saved {outcome.saved[1]}",
         ]
     if changed.replay is not None:
         c = changed.replay
@@ -150,17 +243,22 @@ def format_summary(outcome: DemoOutcome) -> str:
             *_steps_table(c),
             f"   {c.status} at step {c.stopped_at_step}: {c.reason}",
             f"   the model took over: {changed.model_calls} model calls, {t3:.2f} s, "
-            f"finished {changed.status}; saved {outcome.saved[2]}",
+            f"finished {changed.status}; the app saved {outcome.saved[2]}",
         ]
-    lines += [
-        "",
+    saved = (
         f"Saved by the replay: {record.model_calls - replay.model_calls} model calls, "
-        f"{tokens - replay.conversation.usage.total_tokens:,} tokens, "
-        f"{t1 - t2:.2f} s of {t1:.2f} s",
-    ]
+        f"{tokens - replay.conversation.usage.total_tokens:,} tokens"
+    )
     if "offline" in outcome.mode:
-        lines.append(
-            "  (offline: token counts are the stand-in's estimates and the scripted model "
-            "answers instantly, so real savings in time are larger)"
-        )
+        lines += [
+            "",
+            saved,
+            "  (offline: token counts are the stand-in's estimates, and the scripted model answers",
+            "  at once, so wall time is not compared: the replay waits for the screen to settle,",
+            "  which is slower than a model that thinks in no time, and far faster than Claude)",
+        ]
+    else:
+        lines += ["", f"{saved}, {t1 - t2:.2f} s of {t1:.2f} s"]
+    if with_report and outcome.report_path is not None:
+        lines.append(f"Report with recorded vs current regions: {outcome.report_path}")
     return "\n".join(lines)

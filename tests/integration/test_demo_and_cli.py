@@ -12,9 +12,12 @@ from askcache.demo import format_summary, run_demo
 pytestmark = pytest.mark.integration
 
 
-def test_demo_records_replays_and_hands_back(tmp_path: Path) -> None:
+def test_demo_on_a_real_tk_app_under_xvfb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     outcome = run_demo(tmp_path)
     assert "offline" in outcome.mode
+    assert "Tk contact form on a virtual display (Xvfb" in outcome.where
     assert outcome.record.model_calls == 5
     assert outcome.replay.model_calls == 0
     assert outcome.changed.replay is not None
@@ -24,7 +27,7 @@ def test_demo_records_replays_and_hands_back(tmp_path: Path) -> None:
     summary = format_summary(outcome)
     for fragment in (
         "1. Record: 5 model calls",
-        "2. Replay on the same screen: 0 model calls",
+        "2. Replay on the unchanged app: 0 model calls",
         "MISMATCH -> handed back",
         "Saved by the replay: 5 model calls",
     ):
@@ -32,7 +35,7 @@ def test_demo_records_replays_and_hands_back(tmp_path: Path) -> None:
 
 
 def test_cli_demo_list_and_show(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["demo", "--output", str(tmp_path)]) == 0
+    assert main(["demo", "--offline", "--screen", "simulated", "--output", str(tmp_path)]) == 0
     assert "Saved by the replay" in capsys.readouterr().out
     assert main(["list", "--cache-dir", str(tmp_path)]) == 0
     assert "contact-form.json" in capsys.readouterr().out

@@ -56,10 +56,9 @@ class VirtualDisplay:
         )
         os.close(write_end)
         try:
-            ready, _, _ = select.select([read_end], [], [], timeout)
-            number = os.read(read_end, 64).decode().strip() if ready else ""
+            number = self._read_line(read_end, timeout)
         finally:
-            os.close(read_end)
+            os.close(read_end)  # only after the whole line: Xvfb dies if it cannot write it
         if not number:
             self.stop()
             raise AskCacheError(f"Xvfb did not start within {timeout} s")
@@ -73,7 +72,21 @@ class VirtualDisplay:
             time.sleep(0.05)
 
     @staticmethod
+    def _read_line(fd: int, timeout: float) -> str:
+        """What Xvfb writes to its ``-displayfd`` up to the newline ('' on timeout or exit)."""
+        data = b""
+        deadline = time.monotonic() + timeout
+        while not data.endswith(b"\n"):
+            ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+            chunk = os.read(fd, 64) if ready else b""
+            if not chunk:
+                return ""
+            data += chunk
+        return data.decode().strip()
+
+    @staticmethod
     def _accepts(path: str) -> bool:
+        """True when the server answers on its socket file (what Xlib and Tk connect to)."""
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
             try:
                 probe.connect(path)

@@ -16,6 +16,8 @@ import contextlib
 import io
 import os
 import tempfile
+import warnings
+from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
@@ -25,6 +27,8 @@ from askcache.actions import Point
 from askcache.errors import AskCacheError
 
 __all__ = ["DesktopBackend", "translate_key"]
+
+_IMPORT_CONNECTIONS: list[Any] = []
 
 _INSTALL_HINT = "the desktop backend needs pyautogui and mss: pip install 'askcache[desktop]'"
 
@@ -76,6 +80,15 @@ def translate_key(name: str, valid: set[str]) -> str:
     return key
 
 
+@contextlib.contextmanager
+def _quiet_xlib() -> Iterator[None]:
+    """Connecting, python-xlib prints auth warnings to stdout and leaves the authority file
+    open (a ResourceWarning); neither is ours to show."""
+    with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)
+        yield
+
+
 def _ensure_xauthority() -> None:
     """python-xlib fails without an authority file even when the server needs none (as
     Xvfb started without ``-auth``): point ``XAUTHORITY`` at an empty one in that case."""
@@ -92,7 +105,7 @@ def _load(display: str) -> tuple[ModuleType, ModuleType]:
     previous = os.environ.get("DISPLAY")
     os.environ["DISPLAY"] = display
     try:
-        with contextlib.redirect_stdout(io.StringIO()):  # python-xlib prints auth warnings
+        with _quiet_xlib():
             import mss
             import pyautogui
     except ImportError as exc:
@@ -104,6 +117,9 @@ def _load(display: str) -> tuple[ModuleType, ModuleType]:
             os.environ.pop("DISPLAY", None)
         else:
             os.environ["DISPLAY"] = previous
+    # Backends rebind pyautogui's X connection to their own display; keep the one it opened
+    # at import alive, or it is collected with its socket open.
+    _IMPORT_CONNECTIONS.append(pyautogui._pyautogui_x11._display)
     pyautogui.FAILSAFE = False  # a click at (0, 0) is a legitimate action here
     pyautogui.PAUSE = 0.0
     return pyautogui, mss
@@ -127,7 +143,7 @@ class DesktopBackend:
         from Xlib.display import Display
 
         try:
-            with contextlib.redirect_stdout(io.StringIO()):
+            with _quiet_xlib():
                 self._xdisplay: Any = Display(chosen)
             grabber = getattr(mss, "MSS", None) or mss.mss  # mss.mss is deprecated in 10.2
             self._grabber: Any = grabber(display=chosen)

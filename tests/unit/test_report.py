@@ -1,0 +1,60 @@
+"""The HTML report: recorded and current regions side by side for each checked step."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from askcache.conversation import Conversation
+from askcache.recording import CacheManager
+from askcache.replay import CacheExecutor
+from askcache.report import ReplaySection, recorded_regions, write_html_report
+from askcache.settings import CacheExecutionSettings, CacheWritingSettings
+from askcache.storage import LocalCacheStorage, load_cache_file
+from askcache.testing import SimulatedFormApp
+from askcache.tools import ComputerTool, ToolCollection
+from tests.helpers import GOAL, form_calls, run_history
+from tests.unit.test_replay import FinishingSpeaker
+
+
+def test_report_shows_both_regions_of_every_checked_step(
+    storage: LocalCacheStorage, tmp_path: Path
+) -> None:
+    app = SimulatedFormApp()
+    messages = run_history(app, form_calls(app))
+    manager = CacheManager(storage, CacheWritingSettings(filename="form.json"))
+    manager.start_recording(GOAL)
+    manager.finish_recording(messages)
+    cache_file = load_cache_file(storage, "form.json")
+    recorded = recorded_regions(messages, cache_file)
+    assert sorted(recorded) == [1, 2, 3]
+    assert all(region.size == (100, 100) for region in recorded.values())
+
+    executor = CacheExecutor(storage, sleep=lambda s: None)
+    executor.activate_cache_execution(
+        cache_file,
+        "form.json",
+        execution_settings=CacheExecutionSettings(delay_time_between_action=0),
+    )
+    changed = SimulatedFormApp(layout="banner")
+    Conversation(
+        [executor, FinishingSpeaker()],
+        ToolCollection([ComputerTool(changed)]),
+        first_speaker=executor.name,
+    ).run(GOAL)
+    assert executor.result is not None
+    path = write_html_report(
+        tmp_path / "report.html",
+        title="t",
+        recorded=recorded,
+        sections=[ReplaySection("changed", executor.result, executor.regions)],
+        summary="summary <text>",
+    )
+    page = path.read_text()
+    assert "summary &lt;text&gt;" in page
+    assert "distance" in page
+    assert "class='bad'" in page
+    rows = re.findall(r"<tr[^>]*>.*?</tr>", page, re.S)
+    checked = [row for row in rows if "distance" in row]
+    assert len(checked) == 1
+    assert checked[0].count("data:image/png;base64,") == 2

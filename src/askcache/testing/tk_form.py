@@ -1,6 +1,6 @@
 """A real Tk contact-form application, run in its own process on an X display.
 
-    python -m askcache.testing.tk_form --state STATE.json [--layout original|banner|swapped]
+    python -m askcache.testing.tk_form --state STATE.json [--layout L] [--zoom Z]
 
 It shows Name and Email fields, Save and Clear buttons and a status line. After every change
 it writes its state (field values, saved contacts, focus) and each widget's position on the
@@ -21,106 +21,106 @@ from typing import Any
 
 from askcache.actions import Point
 from askcache.errors import AskCacheError
-from askcache.testing.simulated import Layout, Widget
+from askcache.testing.simulated import Layout, SimulatedFormApp, Widget
 
 __all__ = ["TkFormApp", "main"]
 
 
 class _FormWindow:
-    """The Tk window of the child process."""
+    """The Tk window of the child process.
 
-    FONT = ("DejaVu Sans", 12)
+    Widgets are placed at the pixel boxes of :class:`SimulatedFormApp`'s layout (one layout
+    definition for both forms), scaled by ``zoom`` with pixel-sized fonts, so the form looks
+    the same, only larger, on a larger screen.
+    """
+
     BACKGROUND = "#eceff4"
 
-    def __init__(self, state_path: Path, layout: str, geometry: str) -> None:
+    def __init__(self, state_path: Path, layout: Layout, zoom: float) -> None:
         import tkinter as tk
 
         self.tk = tk
         self.state_path = state_path
         self.layout = layout
+        self.zoom = zoom
+        self.plan = SimulatedFormApp(
+            width=round(640 * zoom), height=round(400 * zoom), layout=layout
+        )
+        self.font = ("DejaVu Sans", -round(12 * zoom))
         self.root = tk.Tk()
         self.root.title("Contacts")
-        self.root.geometry(geometry)
+        self.root.geometry(f"{self.plan.width}x{self.plan.height}+0+0")
         self.root.configure(background=self.BACKGROUND)
         self.saved: list[dict[str, str]] = []
         self.status = tk.StringVar(value="Ready")
-        self._header()
-        self.entries = self._fields()
-        self.buttons = self._buttons()
-        tk.Label(
+        self._label("Contacts - New entry", (0, 0, 640, 36), bg="#34495e", fg="white", padx=12)
+        if layout == "banner":
+            notice = "Update: a new version of Contacts is installed."
+            self._label(notice, (20, 56, 620, 120), bg="#fff3cd", fg="#5a4614", padx=16)
+        self.entries: dict[str, Any] = {}
+        self.buttons: dict[str, Any] = {}
+        for widget in self.plan.widgets():
+            if widget.kind == "field":
+                self._field(widget)
+            else:
+                self._button(widget)
+        status = tk.Label(
             self.root,
             textvariable=self.status,
             bg=self.BACKGROUND,
             fg="#3c3c3c",
-            font=self.FONT,
+            font=self.font,
             anchor="w",
-        ).pack(side="bottom", fill="x", padx=20, pady=8)
-        for entry in self.entries.values():
-            entry.bind("<KeyRelease>", self._soon)
-            entry.bind("<FocusIn>", self._soon)
+        )
+        self._place(status, (20, 362, 620, 392))
         self.root.bind("<Return>", lambda _: self.save())
         self.root.after(200, self.publish)
 
-    def _header(self) -> None:
-        tk = self.tk
-        tk.Label(
+    def _place(
+        self, widget: Any, box: tuple[float, float, float, float], *, scaled: bool = False
+    ) -> None:
+        z = 1.0 if scaled else self.zoom
+        left, top, right, bottom = (round(v * z) for v in box)
+        widget.place(x=left, y=top, width=right - left, height=bottom - top)
+
+    def _label(self, text: str, box: tuple[float, float, float, float], **style: Any) -> None:
+        label = self.tk.Label(self.root, text=text, font=self.font, anchor="w", **style)
+        self._place(label, box)
+
+    def _field(self, widget: Widget) -> None:
+        left, top, _, bottom = widget.box
+        caption = self.tk.Label(
+            self.root, text=f"{widget.label}:", bg=self.BACKGROUND, font=self.font, anchor="w"
+        )
+        self._place(
+            caption, (left - 140 * self.zoom, top, left - 10 * self.zoom, bottom), scaled=True
+        )
+        entry = self.tk.Entry(
             self.root,
-            text="Contacts - New entry",
-            bg="#34495e",
+            font=self.font,
+            relief="solid",
+            borderwidth=1,
+            highlightthickness=round(2 * self.zoom),
+        )
+        self._place(entry, widget.box, scaled=True)
+        entry.bind("<KeyRelease>", self._soon)
+        entry.bind("<FocusIn>", self._soon)
+        self.entries[widget.name] = entry
+
+    def _button(self, widget: Widget) -> None:
+        color = "#2e7d32" if widget.name == "save" else "#787878"
+        command = self.save if widget.name == "save" else self.clear
+        button = self.tk.Button(
+            self.root,
+            text=widget.label,
+            command=command,
+            bg=color,
+            activebackground=color,
             fg="white",
-            font=self.FONT,
-            anchor="w",
-            padx=12,
-        ).pack(fill="x", ipady=6)
-        if self.layout == "banner":
-            notice = "Update: a new version of Contacts is installed."
-            tk.Label(
-                self.root, text=notice, bg="#fff3cd", fg="#5a4614", font=self.FONT, pady=18
-            ).pack(fill="x", padx=20, pady=(14, 0))
-
-    def _fields(self) -> dict[str, Any]:
-        tk = self.tk
-        form = tk.Frame(self.root, bg=self.BACKGROUND)
-        form.pack(fill="x", padx=20, pady=20)
-        entries: dict[str, Any] = {}
-        for row, (key, label) in enumerate([("name", "Name:"), ("email", "Email:")]):
-            tk.Label(
-                form, text=label, bg=self.BACKGROUND, font=self.FONT, width=8, anchor="w"
-            ).grid(row=row, column=0, pady=10)
-            entry = tk.Entry(
-                form, font=self.FONT, width=34, relief="solid", borderwidth=1, highlightthickness=2
-            )
-            entry.grid(row=row, column=1, pady=10, ipady=6)
-            entries[key] = entry
-        return entries
-
-    def _buttons(self) -> dict[str, Any]:
-        tk = self.tk
-        frame = tk.Frame(self.root, bg=self.BACKGROUND)
-        frame.pack(fill="x", padx=40, pady=10)
-        style = {"fg": "white", "font": self.FONT, "width": 9}
-        buttons = {
-            "save": tk.Button(
-                frame,
-                text="Save",
-                command=self.save,
-                bg="#2e7d32",
-                activebackground="#2e7d32",
-                **style,
-            ),
-            "clear": tk.Button(
-                frame,
-                text="Clear",
-                command=self.clear,
-                bg="#787878",
-                activebackground="#787878",
-                **style,
-            ),
-        }
-        order = ["clear", "save"] if self.layout == "swapped" else ["save", "clear"]
-        for key in order:
-            buttons[key].pack(side="left", padx=(0, 30))
-        return buttons
+            font=self.font,
+        )
+        self._place(button, widget.box, scaled=True)
+        self.buttons[widget.name] = button
 
     def _soon(self, *_: Any) -> None:
         self.root.after(10, self.publish)
@@ -168,9 +168,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--state", required=True)
     parser.add_argument("--layout", default="original", choices=["original", "banner", "swapped"])
-    parser.add_argument("--geometry", default="640x400+0+0")
+    parser.add_argument("--zoom", type=float, default=1.0, help="draw everything this much larger")
     args = parser.parse_args(argv)
-    _FormWindow(Path(args.state), args.layout, args.geometry).root.mainloop()
+    _FormWindow(Path(args.state), args.layout, args.zoom).root.mainloop()
 
 
 class TkFormApp:
@@ -186,12 +186,12 @@ class TkFormApp:
         state_file: Path,
         *,
         layout: Layout = "original",
-        geometry: str = "640x400+0+0",
+        zoom: float = 1.0,
     ) -> None:
         self.display = display
         self.state_file = Path(state_file)
         self.layout = layout
-        self.geometry = geometry
+        self.zoom = zoom
         self._process: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> TkFormApp:
@@ -213,8 +213,8 @@ class TkFormApp:
             str(self.state_file),
             "--layout",
             self.layout,
-            "--geometry",
-            self.geometry,
+            "--zoom",
+            str(self.zoom),
         ]
         self._process = subprocess.Popen(
             command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Set up askcache in .venv and run every check: ruff lint and format, mypy strict, pytest.
+# Set up askcache in .venv (and Xvfb, xcalc, fonts, if missing) and run every check:
+# ruff lint and format, mypy strict, pytest (the desktop tests start their own Xvfb).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+export ASKCACHE_NEED_XCALC=1
+source scripts/_system.sh
 source scripts/_venv.sh
 .venv/bin/ruff check src tests scripts examples
 .venv/bin/ruff format --check src tests scripts examples

@@ -1,0 +1,24 @@
+# Sourced by the other scripts: install the Debian packages the desktop side needs, if missing.
+#   xvfb: a virtual X display (the demo starts one when $DISPLAY is unset; the tests always do)
+#   x11-apps: xcalc, a real application the tests drive
+#   fonts-dejavu-core: the font the Tk form draws with
+set -euo pipefail
+missing=()
+command -v Xvfb >/dev/null 2>&1 || missing+=(xvfb)
+if [ "${ASKCACHE_NEED_XCALC:-0}" = 1 ]; then
+    command -v xcalc >/dev/null 2>&1 || missing+=(x11-apps)
+fi
+[ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || missing+=(fonts-dejavu-core)
+if [ "${#missing[@]}" -gt 0 ]; then
+    echo "installing Debian packages: ${missing[*]}" >&2
+    if [ "$(id -u)" = 0 ]; then
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    elif command -v sudo >/dev/null 2>&1; then
+        sudo apt-get update -qq
+        sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    else
+        echo "askcache: please install these Debian packages: ${missing[*]}" >&2
+        exit 1
+    fi
+fi

@@ -1,0 +1,228 @@
+"""Real desktop: Xvfb, real applications, pyautogui and mss, the real anthropic client.
+
+Each test starts its own Xvfb server(s). The model is a scripted stand-in served over HTTP
+on 127.0.0.1; what the applications did is read from the applications themselves (the Tk
+form's published state, xcalc's display).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from askcache import (
+    ActResult,
+    Agent,
+    CacheExecutionSettings,
+    CacheWritingSettings,
+    CachingSettings,
+    ComputerTool,
+)
+from askcache.storage import LocalCacheStorage, load_cache_file
+from askcache.testing import (
+    FormFillingScript,
+    MessagesApiStandIn,
+    SimulatedFormApp,
+    TkFormApp,
+    VirtualDisplay,
+    text_reply,
+    tool_use_reply,
+)
+from askcache.testing.simulated import Layout
+from askcache.tools.desktop import DesktopBackend
+from askcache.visual import compute_hash, hamming_distance
+
+pytestmark = pytest.mark.integration
+
+GOAL = "Type Ada Lovelace into the Name field and press Save"
+ADA = [{"name": "Ada Lovelace", "email": ""}]
+
+
+@contextmanager
+def desktop(width: int, height: int) -> Iterator[tuple[str, DesktopBackend]]:
+    with VirtualDisplay(width, height) as screen:
+        backend = DesktopBackend(screen.display)
+        try:
+            yield screen.display, backend
+        finally:
+            backend.close()
+
+
+def _settings(cache_dir: Path, strategy: str) -> CachingSettings:
+    return CachingSettings(
+        strategy=strategy,  # type: ignore[arg-type]
+        cache_dir=cache_dir,
+        writing_settings=CacheWritingSettings(filename="form.json"),
+        execution_settings=CacheExecutionSettings(
+            delay_time_between_action=0.1, wait_for_settle=True, settle_quiet_period=0.2
+        ),
+    )
+
+
+def _act(
+    api: MessagesApiStandIn,
+    script: FormFillingScript,
+    screen: tuple[str, DesktopBackend],
+    tmp: Path,
+    strategy: str,
+    *,
+    layout: Layout = "original",
+    zoom: float = 1.0,
+) -> tuple[ActResult, list[dict[str, str]], dict[str, str]]:
+    display, backend = screen
+    with TkFormApp(display, tmp / "state.json", layout=layout, zoom=zoom) as app:
+        tool = ComputerTool(backend, settle_delay=0.3)
+        script.app, script.to_model = app, tool.from_screen
+        result = Agent(api.client(), [tool], model="claude-test").act(
+            GOAL, _settings(tmp / "cache", strategy)
+        )
+        time.sleep(0.3)  # the form publishes its state a moment after each change
+        return result, app.saved, app.values
+
+
+def test_tk_form_record_replay_and_hand_back(tmp_path: Path) -> None:
+    script = FormFillingScript(SimulatedFormApp(), "Ada Lovelace")
+    with MessagesApiStandIn(script) as api, desktop(1280, 800) as screen:
+        recorded, saved, _ = _act(api, script, screen, tmp_path, "record")
+        assert recorded.status == "done"
+        assert saved == ADA
+        assert len(api.requests) == 5
+        cache_file = load_cache_file(LocalCacheStorage(tmp_path / "cache"), "form.json")
+        assert [step.visual_representation is not None for step in cache_file.trajectory] == [
+            False,
+            True,
+            True,
+            True,
+        ]
+        assert cache_file.metadata.coordinate_space is not None
+        assert str(cache_file.metadata.coordinate_space) == "1280x800"
+
+        replayed, saved, _ = _act(api, script, screen, tmp_path, "execute")
+        assert replayed.model_calls == 0
+        assert len(api.requests) == 5
+        assert replayed.replay.status == "completed"
+        assert saved == ADA
+
+        changed, saved, _ = _act(api, script, screen, tmp_path, "execute", layout="banner")
+        assert changed.replay.status == "handed_back"
+        assert changed.replay.stopped_at_step == 1
+        assert changed.model_calls == 5
+        assert saved == ADA
+        assert api.rejected == []
+
+
+def _record(tmp_path: Path) -> None:
+    script = FormFillingScript(SimulatedFormApp(), "Ada Lovelace")
+    with MessagesApiStandIn(script) as api, desktop(1280, 800) as screen:
+        _act(api, script, screen, tmp_path, "record")
+
+
+@pytest.mark.parametrize(("size", "zoom"), [((1920, 1200), 1.5), ((1024, 640), 0.8)])
+def test_same_aspect_ratio_on_another_screen_size_replays_rescaled(
+    tmp_path: Path, size: tuple[int, int], zoom: float
+) -> None:
+    _record(tmp_path)
+    script = FormFillingScript(SimulatedFormApp(), "Ada Lovelace")
+    with MessagesApiStandIn([]) as api, desktop(*size) as screen:
+        replayed, saved, _ = _act(api, script, screen, tmp_path, "execute", zoom=zoom)
+        assert replayed.replay.status == "completed", replayed.replay.reason
+        assert replayed.model_calls == 0
+        assert saved == ADA
+
+
+def test_other_aspect_ratio_hands_back_without_clicking(tmp_path: Path) -> None:
+    _record(tmp_path)
+    with (
+        MessagesApiStandIn([text_reply("The form looks different; stopping.")]) as api,
+        desktop(1024, 768) as (display, backend),
+        TkFormApp(display, tmp_path / "state.json") as app,
+    ):
+        tool = ComputerTool(backend, settle_delay=0.3)
+        result = Agent(api.client(), [tool], model="claude-test").act(
+            GOAL, _settings(tmp_path / "cache", "execute")
+        )
+        assert len(api.requests) == 1  # the model was asked once, after the hand-back
+        assert result.replay is not None
+        assert result.replay.stopped_at_step == 1
+        assert "1024x768 but the trajectory was recorded at 1280x800, another aspect ratio" in (
+            result.replay.reason or ""
+        )
+        time.sleep(0.3)
+        assert app.values == {"name": "", "email": ""}
+        assert app.focus is None
+
+
+XCALC_DISPLAY = (130, 30)  # the calculator's display, in a 260x360 window at the origin
+XCALC_DISPLAY_BOX = (5, 5, 255, 45)
+
+
+@contextmanager
+def xcalc(display: str) -> Iterator[None]:
+    process = subprocess.Popen(
+        ["xcalc", "-geometry", "260x360+0+0"],
+        env={**os.environ, "DISPLAY": display},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        time.sleep(1.0)
+        yield
+    finally:
+        process.terminate()
+        process.wait(timeout=5)
+
+
+def _display_digits(tool: ComputerTool) -> Image.Image:
+    return tool.capture().crop(XCALC_DISPLAY_BOX)
+
+
+def test_xcalc_calculation_is_recorded_replayed_and_shows_the_result(tmp_path: Path) -> None:
+    script = [
+        tool_use_reply("computer", {"action": "screenshot"}),
+        tool_use_reply("computer", {"action": "left_click", "coordinate": list(XCALC_DISPLAY)}),
+        tool_use_reply("computer", {"action": "type", "text": "12+30="}),
+        text_reply("12 + 30 = 42"),
+    ]
+
+    def settings(strategy: str) -> CachingSettings:
+        return CachingSettings(
+            strategy=strategy,
+            cache_dir=tmp_path,
+            writing_settings=CacheWritingSettings(filename="xcalc.json"),
+        )  # type: ignore[arg-type]
+
+    with MessagesApiStandIn(script) as api, desktop(1280, 800) as (display, backend):
+        tool = ComputerTool(backend, settle_delay=0.3)
+        with xcalc(display):
+            recorded = Agent(api.client(), [tool], model="claude-test").act(
+                "Compute 12+30 in xcalc", settings("record")
+            )
+            assert recorded.status == "done"
+            after_recording = _display_digits(tool)
+        with xcalc(display):  # the expected result, typed directly
+            backend.move(XCALC_DISPLAY)
+            backend.type_text("42")
+            time.sleep(0.3)
+            expected = _display_digits(tool)
+        with xcalc(display):
+            replayed = Agent(api.client(), [tool], model="claude-test").act(
+                "Compute 12+30 in xcalc", settings("execute")
+            )
+            time.sleep(0.3)
+            shown = _display_digits(tool)
+        assert replayed.model_calls == 0
+        assert replayed.replay is not None
+        assert (replayed.replay.status, replayed.replay.validated) == ("completed", 2)
+        assert len(api.requests) == 4
+    assert (
+        hamming_distance(compute_hash(shown, "phash", 16), compute_hash(expected, "phash", 16)) == 0
+    )
+    assert shown.tobytes() == expected.tobytes()
+    assert after_recording.tobytes() == expected.tobytes()

@@ -11,14 +11,30 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from askcache.messages import MessageParam, message_from_sdk, messages_for_api
+from askcache.messages import (
+    ContentBlockParam,
+    ImageBlockParam,
+    MessageParam,
+    TextBlockParam,
+    ToolResultBlockParam,
+    ToolResultContent,
+    message_from_sdk,
+    messages_for_api,
+)
 
 if TYPE_CHECKING:
     import anthropic
 
     from askcache.conversation import Conversation
 
-__all__ = ["AGENT_SPEAKER", "AgentSpeaker", "Speaker", "SpeakerResult", "SpeakerStatus"]
+__all__ = [
+    "AGENT_SPEAKER",
+    "AgentSpeaker",
+    "Speaker",
+    "SpeakerResult",
+    "SpeakerStatus",
+    "keep_recent_screenshots",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +72,41 @@ class Speaker(Protocol):
         ...
 
 
+OMITTED_SCREENSHOT = "(an older screenshot, omitted to save tokens)"
+
+
+def keep_recent_screenshots(messages: list[MessageParam], limit: int | None) -> list[MessageParam]:
+    """Copies of ``messages`` in which only the ``limit`` most recent tool-result images remain;
+    older ones become a short text. Messages without dropped images are returned as they are.
+    """
+    if limit is None:
+        return messages
+    kept = 0
+    trimmed: list[MessageParam] = []
+    for message in reversed(messages):
+        if message.role != "user" or isinstance(message.content, str):
+            trimmed.append(message)
+            continue
+        blocks: list[ContentBlockParam] = []
+        changed = False
+        for block in reversed(message.content):
+            if not (isinstance(block, ToolResultBlockParam) and isinstance(block.content, list)):
+                blocks.append(block)
+                continue
+            items: list[ToolResultContent] = []
+            for item in reversed(block.content):
+                if isinstance(item, ImageBlockParam):
+                    kept += 1
+                    if kept > limit:
+                        items.append(TextBlockParam(text=OMITTED_SCREENSHOT))
+                        changed = True
+                        continue
+                items.append(item)
+            blocks.append(block.model_copy(update={"content": items[::-1]}))
+        trimmed.append(message.model_copy(update={"content": blocks[::-1]}) if changed else message)
+    return trimmed[::-1]
+
+
 class AgentSpeaker:
     """The model: one Messages API call per turn, through the caller's ``anthropic`` client.
 
@@ -71,19 +122,26 @@ class AgentSpeaker:
         model: str,
         system: str | None = None,
         max_tokens: int = 4096,
+        max_screenshots: int | None = 10,
         name: str = AGENT_SPEAKER,
     ) -> None:
         self.client = client
         self.model = model
         self.system = system
         self.max_tokens = max_tokens
+        self.max_screenshots = max_screenshots
+        """Send only this many of the most recent tool-result images (``None``: all). A long
+        replay leaves a screenshot per step in the history; older ones are replaced by a
+        short text in the request, the history itself is unchanged."""
         self.name = name
 
     def handle_step(self, conversation: Conversation) -> SpeakerResult:
         request: dict[str, Any] = {
             "model": self.model,
             "max_tokens": self.max_tokens,
-            "messages": messages_for_api(conversation.messages),
+            "messages": messages_for_api(
+                keep_recent_screenshots(conversation.messages, self.max_screenshots)
+            ),
         }
         tools = conversation.tools.params()
         if tools:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import typing
 
 import anthropic.types as sdk
@@ -159,3 +160,33 @@ def test_usage_adds_up() -> None:
         input_tokens=3, cache_read_input_tokens=4
     )
     assert (total.input_tokens, total.output_tokens, total.total_tokens) == (4, 2, 10)
+
+
+def test_only_the_most_recent_screenshots_are_sent() -> None:
+    from askcache.speakers import OMITTED_SCREENSHOT, keep_recent_screenshots
+
+    history = _cached_history()  # four tool results, each with a screenshot
+    trimmed = keep_recent_screenshots(history, 2)
+    sent = messages_for_api(trimmed)
+    kinds = [
+        item["type"]
+        for message in sent
+        if isinstance(message["content"], list)
+        for block in message["content"]
+        if block["type"] == "tool_result"
+        for item in block["content"]
+    ]
+    assert kinds == ["text", "text", "text", "text", "text", "image", "text", "image"]
+    assert OMITTED_SCREENSHOT in json.dumps(sent)
+    assert (
+        sum(
+            1
+            for m in history
+            for r in m.tool_results
+            for i in r.content
+            if isinstance(i, ImageBlockParam)
+        )
+        == 4
+    )  # type: ignore[union-attr]
+    assert keep_recent_screenshots(history, None) is history
+    assert keep_recent_screenshots(history, 10) == history

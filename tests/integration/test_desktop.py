@@ -7,12 +7,14 @@ form's published state, xcalc's display).
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from PIL import Image
@@ -226,3 +228,86 @@ def test_xcalc_calculation_is_recorded_replayed_and_shows_the_result(tmp_path: P
     )
     assert shown.tobytes() == expected.tobytes()
     assert after_recording.tobytes() == expected.tobytes()
+
+
+def _example(name: str) -> Any:
+    path = Path(__file__).parents[2] / "examples" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"example_{name}", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_examples_record_replay_and_tune_on_a_real_display(tmp_path: Path) -> None:
+    cache = str(tmp_path / "cache")
+    with desktop(1280, 800) as (display, _):
+        with (
+            TkFormApp(display, tmp_path / "state.json") as app,
+            MessagesApiStandIn(FormFillingScript(app, "Ada Lovelace")) as api,
+        ):
+            code = _example("record").main(
+                [
+                    "Save the contact Ada Lovelace",
+                    "--filename",
+                    "contact.json",
+                    "--cache-dir",
+                    cache,
+                    "--display",
+                    display,
+                    "--param",
+                    "who=Ada Lovelace",
+                ],
+                client=api.client(),
+            )
+            assert code == 0
+            time.sleep(0.3)
+            assert app.saved == ADA
+        assert (
+            load_cache_file(LocalCacheStorage(cache), "contact.json").metadata.goal
+            == "Save the contact {{who}}"
+        )
+
+        with TkFormApp(display, tmp_path / "state.json") as app, MessagesApiStandIn([]) as api:
+            code = _example("replay").main(
+                [
+                    "contact.json",
+                    "--cache-dir",
+                    cache,
+                    "--display",
+                    display,
+                    "--param",
+                    "who=Grace Hopper",
+                ],
+                client=api.client(),
+            )
+            assert code == 0
+            time.sleep(0.3)
+            assert app.saved == [{"name": "Grace Hopper", "email": ""}]
+            assert api.requests == []
+
+        with TkFormApp(display, tmp_path / "state.json"):
+            tune = _example("tune_thresholds")
+            assert (
+                tune.main(
+                    [
+                        "contact.json",
+                        "--cache-dir",
+                        cache,
+                        "--runs",
+                        "1",
+                        "--write",
+                        "--display",
+                        display,
+                        "--param",
+                        "who=Tune Test",
+                    ]
+                )
+                == 0
+            )
+    visual = load_cache_file(LocalCacheStorage(cache), "contact.json").metadata.visual_validation
+    assert visual is not None
+    assert 2 <= visual.threshold <= 31
+    assert tune.suggest_threshold([0, 3, 1], 64) == 5
+    assert tune.suggest_threshold([40], 64) == 31

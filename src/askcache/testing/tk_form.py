@@ -21,6 +21,7 @@ from typing import Any
 
 from askcache.actions import Point
 from askcache.errors import AskCacheError
+from askcache.testing._process import stop_process
 from askcache.testing.simulated import Layout, SimulatedFormApp, Widget
 
 __all__ = ["TkFormApp", "main"]
@@ -236,16 +237,8 @@ class TkFormApp:
 
     def stop(self) -> None:
         """Close the application."""
-        if self._process is not None:
-            self._process.terminate()
-            try:
-                self._process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
-                self._process.wait()
-            if self._process.stderr:
-                self._process.stderr.close()
-            self._process = None
+        stop_process(self._process)
+        self._process = None
 
     def state(self) -> dict[str, Any]:
         """The latest published state."""

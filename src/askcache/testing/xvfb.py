@@ -14,6 +14,7 @@ import subprocess
 import time
 
 from askcache.errors import AskCacheError
+from askcache.testing._process import stop_process
 
 __all__ = ["VirtualDisplay"]
 
@@ -96,11 +97,5 @@ class VirtualDisplay:
 
     def stop(self) -> None:
         """Stop the server."""
-        if self._process is not None:
-            self._process.terminate()
-            try:
-                self._process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
-                self._process.wait()
-            self._process = None
+        stop_process(self._process)
+        self._process = None

@@ -1,12 +1,15 @@
 # Sourced by the other scripts: install the Debian packages the desktop side needs, if missing.
 #   xvfb: a virtual X display (the demo starts one when $DISPLAY is unset; the tests always do)
-#   x11-apps: xcalc, a real application the tests drive
 #   fonts-dejavu-core: the font the Tk form draws with
+# and, for the tests (ASKCACHE_TEST_PACKAGES=1):
+#   x11-apps: xcalc, a real application the tests drive
+#   chromium: headless Chromium, which renders pages for parity checks
 set -euo pipefail
 missing=()
 command -v Xvfb >/dev/null 2>&1 || missing+=(xvfb)
-if [ "${ASKCACHE_NEED_XCALC:-0}" = 1 ]; then
+if [ "${ASKCACHE_TEST_PACKAGES:-0}" = 1 ]; then
     command -v xcalc >/dev/null 2>&1 || missing+=(x11-apps)
+    command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 fi
 [ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || missing+=(fonts-dejavu-core)
 if [ "${#missing[@]}" -gt 0 ]; then

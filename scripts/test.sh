@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Set up askcache in .venv (and Xvfb, xcalc, fonts, if missing) and run every check:
+# Set up askcache in .venv (and Xvfb, xcalc, Chromium, fonts, if missing) and run every check:
 # ruff lint and format, mypy strict, pytest (the desktop tests start their own Xvfb).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export ASKCACHE_NEED_XCALC=1
+export ASKCACHE_TEST_PACKAGES=1
 source scripts/_system.sh
 source scripts/_venv.sh
 .venv/bin/ruff check src tests scripts examples

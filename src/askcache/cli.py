@@ -1,4 +1,4 @@
-"""The ``askcache`` command: the demo, and a look at cache files."""
+"""The ``askcache`` command: the demo, a look at cache files, and parity checks."""
 
 from __future__ import annotations
 
@@ -99,6 +99,9 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument("name")
     show.add_argument("--cache-dir", default=".askcache")
     show.set_defaults(run=_show)
+    from askcache.parity.command import add_parity_command
+
+    add_parity_command(commands)
     return parser
 
 

@@ -1,0 +1,60 @@
+"""Every timeout, retry count and threshold of parity verification, in one place.
+
+All parity code reads these from a :class:`ParityConfig`; pass one to change them.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from askcache.settings import SettingsModel
+
+__all__ = ["DEFAULT_CONFIG", "ParityConfig", "Viewport"]
+
+
+class Viewport(SettingsModel):
+    """A browser window size."""
+
+    width: int = Field(ge=200, le=8000)
+    """Width in CSS pixels."""
+    height: int = Field(ge=200, le=8000)
+    """Height in CSS pixels."""
+
+
+class ParityConfig(SettingsModel):
+    """Timeouts, retries and thresholds for parity verification."""
+
+    min_confidence: int = Field(80, ge=0, le=100)
+    """A PASS verdict below this confidence becomes ERROR."""
+    max_retries: int = Field(3, ge=0, le=10)
+    """Retries after the first attempt of a judgement that gives ERROR or raises."""
+    backoff_base_seconds: float = Field(2.0, ge=0, le=60)
+    """Wait before retry n is ``backoff_base_seconds ** n``: 2, 4 and 8 s by default."""
+    judge_timeout_seconds: float = Field(600.0, gt=0, le=3600)
+    """Longest a vision judgement (one model call) may take."""
+    page_load_timeout_seconds: float = Field(30.0, gt=0, le=600)
+    """Longest a page may take to load in the browser."""
+    settle_seconds: float = Field(0.5, ge=0, le=30)
+    """Wait after a page loaded before its screenshot (fonts, animations)."""
+    parity_threshold: float = Field(99.0, ge=0, le=100)
+    """The auto-verify loop succeeds at this parity score or more."""
+    max_iterations: int = Field(10, ge=1, le=100)
+    """The auto-verify loop stops after this many iterations."""
+    diminishing_window: int = Field(3, ge=1, le=20)
+    """Consecutive iterations that must each improve by ``min_improvement``..."""
+    min_improvement: float = Field(1.0, ge=0, le=100)
+    """...or the loop stops for diminishing returns (points of parity score)."""
+    grid_size: int = Field(16, ge=2, le=128)
+    """The deterministic judge divides the image into ``grid_size`` x ``grid_size`` cells."""
+    pixel_tolerance: int = Field(24, ge=0, le=255)
+    """A pixel counts as changed when a channel differs by more than this (0-255)."""
+    cell_tolerance: float = Field(0.002, ge=0, le=1)
+    """A cell is a gap when more than this fraction of its pixels changed."""
+    desktop: Viewport = Viewport(width=1280, height=800)
+    """Desktop browser viewport."""
+    mobile: Viewport = Viewport(width=390, height=844)
+    """Mobile browser viewport."""
+
+
+DEFAULT_CONFIG = ParityConfig()
+"""The defaults the seeds describe (99 % parity, 3 retries at 2/4/8 s, confidence 80)."""

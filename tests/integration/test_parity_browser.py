@@ -6,14 +6,17 @@ import argparse
 import functools
 import json
 import threading
+import time
 from collections.abc import Iterator
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
-from askcache.parity import BrowserCapture, ParityConfig
+from askcache.errors import AskCacheError
+from askcache.parity import BrowserCapture, EvidenceFolder, ParityConfig, capture_desktop
 from askcache.parity.command import run_parity
+from askcache.testing import VirtualDisplay
 
 pytestmark = pytest.mark.integration
 
@@ -96,3 +99,37 @@ def test_mobile_and_full_page_sizes(site: str) -> None:
     assert mobile.width == 390
     assert full.width == 1280
     assert full.height > 1400
+
+
+class _Slow(SimpleHTTPRequestHandler):
+    def do_GET(self) -> None:
+        time.sleep(5)
+
+    def log_message(self, format: str, *args: object) -> None:
+        return
+
+
+def test_page_load_timeout_comes_from_the_config(tmp_path: Path) -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Slow)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        started = time.monotonic()
+        with (
+            BrowserCapture(ParityConfig(page_load_timeout_seconds=1)) as browser,
+            pytest.raises(AskCacheError, match="did not load"),
+        ):
+            browser.screenshot(f"http://127.0.0.1:{server.server_address[1]}/")
+        assert time.monotonic() - started < 4.5
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_desktop_evidence_through_mss(tmp_path: Path) -> None:
+    with VirtualDisplay(800, 600) as screen:
+        image = capture_desktop(screen.display)
+    assert image.size == (800, 600)
+    path = EvidenceFolder(tmp_path).save(image, "desktop")
+    assert path.parent == tmp_path / "evidence"
+    assert path.name.endswith("_desktop.png")
+    assert path.stat().st_size > 0

@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 export ASKCACHE_TEST_PACKAGES=1
 source scripts/_system.sh
 source scripts/_venv.sh
-.venv/bin/ruff check src tests scripts examples
-.venv/bin/ruff format --check src tests scripts examples
+.venv/bin/ruff check src tests scripts examples bench
+.venv/bin/ruff format --check src tests scripts examples bench
 .venv/bin/mypy
 .venv/bin/pytest "$@"

@@ -311,3 +311,25 @@ def test_examples_record_replay_and_tune_on_a_real_display(tmp_path: Path) -> No
     assert 2 <= visual.threshold <= 31
     assert tune.suggest_threshold([0, 3, 1], 64) == 5
     assert tune.suggest_threshold([40], 64) == 31
+
+
+def test_tk_form_variants_used_by_the_accuracy_benchmark(tmp_path: Path) -> None:
+    with desktop(1280, 800) as (display, backend):
+        with TkFormApp(display, tmp_path / "state.json") as app:
+            plain = ComputerTool(backend).capture()
+            assert "save" in app.state()["widgets"]
+        with TkFormApp(
+            display, tmp_path / "state.json", extra_args=["--hide-save", "--status", "Saved Grace"]
+        ) as app:
+            hidden = ComputerTool(backend).capture()
+            state = app.state()
+        assert "save" not in state["widgets"]
+        assert state["status"] == "Saved Grace"
+        with TkFormApp(display, tmp_path / "state.json", extra_args=["--save-label", "Open"]):
+            relabelled = ComputerTool(backend).capture()
+    save_box = (60, 210, 170, 250)
+    assert plain.crop(save_box).tobytes() != hidden.crop(save_box).tobytes()
+    assert plain.crop(save_box).tobytes() != relabelled.crop(save_box).tobytes()
+    assert (
+        plain.crop((600, 0, 1280, 800)).tobytes() == relabelled.crop((600, 0, 1280, 800)).tobytes()
+    )

@@ -37,8 +37,23 @@ class _FormWindow:
 
     BACKGROUND = "#eceff4"
 
-    def __init__(self, state_path: Path, layout: Layout, zoom: float) -> None:
+    def __init__(
+        self,
+        state_path: Path,
+        layout: Layout,
+        zoom: float,
+        variant: argparse.Namespace | None = None,
+    ) -> None:
         import tkinter as tk
+
+        self.variant = variant or argparse.Namespace(
+            save_label="Save",
+            disabled=False,
+            hide_save=False,
+            dialog=False,
+            status="Ready",
+            focus=None,
+        )
 
         self.tk = tk
         self.state_path = state_path
@@ -53,7 +68,7 @@ class _FormWindow:
         self.root.geometry(f"{self.plan.width}x{self.plan.height}+0+0")
         self.root.configure(background=self.BACKGROUND)
         self.saved: list[dict[str, str]] = []
-        self.status = tk.StringVar(value="Ready")
+        self.status = tk.StringVar(value=self.variant.status)
         self._label("Contacts - New entry", (0, 0, 640, 36), bg="#34495e", fg="white", padx=12)
         if layout == "banner":
             notice = "Update: a new version of Contacts is installed."
@@ -75,6 +90,10 @@ class _FormWindow:
         )
         self._place(status, (20, 362, 620, 392))
         self.root.bind("<Return>", lambda _: self.save())
+        if self.variant.dialog:
+            self._dialog()
+        if self.variant.focus:
+            self.entries[self.variant.focus].focus_set()
         self.root.after(200, self.publish)
 
     def _place(
@@ -108,18 +127,35 @@ class _FormWindow:
         entry.bind("<FocusIn>", self._soon)
         self.entries[widget.name] = entry
 
+    def _dialog(self) -> None:
+        """A confirmation box over the middle of the form (a variant for benchmarks)."""
+        frame = self.tk.Frame(
+            self.root, bg="#ffffff", highlightbackground="#555555", highlightthickness=2
+        )
+        self._place(frame, (40, 150, 400, 300))
+        self.tk.Label(frame, text="Discard the changes?", bg="#ffffff", font=self.font).pack(
+            pady=20
+        )
+        self.tk.Button(frame, text="Discard", font=self.font).pack(side="left", padx=30)
+        self.tk.Button(frame, text="Keep", font=self.font).pack(side="right", padx=30)
+
     def _button(self, widget: Widget) -> None:
+        if widget.name == "save" and self.variant.hide_save:
+            return
         color = "#2e7d32" if widget.name == "save" else "#787878"
         command = self.save if widget.name == "save" else self.clear
+        label = self.variant.save_label if widget.name == "save" else widget.label
         button = self.tk.Button(
             self.root,
-            text=widget.label,
+            text=label,
             command=command,
             bg=color,
             activebackground=color,
             fg="white",
             font=self.font,
         )
+        if widget.name == "save" and self.variant.disabled:
+            button.configure(state="disabled", bg="#a5c8a7")
         self._place(button, widget.box, scaled=True)
         self.buttons[widget.name] = button
 
@@ -170,8 +206,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--state", required=True)
     parser.add_argument("--layout", default="original", choices=["original", "banner", "swapped"])
     parser.add_argument("--zoom", type=float, default=1.0, help="draw everything this much larger")
+    variants = parser.add_argument_group("variants, for benchmarks")
+    variants.add_argument("--save-label", default="Save")
+    variants.add_argument("--disabled", action="store_true", help="the Save button is disabled")
+    variants.add_argument("--hide-save", action="store_true", help="there is no Save button")
+    variants.add_argument("--dialog", action="store_true", help="a dialog covers the form")
+    variants.add_argument("--status", default="Ready", help="the status line's text")
+    variants.add_argument("--focus", choices=["name", "email"], default=None)
     args = parser.parse_args(argv)
-    _FormWindow(Path(args.state), args.layout, args.zoom).root.mainloop()
+    _FormWindow(Path(args.state), args.layout, args.zoom, args).root.mainloop()
 
 
 class TkFormApp:
@@ -188,7 +231,10 @@ class TkFormApp:
         *,
         layout: Layout = "original",
         zoom: float = 1.0,
+        extra_args: list[str] | None = None,
     ) -> None:
+        self.extra_args = list(extra_args or [])
+        """More command-line options for the form (the variants of ``--help``)."""
         self.display = display
         self.state_file = Path(state_file)
         self.layout = layout
@@ -216,6 +262,7 @@ class TkFormApp:
             self.layout,
             "--zoom",
             str(self.zoom),
+            *self.extra_args,
         ]
         self._process = subprocess.Popen(
             command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE

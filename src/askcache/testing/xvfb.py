@@ -48,6 +48,9 @@ class VirtualDisplay:
                 "-screen",
                 "0",
                 f"{self.width}x{self.height}x{self.depth}",
+                # without -noreset the server regenerates whenever its last client leaves, and a
+                # connection arriving meanwhile is dropped ("connection reset by peer")
+                "-noreset",
                 "-nolisten",
                 "tcp",
             ],

@@ -40,7 +40,8 @@ def main(cache_dir: Path) -> None:
                 filename="save-contact.json",
                 visual_verification_method="phash",
                 visual_validation_region_size=100,
-                visual_validation_threshold=10,
+                visual_validation_threshold=2,
+                visual_validation_shift_tolerance=1,
                 parameters={"person": "Ada Lovelace"},
             ),
         )

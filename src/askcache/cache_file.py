@@ -16,7 +16,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
 from askcache.errors import CacheFileCorruptError, UnsupportedCacheVersionError
 from askcache.messages import ToolUseBlockParam, Usage
-from askcache.settings import DEFAULT_HASH_SIZE, DEFAULT_THRESHOLD
+from askcache.settings import DEFAULT_HASH_SIZE
 
 __all__ = [
     "FORMAT_VERSION",
@@ -33,6 +33,9 @@ __all__ = [
 
 FORMAT_VERSION = 1
 """The format version this askcache writes. Version 0 is the pre-versioned seed format."""
+
+LEGACY_THRESHOLD = 10
+"""The threshold of files that do not say theirs (the original design's default)."""
 
 MAX_FAILURES_KEPT = 20
 """How many of the most recent replay failures ``metadata.failures`` keeps."""
@@ -55,8 +58,11 @@ class VisualValidationConfig(_FileModel):
     """Hash side; ``hash_size**2`` bits. Files from before this field used 8."""
     region_size: int
     """Side of the square region around the action point, in screenshot pixels."""
-    threshold: int = DEFAULT_THRESHOLD
+    threshold: int = LEGACY_THRESHOLD
     """Largest Hamming distance still counted as a match, as recorded."""
+    shift_tolerance: int = Field(0, ge=0, le=8)
+    """Pixels the current region may be moved each way at replay; files from before this
+    field were checked at the exact position (0)."""
 
 
 class CoordinateSpace(_FileModel):

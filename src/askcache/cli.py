@@ -58,9 +58,10 @@ def _show(args: argparse.Namespace) -> int:
     print(f"  recording cost: {rec.model_calls} model calls, {rec.usage.total_tokens:,} tokens")
     if meta.visual_validation:
         v = meta.visual_validation
+        shift = f" ±{v.shift_tolerance} px" if v.shift_tolerance else ""
         print(
             f"  validation: {v.method}, {v.hash_size}x{v.hash_size} hash, "
-            f"{v.region_size} px region, threshold {v.threshold}"
+            f"{v.region_size} px region{shift}, threshold {v.threshold}"
         )
     print(f"  replays: {meta.execution_attempts} started, {meta.successes} completed")
     for failure in meta.failures[-3:]:

@@ -26,6 +26,7 @@ from askcache.errors import InvalidSettingsError
 __all__ = [
     "DEFAULT_HASH_SIZE",
     "DEFAULT_REGION_SIZE",
+    "DEFAULT_SHIFT_TOLERANCE",
     "DEFAULT_THRESHOLD",
     "CacheExecutionSettings",
     "CacheStrategy",
@@ -36,8 +37,11 @@ __all__ = [
 
 DEFAULT_REGION_SIZE = 100
 """Side of the square region hashed around an action point, in screenshot pixels."""
-DEFAULT_THRESHOLD = 10
-"""Largest Hamming distance (in bits) at which a region still counts as unchanged."""
+DEFAULT_THRESHOLD = 2
+"""Largest Hamming distance (in bits) at which a region still counts as unchanged. Chosen
+from bench/accuracy.py together with a 1 px shift tolerance (docs/benchmarks.md)."""
+DEFAULT_SHIFT_TOLERANCE = 1
+"""Pixels the current region may be moved each way to find its best match (1 px scrolls)."""
 DEFAULT_HASH_SIZE = 8
 """Hash side: 8 gives an 8x8 = 64-bit hash."""
 
@@ -143,6 +147,9 @@ class CacheWritingSettings(SettingsModel):
     Stored in the file; a replay may override it. Must be below ``hash_size**2``."""
     hash_size: int = Field(DEFAULT_HASH_SIZE, ge=4, le=32)
     """Side of the hash: ``hash_size**2`` bits. Even; a power of two for ``whash``."""
+    visual_validation_shift_tolerance: int = Field(DEFAULT_SHIFT_TOLERANCE, ge=0, le=8)
+    """At replay, the current region is also hashed moved by up to this many pixels each way,
+    and the smallest distance counts: a 1 px scroll then does not hand back. 0: exact position."""
     validated_actions: frozenset[str] = DEFAULT_VALIDATED_ACTIONS
     """Actions whose region is hashed: by default the click family, ``type`` and ``key``."""
     parameters: dict[str, str] = Field(default_factory=dict)

@@ -174,6 +174,7 @@ def validation_config(settings: CacheWritingSettings) -> VisualValidationConfig 
         hash_size=settings.hash_size,
         region_size=settings.visual_validation_region_size,
         threshold=settings.visual_validation_threshold,
+        shift_tolerance=settings.visual_validation_shift_tolerance,
     )
 
 
@@ -221,12 +222,16 @@ class VisualCheck:
     """Region side in pixels."""
     box: Box | None
     """The region compared, or ``None``."""
+    shift_tolerance: int = 0
+    """Pixels the region was allowed to move each way."""
 
     def describe(self) -> str:
         """One line for logs and messages: method, hash size, distance vs threshold."""
         setup = (
             f"{self.method}, {self.hash_size}x{self.hash_size} hash, {self.region_size} px region"
         )
+        if self.shift_tolerance:
+            setup += f" ±{self.shift_tolerance} px"
         if self.distance is None:
             return f"{setup}: the action point is outside the current screen"
         relation = "<=" if self.matched else ">"
@@ -245,6 +250,8 @@ def check_step_representation(
     """Decide whether the screen in ``image`` still matches ``stored`` around ``step``'s point.
 
     ``threshold`` overrides ``config.threshold``. A distance equal to the threshold matches.
+    With ``config.shift_tolerance`` the current region is also tried moved by up to that many
+    pixels each way, and the smallest distance counts.
 
     Raises:
         InvalidHashError: ``stored`` is malformed or of another hash size.
@@ -255,8 +262,12 @@ def check_step_representation(
     if box is None:
         hamming_distance(stored, stored)  # still reject a malformed stored hash
     else:
-        current = compute_hash(image.crop(box), config.method, config.hash_size)
-        distance = hamming_distance(stored, current)
+        distance = min(
+            hamming_distance(
+                stored, compute_hash(image.crop(moved), config.method, config.hash_size)
+            )
+            for moved in _shifted(box, image.size, config.shift_tolerance)
+        )
     return VisualCheck(
         matched=distance is not None and distance <= limit,
         distance=distance,
@@ -265,4 +276,27 @@ def check_step_representation(
         hash_size=config.hash_size,
         region_size=config.region_size,
         box=box,
+        shift_tolerance=config.shift_tolerance,
     )
+
+
+def _shifted(box: Box, size: tuple[int, int], tolerance: int) -> list[Box]:
+    """``box`` and its copies moved by up to ``tolerance`` px each way, staying on the image.
+
+    The unmoved box comes first; near an edge (where the region was clipped) only moves that
+    keep the same size inside the image are tried.
+    """
+    left, top, right, bottom = box
+    moved = [box]
+    for dx in range(-tolerance, tolerance + 1):
+        for dy in range(-tolerance, tolerance + 1):
+            candidate = (left + dx, top + dy, right + dx, bottom + dy)
+            inside = (
+                candidate[0] >= 0
+                and candidate[1] >= 0
+                and candidate[2] <= size[0]
+                and candidate[3] <= size[1]
+            )
+            if (dx or dy) and inside:
+                moved.append(candidate)
+    return moved

@@ -41,7 +41,7 @@ def test_cli_demo_list_and_show(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert "contact-form.json" in capsys.readouterr().out
     assert main(["show", "contact-form.json", "--cache-dir", str(tmp_path)]) == 0
     shown = capsys.readouterr().out
-    assert "validation: phash, 8x8 hash, 100 px region, threshold 10" in shown
+    assert "validation: phash, 8x8 hash, 100 px region ±1 px, threshold 2" in shown
     assert "stopped at step 1" in shown
 
 

@@ -161,3 +161,8 @@ def test_placeholders_are_found_in_nested_values() -> None:
 def test_shipped_schema_matches_the_models() -> None:
     shipped = json.loads(SCHEMA.read_text())
     assert shipped == CacheFile.model_json_schema(), "run: python scripts/generate_schema.py"
+
+
+def test_files_that_do_not_say_their_threshold_or_shift_keep_the_original_behaviour() -> None:
+    visual = VisualValidationConfig.model_validate({"method": "phash", "region_size": 100})
+    assert (visual.threshold, visual.shift_tolerance) == (10, 0)

@@ -31,12 +31,8 @@ def test_validated_actions_get_hashes_and_others_null(
     assert all(h is not None and len(h) == 16 for h in hashes[1:])
     visual = cache_file.metadata.visual_validation
     assert visual is not None
-    assert (visual.method, visual.hash_size, visual.region_size, visual.threshold) == (
-        "phash",
-        8,
-        100,
-        10,
-    )
+    assert (visual.method, visual.hash_size, visual.region_size) == ("phash", 8, 100)
+    assert (visual.threshold, visual.shift_tolerance) == (2, 1)
     assert cache_file.metadata.coordinate_space == CoordinateSpace(width=640, height=400)
     assert cache_file.metadata.goal == GOAL
 

@@ -22,8 +22,9 @@ def test_defaults_are_the_documented_ones() -> None:
         writing.visual_validation_region_size,
         writing.visual_validation_threshold,
         writing.hash_size,
-    ) == (100, 10, 8)
+    ) == (100, 2, 8)
     assert writing.validated_actions == DEFAULT_VALIDATED_ACTIONS
+    assert writing.visual_validation_shift_tolerance == 1
     execution = CacheExecutionSettings()
     assert (
         execution.delay_time_between_action,

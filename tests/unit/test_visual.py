@@ -177,3 +177,35 @@ def test_history_with_a_string_tool_result_is_skipped() -> None:
         ),
     ]
     assert find_recent_screenshot(messages) is None
+
+
+def test_shift_tolerance_forgives_a_1px_scroll_but_not_a_real_change() -> None:
+    from PIL import ImageChops
+
+    screen = SimulatedFormApp().screenshot()
+    click = computer_call("left_click", coordinate=[115, 230])
+    exact = VisualValidationConfig(method="phash", region_size=100, threshold=2, shift_tolerance=0)
+    tolerant = exact.model_copy(update={"shift_tolerance": 1})
+    stored = compute_step_representation(screen, click, exact)
+    assert stored is not None
+    scrolled = ImageChops.offset(screen, 0, -1)
+    assert check_step_representation(scrolled, click, stored, tolerant).distance == 0
+    exact_distance = check_step_representation(scrolled, click, stored, exact).distance
+    assert exact_distance is not None
+    assert exact_distance > 0
+    moved = SimulatedFormApp(layout="swapped").screenshot()
+    check = check_step_representation(moved, click, stored, tolerant)
+    assert not check.matched
+    assert "±1 px" in check.describe()
+
+
+def test_shifted_regions_stay_on_the_image() -> None:
+    from askcache.visual import _shifted
+
+    assert _shifted((0, 0, 50, 50), (640, 400), 1) == [
+        (0, 0, 50, 50),
+        (0, 1, 50, 51),
+        (1, 0, 51, 50),
+        (1, 1, 51, 51),
+    ]
+    assert len(_shifted((100, 100, 200, 200), (640, 400), 1)) == 9

@@ -21,7 +21,7 @@ from askcache.errors import AskCacheError
 from askcache.parity.config import ParityConfig
 from askcache.parity.evidence import BrowserCapture, EvidenceFolder
 from askcache.parity.judges import DeterministicJudge, Judge, Judgement
-from askcache.parity.models import ValidationVerdict, VisualDifference
+from askcache.parity.models import ValidationVerdict
 from askcache.parity.retry import judge_with_retry
 
 __all__ = ["EXIT_CODES", "add_parity_command", "run_parity"]
@@ -47,17 +47,6 @@ def add_parity_command(commands: argparse._SubParsersAction[argparse.ArgumentPar
 
 def _is_url(value: str) -> bool:
     return value.startswith(("http://", "https://", "file://"))
-
-
-def _error(description: str) -> ValidationVerdict:
-    return ValidationVerdict(
-        verdict="ERROR",
-        confidence=0,
-        visual_differences=[
-            VisualDifference(type="exception", description=description, severity="critical")
-        ],
-        summary="The comparison could not be made.",
-    )
 
 
 def run_parity(args: argparse.Namespace, *, sleep: Callable[[float], None] = time.sleep) -> int:
@@ -90,7 +79,7 @@ def run_parity(args: argparse.Namespace, *, sleep: Callable[[float], None] = tim
                     with Image.open(where) as opened:
                         images[label] = opened.convert("RGB")
             except (AskCacheError, OSError, UnidentifiedImageError) as exc:
-                judgement = Judgement(_error(f"{label} {where}: {exc}"))
+                judgement = Judgement(ValidationVerdict.error(f"{label} {where}: {exc}"))
                 break
     if judgement is None:
         judgement = judge_with_retry(

@@ -47,6 +47,26 @@ class ValidationVerdict(_Model):
         """True for PASS."""
         return self.verdict == "PASS"
 
+    @classmethod
+    def error(
+        cls,
+        description: str,
+        *,
+        kind: Literal["parse_error", "exception"] = "exception",
+        summary: str = "The comparison could not be made.",
+        raw_output: str | None = None,
+    ) -> ValidationVerdict:
+        """An ERROR verdict with one critical difference saying why."""
+        return cls(
+            verdict="ERROR",
+            confidence=0,
+            visual_differences=[
+                VisualDifference(type=kind, description=description, severity="critical")
+            ],
+            summary=summary,
+            raw_output=raw_output,
+        )
+
 
 class Gap(_Model):
     """An area where the candidate differs from the source."""

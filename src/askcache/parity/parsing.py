@@ -20,12 +20,9 @@ _FENCED = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.DOTALL)
 
 
 def _error(text: str, description: str) -> ValidationVerdict:
-    return ValidationVerdict(
-        verdict="ERROR",
-        confidence=0,
-        visual_differences=[
-            VisualDifference(type="parse_error", description=description, severity="critical")
-        ],
+    return ValidationVerdict.error(
+        description,
+        kind="parse_error",
         summary="The judge's answer could not be read as a verdict.",
         raw_output=text,
     )

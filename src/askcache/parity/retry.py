@@ -10,7 +10,7 @@ from PIL import Image
 
 from askcache.parity.config import DEFAULT_CONFIG, ParityConfig
 from askcache.parity.judges import Judge, Judgement
-from askcache.parity.models import ValidationVerdict, VisualDifference
+from askcache.parity.models import ValidationVerdict
 
 __all__ = ["judge_with_retry", "log_verdict"]
 
@@ -65,18 +65,8 @@ def judge_with_retry(
                 "%s judge raised on attempt %d/%d: %s", judge.name, attempt, config.max_retries, exc
             )
             last = Judgement(
-                ValidationVerdict(
-                    verdict="ERROR",
-                    confidence=0,
-                    visual_differences=[
-                        VisualDifference(
-                            type="exception",
-                            description=f"{type(exc).__name__}: {exc}",
-                            severity="critical",
-                        )
-                    ],
-                    summary="The judge failed.",
-                    raw_output=str(exc),
+                ValidationVerdict.error(
+                    f"{type(exc).__name__}: {exc}", summary="The judge failed.", raw_output=str(exc)
                 )
             )
         else:

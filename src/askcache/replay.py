@@ -310,14 +310,12 @@ class CacheExecutor:
         assert self._file is not None
         config = self._file.metadata.visual_validation
         assert config is not None
-        space = self._file.metadata.coordinate_space
         started = quiet_since = self._clock()
         last: str | None = None
         while True:
             image = self.screen()
-            view = image if space is None else image.resize((space.width, space.height))
             current = compute_step_representation(
-                view, step, config, pointer=self._anchors[self._index]
+                self._in_recorded_space(image), step, config, pointer=self._anchors[self._index]
             )
             now = self._clock()
             if current != last:
@@ -328,6 +326,14 @@ class CacheExecutor:
                 logger.info("step %d: screen still changing after the settle timeout", self._index)
                 return image
             self._sleep(_SETTLE_POLL_SECONDS)
+
+    def _in_recorded_space(self, image: Image.Image) -> Image.Image:
+        """``image`` resized to the size the trajectory was recorded at (same aspect ratio)."""
+        assert self._file is not None
+        space = self._file.metadata.coordinate_space
+        if space is None or image.size == (space.width, space.height):
+            return image
+        return image.resize((space.width, space.height), Image.Resampling.LANCZOS)
 
     def _size_problem(self, step: ToolUseBlockParam, screen: _Screen | None) -> str | None:
         """Why the step's coordinates cannot be mapped onto the current screen, if so."""
@@ -373,9 +379,7 @@ class CacheExecutor:
         if screen is None or not screen.fresh:
             record.note = "no screenshot taken after the last action is available"
             return record
-        image, space = screen.image, self._file.metadata.coordinate_space
-        if space is not None and image.size != (space.width, space.height):
-            image = image.resize((space.width, space.height), Image.Resampling.LANCZOS)
+        image = self._in_recorded_space(screen.image)
         check = check_step_representation(
             image,
             step,

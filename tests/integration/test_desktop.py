@@ -8,11 +8,9 @@ form's published state, xcalc's display).
 from __future__ import annotations
 
 import importlib.util
-import os
-import subprocess
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +32,7 @@ from askcache.testing import (
     SimulatedFormApp,
     TkFormApp,
     VirtualDisplay,
+    run_on_display,
     text_reply,
     tool_use_reply,
 )
@@ -165,20 +164,8 @@ XCALC_DISPLAY = (130, 30)  # the calculator's display, in a 260x360 window at th
 XCALC_DISPLAY_BOX = (5, 5, 255, 45)
 
 
-@contextmanager
-def xcalc(display: str) -> Iterator[None]:
-    process = subprocess.Popen(
-        ["xcalc", "-geometry", "260x360+0+0"],
-        env={**os.environ, "DISPLAY": display},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        time.sleep(1.0)
-        yield
-    finally:
-        process.terminate()
-        process.wait(timeout=5)
+def xcalc(display: str) -> AbstractContextManager[None]:
+    return run_on_display(display, "xcalc", "-geometry", "260x360+0+0")
 
 
 def _display_digits(tool: ComputerTool) -> Image.Image:

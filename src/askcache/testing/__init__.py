@@ -4,6 +4,7 @@ Nothing here talks to the internet: the stand-in serves the Messages API on 127.
 real ``anthropic`` client, and the simulated form app renders real PNG screenshots.
 """
 
+from askcache.testing._process import run_on_display
 from askcache.testing.messages_api import (
     MessagesApiStandIn,
     Reply,
@@ -37,6 +38,7 @@ __all__ = [
     "VirtualDisplay",
     "Widget",
     "estimate_tokens",
+    "run_on_display",
     "text_reply",
     "tool_use_reply",
     "validate_request",

@@ -27,8 +27,7 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,10 +37,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._common import ROOT, machine, write_section
 
-from askcache.testing import TkFormApp, VirtualDisplay
+from askcache.testing import TkFormApp, VirtualDisplay, run_on_display
 from askcache.tools import ComputerTool
 from askcache.tools.desktop import DesktopBackend
-from askcache.visual import compute_hash, hamming_distance, region_box
+from askcache.visual import compute_hash, hamming_distance, region_box, shifted_boxes
 
 OUT = ROOT / "bench" / "out" / "pairs"
 METHODS = ["phash", "ahash", "dhash", "whash"]
@@ -103,17 +102,8 @@ class Desk:
         time.sleep(0.4)
         return self.backend.screenshot().convert("RGB")
 
-    @contextmanager
-    def program(self, *command: str) -> Iterator[None]:
-        process = subprocess.Popen(
-            list(command), env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-        )
-        try:
-            time.sleep(1.0)
-            yield
-        finally:
-            process.terminate()
-            process.wait(timeout=5)
+    def program(self, *command: str) -> AbstractContextManager[None]:
+        return run_on_display(self.display, *command)
 
     def windows(self) -> list[tuple[int, int, int, int]]:
         """Leaf-ish X windows as (x, y, width, height), absolute, from xwininfo."""
@@ -273,17 +263,13 @@ def build_pairs() -> list[Pair]:
 
 def distances(pairs: list[Pair], method: str, size: int, region: int, shift: int = 0) -> list[int]:
     """Per pair, the distance at the point; with ``shift``, the smallest over the current
-    region moved by up to ``shift`` pixels each way (tolerance for tiny scrolls)."""
+    region moved by up to ``shift`` pixels each way, as replay checks it (``shifted_boxes``)."""
     found = []
     for pair in pairs:
         box = region_box(pair.before.size, pair.point, region)
         assert box is not None
         stored = compute_hash(pair.before.crop(box), method, size)
-        moved = [
-            (box[0] + dx, box[1] + dy, box[2] + dx, box[3] + dy)
-            for dx in range(-shift, shift + 1)
-            for dy in range(-shift, shift + 1)
-        ]
+        moved = shifted_boxes(box, pair.after.size, shift)
         found.append(
             min(
                 hamming_distance(stored, compute_hash(pair.after.crop(b), method, size))

@@ -37,6 +37,7 @@ __all__ = [
     "find_recent_screenshot_block",
     "hamming_distance",
     "region_box",
+    "shifted_boxes",
     "validation_config",
 ]
 
@@ -266,7 +267,7 @@ def check_step_representation(
             hamming_distance(
                 stored, compute_hash(image.crop(moved), config.method, config.hash_size)
             )
-            for moved in _shifted(box, image.size, config.shift_tolerance)
+            for moved in shifted_boxes(box, image.size, config.shift_tolerance)
         )
     return VisualCheck(
         matched=distance is not None and distance <= limit,
@@ -280,7 +281,7 @@ def check_step_representation(
     )
 
 
-def _shifted(box: Box, size: tuple[int, int], tolerance: int) -> list[Box]:
+def shifted_boxes(box: Box, size: tuple[int, int], tolerance: int) -> list[Box]:
     """``box`` and its copies moved by up to ``tolerance`` px each way, staying on the image.
 
     The unmoved box comes first; near an edge (where the region was clipped) only moves that

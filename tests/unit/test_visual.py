@@ -199,13 +199,13 @@ def test_shift_tolerance_forgives_a_1px_scroll_but_not_a_real_change() -> None:
     assert "±1 px" in check.describe()
 
 
-def test_shifted_regions_stay_on_the_image() -> None:
-    from askcache.visual import _shifted
+def testshifted_boxes_regions_stay_on_the_image() -> None:
+    from askcache.visual import shifted_boxes
 
-    assert _shifted((0, 0, 50, 50), (640, 400), 1) == [
+    assert shifted_boxes((0, 0, 50, 50), (640, 400), 1) == [
         (0, 0, 50, 50),
         (0, 1, 50, 51),
         (1, 0, 51, 50),
         (1, 1, 51, 51),
     ]
-    assert len(_shifted((100, 100, 200, 200), (640, 400), 1)) == 9
+    assert len(shifted_boxes((100, 100, 200, 200), (640, 400), 1)) == 9

@@ -79,10 +79,10 @@ class _Stage:
             self._display = self._open_display()
 
     def _open_display(self) -> str:
-        from askcache.testing.xvfb import VirtualDisplay
+        from askcache.testing.xvfb import VirtualDisplay, accepts_connections
 
         display = os.environ.get("DISPLAY")
-        if display and _reachable(display):
+        if display and accepts_connections(display):
             self.where = f"the Tk contact form on your display {display}"
             return display
         virtual = self.stack.enter_context(VirtualDisplay(1280, 800))
@@ -105,11 +105,6 @@ class _Stage:
         state = self.workdir / "tk-form-state.json"
         with TkFormApp(self._display, state, layout=layout) as tk_app:
             yield tk_app, ComputerTool(self._backend, settle_delay=0.3)
-
-
-def _reachable(display: str) -> bool:
-    number = display.rsplit(":", maxsplit=1)[-1].split(".", maxsplit=1)[0]
-    return number.isdigit() and os.path.exists(f"/tmp/.X11-unix/X{number}")
 
 
 def run_demo(

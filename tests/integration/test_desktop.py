@@ -8,6 +8,7 @@ form's published state, xcalc's display).
 from __future__ import annotations
 
 import importlib.util
+import socket
 import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -37,6 +38,7 @@ from askcache.testing import (
     tool_use_reply,
 )
 from askcache.testing.simulated import Layout
+from askcache.testing.xvfb import accepts_connections
 from askcache.tools.desktop import DesktopBackend
 from askcache.visual import compute_hash, hamming_distance
 
@@ -320,3 +322,22 @@ def test_tk_form_variants_used_by_the_accuracy_benchmark(tmp_path: Path) -> None
     assert (
         plain.crop((600, 0, 1280, 800)).tobytes() == relabelled.crop((600, 0, 1280, 800)).tobytes()
     )
+
+
+def test_a_display_counts_as_reachable_only_when_its_server_answers(tmp_path: Path) -> None:
+    with VirtualDisplay(640, 480) as screen:
+        assert accepts_connections(screen.display)
+        assert accepts_connections(f"{screen.display}.0")
+        number = screen.display[1:]
+    # the socket file of a stopped server may linger; a file that answers nothing is not a display
+    stale = Path(f"/tmp/.X11-unix/X{number}")
+    if not stale.exists():
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(str(stale))
+        listener.close()  # bound and closed: the file stays, nobody listens
+    try:
+        assert not accepts_connections(f":{number}")
+    finally:
+        stale.unlink(missing_ok=True)
+    assert not accepts_connections("otherhost:0")
+    assert not accepts_connections("")

@@ -16,7 +16,21 @@ import time
 from askcache.errors import AskCacheError
 from askcache.testing._process import stop_process
 
-__all__ = ["VirtualDisplay"]
+__all__ = ["VirtualDisplay", "accepts_connections"]
+
+
+def accepts_connections(display: str) -> bool:
+    """True when the local X server of ``display`` (``:N`` or ``:N.S``) answers on its socket
+    file, the one Xlib and Tk connect to. A stale socket file answers nothing."""
+    number = display.rsplit(":", maxsplit=1)[-1].split(".", maxsplit=1)[0]
+    if not display.startswith(":") or not number.isdigit():
+        return False
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        try:
+            probe.connect(f"/tmp/.X11-unix/X{number}")
+        except OSError:
+            return False
+    return True
 
 
 class VirtualDisplay:
@@ -67,9 +81,8 @@ class VirtualDisplay:
             self.stop()
             raise AskCacheError(f"Xvfb did not start within {timeout} s")
         self.display = f":{number}"
-        path = f"/tmp/.X11-unix/X{number}"
         deadline = time.monotonic() + timeout
-        while not self._accepts(path):
+        while not accepts_connections(self.display):
             if time.monotonic() > deadline:
                 self.stop()
                 raise AskCacheError(f"Xvfb {self.display} does not accept connections")
@@ -87,16 +100,6 @@ class VirtualDisplay:
                 return ""
             data += chunk
         return data.decode().strip()
-
-    @staticmethod
-    def _accepts(path: str) -> bool:
-        """True when the server answers on its socket file (what Xlib and Tk connect to)."""
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
-            try:
-                probe.connect(path)
-            except OSError:
-                return False
-        return True
 
     def stop(self) -> None:
         """Stop the server."""

@@ -1,12 +1,13 @@
-"""Measure a trajectory's distances on your screen and suggest a threshold.
+"""Measure a trajectory's distances on your screen and suggest thresholds.
 
     python examples/tune_thresholds.py dark-mode.json --runs 3 [--param user=bob] [--write]
 
 Each run replays the trajectory with validation accepting everything, so it never hands
-back, and records every step's Hamming distance. Run it only while the application is in
-the state the recording started from, and reset it between runs (--reset-command). The
-suggestion is the largest distance seen plus a margin: what a healthy screen produces.
-With --write it is stored in the file.
+back, and records every step's Hamming distances (the main hash's and, when the file has
+one, the detail hash's). Run it only while the application is in the state the recording
+started from, and reset it between runs (--reset-command). Each suggestion is the largest
+distance seen plus a margin: what a healthy screen produces. With --write they are stored
+in the file.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ def main(argv: Sequence[str] | None = None, client: anthropic.Anthropic | None =
         print(f"{args.filename} was recorded without visual validation")
         return 1
     bits = visual.hash_size**2
+    detail_bits = visual.detail.hash_size**2 if visual.detail is not None else 1
     settings = CachingSettings(
         strategy="execute",
         cache_dir=args.cache_dir,
@@ -58,10 +60,12 @@ def main(argv: Sequence[str] | None = None, client: anthropic.Anthropic | None =
             delay_time_between_action=0.1,
             wait_for_settle=True,
             visual_validation_threshold=bits - 1,
+            visual_validation_detail_threshold=detail_bits - 1,
             parameter_values=dict(item.split("=", 1) for item in args.param),
         ),
     )
     distances: dict[int, list[int]] = {}
+    details: list[int] = []
     client = client or anthropic.Anthropic(api_key="not-needed")  # nothing hands back
     with VisionAgent(client=client, display=args.display) as agent:
         for _ in range(args.runs):
@@ -72,18 +76,30 @@ def main(argv: Sequence[str] | None = None, client: anthropic.Anthropic | None =
             for step in result.replay.steps:
                 if step.distance is not None:
                     distances.setdefault(step.step_index, []).append(step.distance)
+                if step.detail_distance is not None:
+                    details.append(step.detail_distance)
     setup = f"{visual.method}, {visual.hash_size}x{visual.hash_size} hash"
     print(f"{setup}, {visual.region_size} px region")
     for index, seen in sorted(distances.items()):
         print(f"  step {index:>3}: distances {seen}")
     suggestion = suggest_threshold([d for seen in distances.values() for d in seen], bits)
     print(f"recorded threshold {visual.threshold}; suggested {suggestion}")
+    detail_suggestion = None
+    if visual.detail is not None:
+        detail_suggestion = suggest_threshold(details, detail_bits)
+        print(
+            f"detail distances {details}; recorded detail threshold {visual.detail.threshold}; "
+            f"suggested {detail_suggestion}"
+        )
     if args.write:
         fresh = load_cache_file(storage, args.filename)  # the runs updated its metadata
-        assert fresh.metadata.visual_validation is not None
-        fresh.metadata.visual_validation.threshold = suggestion
+        stored = fresh.metadata.visual_validation
+        assert stored is not None
+        stored.threshold = suggestion
+        if stored.detail is not None and detail_suggestion is not None:
+            stored.detail.threshold = detail_suggestion
         save_cache_file(storage, args.filename, fresh)
-        print(f"stored threshold {suggestion} in {args.filename}")
+        print(f"stored the suggestions in {args.filename}")
     return 0
 
 

@@ -7,7 +7,13 @@ the model.
 
 from askcache.actions import Action, ActionKind, parse_action
 from askcache.agent import ActResult, Agent, VisionAgent
-from askcache.cache_file import CacheFile, CacheMetadata, VisualValidationConfig, parse_cache_file
+from askcache.cache_file import (
+    CacheFile,
+    CacheMetadata,
+    DetailCheckConfig,
+    VisualValidationConfig,
+    parse_cache_file,
+)
 from askcache.conversation import Conversation, ConversationResult
 from askcache.errors import (
     AskCacheError,
@@ -59,6 +65,7 @@ __all__ = [
     "ComputerTool",
     "Conversation",
     "ConversationResult",
+    "DetailCheckConfig",
     "InvalidHashError",
     "InvalidScreenshotError",
     "InvalidSettingsError",

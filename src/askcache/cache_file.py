@@ -24,6 +24,7 @@ __all__ = [
     "CacheFile",
     "CacheMetadata",
     "CoordinateSpace",
+    "DetailCheckConfig",
     "ExecutionFailure",
     "RecordingStats",
     "VisualValidationConfig",
@@ -31,8 +32,9 @@ __all__ = [
     "parse_cache_file",
 ]
 
-FORMAT_VERSION = 1
-"""The format version this askcache writes. Version 0 is the pre-versioned seed format."""
+FORMAT_VERSION = 2
+"""The format version this askcache writes. Version 0 is the pre-versioned seed format;
+version 2 added the detail hash (a reader of version 1 would skip that check)."""
 
 LEGACY_THRESHOLD = 10
 """The threshold of files that do not say theirs (the original design's default)."""
@@ -49,6 +51,22 @@ class _FileModel(BaseModel):
     model_config = ConfigDict(extra="ignore", populate_by_name=True, use_attribute_docstrings=True)
 
 
+class DetailCheckConfig(_FileModel):
+    """The second, finer hash of a smaller region centred on the same point.
+
+    The main region's coarse hash sees layout (something moved, a dialog, another screen);
+    this one sees what is written on the element itself (8 -> 3, Save -> Open), which a
+    coarse hash of a 100 px region cannot. Same method and shift tolerance as the main one.
+    """
+
+    hash_size: int = Field(gt=0)
+    """Hash side; ``hash_size**2`` bits."""
+    region_size: int = Field(gt=0)
+    """Side of the square detail region around the action point, in screenshot pixels."""
+    threshold: int = Field(ge=0)
+    """Largest Hamming distance of the detail hash still counted as a match, as recorded."""
+
+
 class VisualValidationConfig(_FileModel):
     """How the trajectory's visual representations were computed (stored once per file)."""
 
@@ -63,6 +81,9 @@ class VisualValidationConfig(_FileModel):
     shift_tolerance: int = Field(0, ge=0, le=8)
     """Pixels the current region may be moved each way at replay; files from before this
     field were checked at the exact position (0)."""
+    detail: DetailCheckConfig | None = None
+    """The detail hash's set-up; ``None``: steps store the main hash only (all files before
+    version 2)."""
 
 
 class CoordinateSpace(_FileModel):
@@ -172,7 +193,15 @@ def _migrate_v0(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "version": 1}
 
 
-_MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {0: _migrate_v0}
+def _migrate_v1(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 1 had no detail hash; its files read unchanged as version 2 without one."""
+    return {**data, "version": 2}
+
+
+_MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    0: _migrate_v0,
+    1: _migrate_v1,
+}
 
 
 def _field_path(loc: tuple[int | str, ...]) -> str:

@@ -59,9 +59,16 @@ def _show(args: argparse.Namespace) -> int:
     if meta.visual_validation:
         v = meta.visual_validation
         shift = f" ±{v.shift_tolerance} px" if v.shift_tolerance else ""
+        detail = ""
+        if v.detail is not None:
+            d = v.detail
+            detail = (
+                f"; detail {d.hash_size}x{d.hash_size} hash, {d.region_size} px region, "
+                f"threshold {d.threshold}"
+            )
         print(
             f"  validation: {v.method}, {v.hash_size}x{v.hash_size} hash, "
-            f"{v.region_size} px region{shift}, threshold {v.threshold}"
+            f"{v.region_size} px region{shift}, threshold {v.threshold}{detail}"
         )
     print(f"  replays: {meta.execution_attempts} started, {meta.successes} completed")
     for failure in meta.failures[-3:]:
@@ -69,6 +76,8 @@ def _show(args: argparse.Namespace) -> int:
         print(f"    stopped at step {failure.step_index} ({when}): {failure.reason}")
     for index, step in enumerate(cache_file.trajectory):
         fingerprint = step.visual_representation or "-"
+        if step.visual_detail:
+            fingerprint += f" + {step.visual_detail[:16]}..."
         print(f"  {index:>3}  {step.name:<10} {step.input}  [{fingerprint}]")
     return 0
 

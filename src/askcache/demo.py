@@ -197,11 +197,9 @@ def _report(outcome: DemoOutcome, output_dir: Path) -> Path:
 def _steps_table(replay: ReplayResult) -> list[str]:
     lines = ["      step  action        check"]
     for step in replay.steps:
+        check = step.check_summary()
         if step.validated:
-            verdict = "ok" if step.matched else "MISMATCH -> handed back"
-            check = f"distance {step.distance} vs threshold {step.threshold}: {verdict}"
-        else:
-            check = f"not validated ({step.note})"
+            check += ": " + ("ok" if step.matched else "MISMATCH -> handed back")
         lines.append(f"      {step.step_index:>4}  {step.action:<12}  {check}")
     return lines
 

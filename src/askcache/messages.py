@@ -122,7 +122,9 @@ class ToolUseBlockParam(ApiModel):
     ``toolset_name="computer"``. :mod:`askcache.actions` reads either.
     """
 
-    cache_only_fields: ClassVar[frozenset[str]] = frozenset({"visual_representation"})
+    cache_only_fields: ClassVar[frozenset[str]] = frozenset(
+        {"visual_representation", "visual_detail"}
+    )
 
     type: Literal["tool_use"] = "tool_use"
     """The block's tag."""
@@ -138,6 +140,9 @@ class ToolUseBlockParam(ApiModel):
     """Optional prompt-cache breakpoint."""
     visual_representation: str | None = None
     """Cache-only: hex perceptual hash of the screen region before this step, or ``None``."""
+    visual_detail: str | None = None
+    """Cache-only: hex hash of the smaller, finer "detail" region at the same point, when the
+    file's validation has one (format version 2 on)."""
 
 
 class ToolResultBlockParam(ApiModel):

@@ -111,7 +111,7 @@ class CacheManager:
         space: CoordinateSpace | None = None
         anchors = action_anchors(call for call, _ in pairs)
         for (call, screen), anchor in zip(pairs, anchors, strict=True):
-            representation = None
+            fingerprint = None
             image = (
                 decode_screenshot(
                     screen.source.data, f"the screenshot before step {len(trajectory)}"
@@ -134,16 +134,15 @@ class CacheManager:
                         action.name,
                     )
                 else:
-                    representation = compute_step_representation(
-                        image, call, config, pointer=anchor
-                    )
+                    fingerprint = compute_step_representation(image, call, config, pointer=anchor)
             trajectory.append(
                 ToolUseBlockParam(
                     id=call.id,
                     name=call.name,
                     input=parameterize(call.input, self.settings.parameters),
                     toolset_name=call.toolset_name,
-                    visual_representation=representation,
+                    visual_representation=fingerprint.region if fingerprint else None,
+                    visual_detail=fingerprint.detail if fingerprint else None,
                 )
             )
         calls = [m.usage for m in messages if m.usage is not None]

@@ -29,6 +29,7 @@ from askcache.settings import CacheExecutionSettings
 from askcache.speakers import AGENT_SPEAKER, SpeakerResult
 from askcache.storage import CacheStorage, save_cache_file
 from askcache.visual import (
+    StepFingerprint,
     check_step_representation,
     compute_step_representation,
     decode_screenshot,
@@ -76,8 +77,22 @@ class StepRecord(BaseModel):
     """Hamming distance found, when checked."""
     threshold: int | None = None
     """Threshold applied, when checked."""
+    detail_distance: int | None = None
+    """Hamming distance of the detail hash, when the step has one and was checked."""
+    detail_threshold: int | None = None
+    """The detail hash's threshold applied, when checked."""
     note: str | None = None
     """Why the step was not checked, or what the check said."""
+
+    def check_summary(self) -> str:
+        """Distances against thresholds (``distance 32 vs threshold 2, detail 80 vs 14``),
+        or why the step was not checked."""
+        if not self.validated:
+            return f"not validated ({self.note})"
+        text = f"distance {self.distance} vs threshold {self.threshold}"
+        if self.detail_distance is not None:
+            text += f", detail {self.detail_distance} vs {self.detail_threshold}"
+        return text
 
 
 class ReplayResult(BaseModel):
@@ -251,6 +266,7 @@ class CacheExecutor:
             update={
                 "id": new_tool_use_id(),
                 "visual_representation": None,
+                "visual_detail": None,
                 "input": self._fit(step.input, screen),
             }
         )
@@ -311,7 +327,7 @@ class CacheExecutor:
         config = self._file.metadata.visual_validation
         assert config is not None
         started = quiet_since = self._clock()
-        last: str | None = None
+        last: StepFingerprint | None = None
         while True:
             image = self.screen()
             current = compute_step_representation(
@@ -373,7 +389,8 @@ class CacheExecutor:
         if self._settings.skip_visual_validation:
             record.note = "visual validation skipped by settings"
             return record
-        if step.visual_representation is None or config is None:
+        stored = StepFingerprint.of(step)
+        if stored is None or config is None:
             record.note = "no visual representation stored for this step"
             return record
         if screen is None or not screen.fresh:
@@ -383,13 +400,18 @@ class CacheExecutor:
         check = check_step_representation(
             image,
             step,
-            step.visual_representation,
+            stored,
             config,
             threshold=self._settings.visual_validation_threshold,
+            detail_threshold=self._settings.visual_validation_detail_threshold,
             pointer=self._anchors[self._index],
         )
         record.validated, record.matched = True, check.matched
         record.distance, record.threshold = check.distance, check.threshold
+        record.detail_distance, record.detail_threshold = (
+            check.detail_distance,
+            check.detail_threshold,
+        )
         record.note = check.describe()
         if check.box is not None:
             self.regions[self._index] = image.crop(check.box)

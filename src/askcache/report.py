@@ -107,11 +107,7 @@ def write_html_report(
             css = (
                 "" if step.matched is None else (" class='ok'" if step.matched else " class='bad'")
             )
-            check = (
-                f"distance {step.distance} vs threshold {step.threshold}"
-                if step.validated
-                else f"not validated: {step.note}"
-            )
+            check = step.check_summary()
             parts.append(
                 f"<tr{css}><td>{step.step_index}</td><td>{html.escape(step.action)}</td>"
                 f"<td>{html.escape(check)}</td><td>{_img(recorded.get(step.step_index))}</td>"

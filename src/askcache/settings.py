@@ -24,6 +24,9 @@ from askcache.actions import DEFAULT_VALIDATED_ACTIONS, KNOWN_ACTIONS
 from askcache.errors import InvalidSettingsError
 
 __all__ = [
+    "DEFAULT_DETAIL_HASH_SIZE",
+    "DEFAULT_DETAIL_REGION_SIZE",
+    "DEFAULT_DETAIL_THRESHOLD",
     "DEFAULT_HASH_SIZE",
     "DEFAULT_REGION_SIZE",
     "DEFAULT_SHIFT_TOLERANCE",
@@ -44,6 +47,13 @@ DEFAULT_SHIFT_TOLERANCE = 1
 """Pixels the current region may be moved each way to find its best match (1 px scrolls)."""
 DEFAULT_HASH_SIZE = 8
 """Hash side: 8 gives an 8x8 = 64-bit hash."""
+DEFAULT_DETAIL_REGION_SIZE = 48
+"""Side of the smaller region whose finer hash sees the element's own label (8 -> 3)."""
+DEFAULT_DETAIL_HASH_SIZE = 16
+"""Side of the detail hash: 16x16 = 256 bits."""
+DEFAULT_DETAIL_THRESHOLD = 14
+"""Largest distance of the detail hash still counted as unchanged. From bench/accuracy.py:
+"same" pairs reach 12 at most, label changes the main hash misses start at 18."""
 
 _PARAMETER_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -150,6 +160,18 @@ class CacheWritingSettings(SettingsModel):
     visual_validation_shift_tolerance: int = Field(DEFAULT_SHIFT_TOLERANCE, ge=0, le=8)
     """At replay, the current region is also hashed moved by up to this many pixels each way,
     and the smallest distance counts: a 1 px scroll then does not hand back. 0: exact position."""
+    visual_validation_detail_region_size: int | None = Field(
+        DEFAULT_DETAIL_REGION_SIZE, ge=8, le=4096
+    )
+    """Side of a second, smaller region at the same point, hashed finely so that a changed
+    label on the element itself (8 -> 3, Save -> Open) hands back; the main region's coarse
+    hash misses those. ``None``: store the main hash only (replays on a rescaled screen then
+    hand back less often, but such label changes go unnoticed)."""
+    visual_validation_detail_hash_size: int = Field(DEFAULT_DETAIL_HASH_SIZE, ge=4, le=32)
+    """Side of the detail hash: ``visual_validation_detail_hash_size**2`` bits."""
+    visual_validation_detail_threshold: int = Field(DEFAULT_DETAIL_THRESHOLD, ge=0)
+    """Largest Hamming distance of the detail hash at which a step still matches. Stored in
+    the file; a replay may override it."""
     validated_actions: frozenset[str] = DEFAULT_VALIDATED_ACTIONS
     """Actions whose region is hashed: by default the click family, ``type`` and ``key``."""
     parameters: dict[str, str] = Field(default_factory=dict)
@@ -188,17 +210,26 @@ class CacheWritingSettings(SettingsModel):
 
     @model_validator(mode="after")
     def _check_hash(self) -> CacheWritingSettings:
-        if self.hash_size % 2:
-            raise ValueError(f"hash_size must be even (got {self.hash_size})")
-        if self.visual_verification_method == VisualMethod.WHASH and (
-            self.hash_size & (self.hash_size - 1)
-        ):
-            raise ValueError(f"whash needs a power-of-two hash_size (got {self.hash_size})")
-        if self.visual_validation_threshold >= self.hash_size**2:
-            raise ValueError(
-                f"visual_validation_threshold {self.visual_validation_threshold} would accept "
-                f"any screen: a {self.hash_size}x{self.hash_size} hash has {self.hash_size**2} bits"
+        hashes = [("hash_size", self.hash_size, "visual_validation_threshold")]
+        if self.visual_validation_detail_region_size is not None:
+            hashes.append(
+                (
+                    "visual_validation_detail_hash_size",
+                    self.visual_validation_detail_hash_size,
+                    "visual_validation_detail_threshold",
+                )
             )
+        for size_field, size, threshold_field in hashes:
+            threshold = getattr(self, threshold_field)
+            if size % 2:
+                raise ValueError(f"{size_field} must be even (got {size})")
+            if self.visual_verification_method == VisualMethod.WHASH and size & (size - 1):
+                raise ValueError(f"whash needs a power-of-two {size_field} (got {size})")
+            if threshold >= size**2:
+                raise ValueError(
+                    f"{threshold_field} {threshold} would accept any screen: "
+                    f"a {size}x{size} hash has {size**2} bits"
+                )
         return self
 
 
@@ -209,6 +240,8 @@ class CacheExecutionSettings(SettingsModel):
     """Seconds to wait before each replayed step after the first, so the UI can respond."""
     visual_validation_threshold: int | None = Field(None, ge=0)
     """Overrides the threshold stored in the file; ``None`` uses the file's."""
+    visual_validation_detail_threshold: int | None = Field(None, ge=0)
+    """Overrides the detail hash's threshold stored in the file; ``None`` uses the file's."""
     skip_visual_validation: bool = False
     """Replay without checking the screen. Every step then counts as unvalidated."""
     parameter_values: dict[str, str] = Field(default_factory=dict)

@@ -58,11 +58,11 @@ def desktop(width: int, height: int) -> Iterator[tuple[str, DesktopBackend]]:
             backend.close()
 
 
-def _settings(cache_dir: Path, strategy: str) -> CachingSettings:
+def _settings(cache_dir: Path, strategy: str, **writing: Any) -> CachingSettings:
     return CachingSettings(
         strategy=strategy,  # type: ignore[arg-type]
         cache_dir=cache_dir,
-        writing_settings=CacheWritingSettings(filename="form.json"),
+        writing_settings=CacheWritingSettings(filename="form.json", **writing),
         execution_settings=CacheExecutionSettings(
             delay_time_between_action=0.1, wait_for_settle=True, settle_quiet_period=0.2
         ),
@@ -78,13 +78,14 @@ def _act(
     *,
     layout: Layout = "original",
     zoom: float = 1.0,
+    writing: dict[str, Any] | None = None,
 ) -> tuple[ActResult, list[dict[str, str]], dict[str, str]]:
     display, backend = screen
     with TkFormApp(display, tmp / "state.json", layout=layout, zoom=zoom) as app:
         tool = ComputerTool(backend, settle_delay=0.3)
         script.app, script.to_model = app, tool.from_screen
         result = Agent(api.client(), [tool], model="claude-test").act(
-            GOAL, _settings(tmp / "cache", strategy)
+            GOAL, _settings(tmp / "cache", strategy, **(writing or {}))
         )
         time.sleep(0.3)  # the form publishes its state a moment after each change
         return result, app.saved, app.values
@@ -121,22 +122,41 @@ def test_tk_form_record_replay_and_hand_back(tmp_path: Path) -> None:
         assert api.rejected == []
 
 
-def _record(tmp_path: Path) -> None:
+def _record(tmp_path: Path, **writing: Any) -> None:
     script = FormFillingScript(SimulatedFormApp(), "Ada Lovelace")
     with MessagesApiStandIn(script) as api, desktop(1280, 800) as screen:
-        _act(api, script, screen, tmp_path, "record")
+        _act(api, script, screen, tmp_path, "record", writing=writing)
 
 
 @pytest.mark.parametrize(("size", "zoom"), [((1920, 1200), 1.5), ((1024, 640), 0.8)])
 def test_same_aspect_ratio_on_another_screen_size_replays_rescaled(
     tmp_path: Path, size: tuple[int, int], zoom: float
 ) -> None:
-    _record(tmp_path)
+    # Recorded for replays across screen sizes: no detail hash (docs/caching.md).
+    _record(tmp_path, visual_validation_detail_region_size=None)
     script = FormFillingScript(SimulatedFormApp(), "Ada Lovelace")
     with MessagesApiStandIn([]) as api, desktop(*size) as screen:
         replayed, saved, _ = _act(api, script, screen, tmp_path, "execute", zoom=zoom)
         assert replayed.replay.status == "completed", replayed.replay.reason
         assert replayed.model_calls == 0
+        assert saved == ADA
+
+
+def test_with_the_detail_hash_a_rescaled_real_app_hands_back_and_the_model_finishes(
+    tmp_path: Path,
+) -> None:
+    _record(tmp_path)
+    script = FormFillingScript(SimulatedFormApp(), "Ada Lovelace")
+    with MessagesApiStandIn(script) as api, desktop(1920, 1200) as screen:
+        replayed, saved, _ = _act(api, script, screen, tmp_path, "execute", zoom=1.5)
+        assert replayed.replay.status == "handed_back"
+        # The main hash accepts the rescaled screen; the detail hash sees the re-rendered text.
+        reason = replayed.replay.reason or ""
+        detail = reason.split("detail (16x16 hash, 48 px): ")[1]
+        assert detail.endswith("> threshold 14)")
+        assert replayed.replay.steps[-1].distance is not None
+        assert replayed.replay.steps[-1].distance <= 2
+        assert replayed.model_calls > 0
         assert saved == ADA
 
 
@@ -298,6 +318,8 @@ def test_examples_record_replay_and_tune_on_a_real_display(tmp_path: Path) -> No
     visual = load_cache_file(LocalCacheStorage(cache), "contact.json").metadata.visual_validation
     assert visual is not None
     assert 2 <= visual.threshold <= 31
+    assert visual.detail is not None
+    assert 2 <= visual.detail.threshold <= 127
     assert tune.suggest_threshold([0, 3, 1], 64) == 5
     assert tune.suggest_threshold([40], 64) == 31
 

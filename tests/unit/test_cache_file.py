@@ -107,9 +107,63 @@ def test_seed_era_file_without_version_or_hash_size_loads() -> None:
     assert (cache_file.metadata.execution_attempts, cache_file.metadata.is_valid) == (0, True)
 
 
+def test_version_1_file_reads_as_version_2_without_a_detail_hash() -> None:
+    v1 = {
+        "version": 1,
+        "metadata": {
+            "goal": "Open the form",
+            "visual_validation": {
+                "method": "phash",
+                "hash_size": 8,
+                "region_size": 100,
+                "threshold": 2,
+                "shift_tolerance": 1,
+            },
+        },
+        "trajectory": [
+            {
+                "type": "tool_use",
+                "id": "toolu_1",
+                "name": "computer",
+                "input": {"action": "left_click", "coordinate": [10, 10]},
+                "visual_representation": "ff00ff00ff00ff00",
+            }
+        ],
+    }
+    cache_file = parse_cache_file(json.dumps(v1), "v1.json")
+    assert cache_file.version == 2
+    assert cache_file.metadata.visual_validation is not None
+    assert cache_file.metadata.visual_validation.detail is None
+    assert cache_file.trajectory[0].visual_detail is None
+    again = parse_cache_file(dump_cache_file(cache_file), "v1.json")
+    assert again == cache_file
+
+
+def test_a_bad_detail_config_names_the_field() -> None:
+    text = json.dumps(
+        {
+            "version": 2,
+            "metadata": {
+                "goal": "g",
+                "visual_validation": {
+                    "method": "phash",
+                    "region_size": 100,
+                    "detail": {"hash_size": 16, "region_size": 48},
+                },
+            },
+            "trajectory": [],
+        }
+    )
+    with pytest.raises(
+        CacheFileCorruptError,
+        match=r"metadata\.visual_validation\.detail\.threshold: Field required",
+    ):
+        parse_cache_file(text, "bad.json")
+
+
 def test_future_version_fails_clearly() -> None:
     with pytest.raises(
-        UnsupportedCacheVersionError, match=r"'new.json' has format version 7.*up to 1"
+        UnsupportedCacheVersionError, match=r"'new.json' has format version 7.*up to 2"
     ):
         parse_cache_file(json.dumps({"version": 7, "metadata": {}, "trajectory": []}), "new.json")
 

@@ -36,6 +36,7 @@ def _cached_history() -> list[MessageParam]:
     for message in messages:
         for block in message.tool_uses:
             block.visual_representation = "ffff0000ffff0000"
+            block.visual_detail = "0f" * 32
         if message.role == "assistant":
             message.stop_reason = "tool_use"
             message.usage = Usage(input_tokens=10, output_tokens=5)
@@ -86,6 +87,7 @@ def test_api_dump_drops_every_cache_only_field() -> None:
         if isinstance(message["content"], list):
             for block in message["content"]:
                 assert "visual_representation" not in block
+                assert "visual_detail" not in block
 
 
 def test_api_dump_keys_are_keys_of_the_sdk_request_types() -> None:
@@ -100,9 +102,14 @@ def test_api_dump_keys_are_keys_of_the_sdk_request_types() -> None:
 
 
 def test_api_dump_via_model_dump_context_is_the_same_mechanism() -> None:
-    block = ToolUseBlockParam(id="t", name="computer", input={}, visual_representation="00")
-    assert "visual_representation" not in block.model_dump(mode="json", context={"for_api": True})
+    block = ToolUseBlockParam(
+        id="t", name="computer", input={}, visual_representation="00", visual_detail="11"
+    )
+    for_api = block.model_dump(mode="json", context={"for_api": True})
+    assert "visual_representation" not in for_api
+    assert "visual_detail" not in for_api
     assert block.model_dump(mode="json")["visual_representation"] == "00"
+    assert block.model_dump(mode="json")["visual_detail"] == "11"
 
 
 def test_message_from_sdk_response_keeps_stop_reason_and_usage() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from askcache.cache_file import CoordinateSpace
+from askcache.cache_file import CoordinateSpace, DetailCheckConfig
 from askcache.errors import InvalidScreenshotError
 from askcache.messages import MessageParam, ToolUseBlockParam, Usage
 from askcache.recording import CacheManager, default_filename, steps_with_screens
@@ -29,10 +29,14 @@ def test_validated_actions_get_hashes_and_others_null(
     hashes = [step.visual_representation for step in cache_file.trajectory]
     assert hashes[0] is None
     assert all(h is not None and len(h) == 16 for h in hashes[1:])
+    details = [step.visual_detail for step in cache_file.trajectory]
+    assert details[0] is None
+    assert all(d is not None and len(d) == 64 for d in details[1:])
     visual = cache_file.metadata.visual_validation
     assert visual is not None
     assert (visual.method, visual.hash_size, visual.region_size) == ("phash", 8, 100)
     assert (visual.threshold, visual.shift_tolerance) == (2, 1)
+    assert visual.detail == DetailCheckConfig(hash_size=16, region_size=48, threshold=14)
     assert cache_file.metadata.coordinate_space == CoordinateSpace(width=640, height=400)
     assert cache_file.metadata.goal == GOAL
 
@@ -47,6 +51,25 @@ def test_hash_comes_from_the_screenshot_before_the_step(
     box = region_box(before.size, tuple(save.input["coordinate"]), 100)  # type: ignore[arg-type]
     assert box is not None
     assert save.visual_representation == compute_hash(before.crop(box), "phash", 8)
+    detail_box = region_box(before.size, tuple(save.input["coordinate"]), 48)  # type: ignore[arg-type]
+    assert detail_box is not None
+    assert save.visual_detail == compute_hash(before.crop(detail_box), "phash", 16)
+
+
+def test_without_a_detail_region_only_the_main_hash_is_stored(
+    app: SimulatedFormApp, storage: LocalCacheStorage
+) -> None:
+    name = _record(
+        storage,
+        run_history(app, form_calls(app)),
+        filename="form.json",
+        visual_validation_detail_region_size=None,
+    )
+    cache_file = load_cache_file(storage, name)
+    assert cache_file.metadata.visual_validation is not None
+    assert cache_file.metadata.visual_validation.detail is None
+    assert all(step.visual_detail is None for step in cache_file.trajectory)
+    assert sum(step.visual_representation is not None for step in cache_file.trajectory) == 3
 
 
 def test_several_calls_in_one_message_each_use_the_screen_after_the_previous(

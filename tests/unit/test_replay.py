@@ -108,7 +108,11 @@ def test_threshold_override_lets_a_changed_screen_through_and_the_click_misses(
     record_form(storage)
     app = SimulatedFormApp(layout="banner")
     executor, agent, _ = _replay(
-        storage, app, execution_settings=CacheExecutionSettings(visual_validation_threshold=63)
+        storage,
+        app,
+        execution_settings=CacheExecutionSettings(
+            visual_validation_threshold=63, visual_validation_detail_threshold=255
+        ),
     )
     result = executor.result
     assert result is not None
@@ -229,7 +233,9 @@ def test_other_aspect_ratio_hands_back_instead_of_clicking(storage: LocalCacheSt
 
 
 def test_same_aspect_ratio_is_rescaled(storage: LocalCacheStorage) -> None:
-    record_form(storage)
+    # Without the detail hash: text re-rendered at another size moves a fine hash too far
+    # (the next test), so a trajectory meant for rescaled screens is recorded without it.
+    record_form(storage, visual_validation_detail_region_size=None)
     app = SimulatedFormApp(width=960, height=600)
     executor, _, conversation = _replay(storage, app)
     result = executor.result
@@ -244,6 +250,21 @@ def test_same_aspect_ratio_is_rescaled(storage: LocalCacheStorage) -> None:
     ]
     assert clicks == [[540, 132], [172, 345]]  # 640x400 points scaled by 1.5
     assert app.saved == [{"name": "Ada Lovelace", "email": ""}]
+
+
+def test_with_the_detail_hash_a_rescaled_screen_hands_back_at_text(
+    storage: LocalCacheStorage,
+) -> None:
+    record_form(storage)
+    app = SimulatedFormApp(width=960, height=600)
+    executor, _, _ = _replay(storage, app)
+    result = executor.result
+    assert result is not None
+    assert result.status == "handed_back"
+    failure = load_cache_file(storage, "form.json").metadata.failures[-1]
+    detail = failure.reason.split("detail (16x16 hash, 48 px): ")[1]
+    assert detail.endswith("> threshold 14)")
+    assert app.saved == []
 
 
 def test_wait_for_settle_watches_the_region_until_it_is_still(storage: LocalCacheStorage) -> None:

@@ -67,6 +67,15 @@ def test_invalid_strategy_lists_the_valid_ones() -> None:
         ({"visual_validation_threshold": -1}, "visual_validation_threshold"),
         ({"hash_size": 7}, "hash_size must be even"),
         ({"hash_size": 12, "visual_verification_method": "whash"}, "power-of-two"),
+        (
+            {"visual_validation_detail_hash_size": 7},
+            "visual_validation_detail_hash_size must be even",
+        ),
+        (
+            {"visual_validation_detail_threshold": 256},
+            "visual_validation_detail_threshold 256 would accept any screen: a 16x16 hash",
+        ),
+        ({"visual_validation_detail_region_size": 4}, "visual_validation_detail_region_size"),
         ({"visual_validation_region_size": 4}, "visual_validation_region_size"),
         ({"visual_verification_method": "sha1"}, "'phash', 'ahash', 'dhash', 'whash' or 'none'"),
         ({"filename": "../outside.json"}, "relative path inside cache_dir"),
@@ -81,6 +90,13 @@ def test_bad_writing_values_are_rejected_naming_the_field(
 ) -> None:
     with pytest.raises(InvalidSettingsError, match=fragment):
         CacheWritingSettings(**fields)  # type: ignore[arg-type]
+
+
+def test_without_a_detail_region_its_hash_settings_are_not_checked() -> None:
+    settings = CacheWritingSettings(
+        visual_validation_detail_region_size=None, visual_validation_detail_threshold=999
+    )
+    assert settings.visual_validation_detail_region_size is None
 
 
 def test_bad_execution_values_are_rejected() -> None:

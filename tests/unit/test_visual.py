@@ -3,24 +3,31 @@
 from __future__ import annotations
 
 import base64
+import io
 
+import numpy as np
 import pytest
-from PIL import Image, ImageDraw
+from PIL import Image, ImageDraw, ImageFont
 
 from askcache.cache_file import VisualValidationConfig
 from askcache.errors import InvalidHashError, InvalidScreenshotError
 from askcache.messages import MessageParam
+from askcache.settings import CacheWritingSettings
 from askcache.testing import SimulatedFormApp
 from askcache.tools import encode_png
 from askcache.visual import (
+    StepFingerprint,
     check_step_representation,
     compute_hash,
     compute_step_representation,
+    crop_region,
     decode_screenshot,
     find_recent_screenshot,
     find_recent_screenshot_block,
     hamming_distance,
     region_box,
+    shifted_boxes,
+    validation_config,
 )
 from tests.helpers import computer_call, form_calls, run_history
 
@@ -152,7 +159,7 @@ def test_typing_uses_the_pointer_region_and_a_point_off_screen_does_not_match() 
     assert at_pointer != whole
     off = computer_call("left_click", coordinate=[5000, 10])
     assert compute_step_representation(screen, off, config) is None
-    check = check_step_representation(screen, off, "0" * 16, config)
+    check = check_step_representation(screen, off, StepFingerprint("0" * 16), config)
     assert not check.matched
     assert "outside the current screen" in check.describe()
 
@@ -162,7 +169,14 @@ def test_malformed_stored_hash_is_an_error_even_off_screen() -> None:
     screen = SimulatedFormApp().screenshot()
     with pytest.raises(InvalidHashError):
         check_step_representation(
-            screen, computer_call("left_click", coordinate=[9999, 1]), "zz", config
+            screen, computer_call("left_click", coordinate=[9999, 1]), StepFingerprint("zz"), config
+        )
+    with pytest.raises(InvalidHashError):
+        check_step_representation(
+            screen,
+            computer_call("left_click", coordinate=[9999, 1]),
+            StepFingerprint("0" * 16, "zz"),
+            config,
         )
 
 
@@ -199,13 +213,84 @@ def test_shift_tolerance_forgives_a_1px_scroll_but_not_a_real_change() -> None:
     assert "±1 px" in check.describe()
 
 
-def testshifted_boxes_regions_stay_on_the_image() -> None:
-    from askcache.visual import shifted_boxes
+def test_shifted_boxes_try_every_move_and_crop_region_repeats_the_edge() -> None:
+    assert shifted_boxes((0, 0, 50, 50), 1)[0] == (0, 0, 50, 50)
+    assert set(shifted_boxes((0, 0, 50, 50), 1)) == {
+        (dx, dy, 50 + dx, 50 + dy) for dx in (-1, 0, 1) for dy in (-1, 0, 1)
+    }
+    screen = SimulatedFormApp().screenshot()
+    assert (
+        crop_region(screen, (10, 10, 60, 60)).tobytes() == screen.crop((10, 10, 60, 60)).tobytes()
+    )
+    outside = np.asarray(crop_region(screen, (-2, -1, 30, 20)))
+    assert outside.shape == (21, 32)
+    inner = np.asarray(screen.convert("L").crop((0, 0, 30, 20)))
+    assert (outside[1:, 2:] == inner).all()
+    assert (outside[0, 2:] == inner[0]).all()  # the missing row repeats the top row
+    assert (outside[1:, 0] == inner[:, 0]).all()  # the missing columns repeat the left one
 
-    assert shifted_boxes((0, 0, 50, 50), (640, 400), 1) == [
-        (0, 0, 50, 50),
-        (0, 1, 50, 51),
-        (1, 0, 51, 50),
-        (1, 1, 51, 51),
-    ]
-    assert len(shifted_boxes((100, 100, 200, 200), (640, 400), 1)) == 9
+
+def test_a_1px_scroll_at_the_screen_edge_is_forgiven_like_anywhere_else() -> None:
+    from PIL import ImageChops
+
+    screen = SimulatedFormApp().screenshot()
+    corner = computer_call("left_click", coordinate=[30, 18])  # region clipped at top and left
+    config = VisualValidationConfig(method="phash", region_size=100, threshold=0, shift_tolerance=1)
+    stored = compute_step_representation(screen, corner, config)
+    assert stored is not None
+    scrolled = ImageChops.offset(screen, 0, 1)  # content moves down: the match lies above
+    scrolled.paste(screen.crop((0, 0, 640, 1)), (0, 0))
+    check = check_step_representation(scrolled, corner, stored, config)
+    assert check.distance == 0
+    exact = check_step_representation(
+        scrolled, corner, stored, config.model_copy(update={"shift_tolerance": 0})
+    )
+    assert exact.distance is not None
+    assert exact.distance > 0
+
+
+def _keypad(labels: list[str]) -> Image.Image:
+    """A real PNG of a calculator-like keypad: 4 rows of 4 keys, 46x24 px each."""
+    image = Image.new("RGB", (400, 300), (255, 255, 255))
+    draw = ImageDraw.Draw(image)
+    font = ImageFont.truetype("DejaVuSans.ttf", 13)
+    for index, label in enumerate(labels):
+        left, top = 100 + (index % 4) * 51, 80 + (index // 4) * 28
+        draw.rectangle((left, top, left + 45, top + 23), outline=(0, 0, 0))
+        width = draw.textlength(label, font=font)
+        draw.text((left + (46 - width) / 2, top + 4), label, font=font, fill=(0, 0, 0))
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    return Image.open(io.BytesIO(buffer.getvalue())).convert("RGB")
+
+
+KEYS = ["7", "8", "9", "*", "4", "5", "6", "-", "1", "2", "3", "+", "0", ".", "+/-", "="]
+
+
+@pytest.mark.parametrize(("old", "new"), [("4", "5"), ("6", "8"), ("1", "6")])
+def test_the_detail_hash_sees_a_relabelled_key_that_the_region_hash_misses(
+    old: str, new: str
+) -> None:
+    index = KEYS.index(old)
+    before = _keypad(KEYS)
+    after = _keypad([(new if label == old else label) for label in KEYS])
+    left, top = 100 + (index % 4) * 51, 80 + (index // 4) * 28
+    key = computer_call("left_click", coordinate=[left + 23, top + 12])
+    with_detail = validation_config(CacheWritingSettings())
+    assert with_detail is not None
+    assert with_detail.detail is not None
+    region_only = with_detail.model_copy(update={"detail": None})
+    stored = compute_step_representation(before, key, with_detail)
+    assert stored is not None
+    assert stored.detail is not None
+    assert len(stored.detail) == 16 * 16 // 4
+    assert check_step_representation(after, key, stored, region_only).matched
+    check = check_step_representation(after, key, stored, with_detail)
+    assert not check.matched
+    assert check.distance is not None
+    assert check.distance <= with_detail.threshold
+    assert check.detail_distance is not None
+    assert check.detail_distance > with_detail.detail.threshold
+    assert "detail (16x16 hash, 48 px)" in check.describe()
+    unchanged = check_step_representation(_keypad(KEYS), key, stored, with_detail)
+    assert (unchanged.matched, unchanged.distance, unchanged.detail_distance) == (True, 0, 0)

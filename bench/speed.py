@@ -36,11 +36,18 @@ from askcache.speakers import SpeakerResult
 from askcache.storage import LocalCacheStorage, load_cache_file
 from askcache.testing import SimulatedFormApp
 from askcache.tools import ComputerTool, ToolCollection, encode_png
-from askcache.visual import _decode, check_step_representation, compute_step_representation
+from askcache.visual import (
+    _decode,
+    check_step_representation,
+    compute_step_representation,
+    validation_config,
+)
 
 METHODS = ["phash", "ahash", "dhash", "whash"]
-CHECKS = [*METHODS, "phash ±1 px"]
-"""Methods at the exact position, and the shipped default (pHash with a 1 px shift tolerance)."""
+SHIPPED = "shipped: phash ±1 px + detail"
+CHECKS = [*METHODS, "phash ±1 px", SHIPPED]
+"""Methods at the exact position (8x8, 100 px), pHash with a 1 px shift tolerance, and the
+shipped default: that plus the 16x16 detail hash of a 48 px region, also ±1 px."""
 
 
 def timed(function: Callable[[], object], repeat: int) -> float:
@@ -76,14 +83,17 @@ def per_step(width: int, height: int) -> dict[str, float]:
         results[method] = timed(
             lambda c=config, s=stored: check_step_representation(image, click, s, c), 200
         )
-    shipped = VisualValidationConfig(
-        method="phash", hash_size=8, region_size=100, threshold=2, shift_tolerance=1
-    )
-    stored = compute_step_representation(image, click, shipped)
-    assert stored is not None
-    results["phash ±1 px"] = timed(
-        lambda: check_step_representation(image, click, stored, shipped), 200
-    )
+    shipped = validation_config(CacheWritingSettings())
+    assert shipped is not None
+    for name, config in (
+        ("phash ±1 px", shipped.model_copy(update={"detail": None})),
+        (SHIPPED, shipped),
+    ):
+        stored = compute_step_representation(image, click, config)
+        assert stored is not None
+        results[name] = timed(
+            lambda c=config, s=stored: check_step_representation(image, click, s, c), 200
+        )
     return results
 
 

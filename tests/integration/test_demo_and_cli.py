@@ -29,6 +29,8 @@ def test_demo_on_a_real_tk_app_under_xvfb(tmp_path: Path, monkeypatch: pytest.Mo
         "1. Record: 5 model calls",
         "2. Replay on the unchanged app: 0 model calls",
         "MISMATCH -> handed back",
+        "vs threshold 2, detail ",
+        "vs 14: ok",
         "Saved by the replay: 5 model calls",
     ):
         assert fragment in summary
@@ -41,7 +43,11 @@ def test_cli_demo_list_and_show(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert "contact-form.json" in capsys.readouterr().out
     assert main(["show", "contact-form.json", "--cache-dir", str(tmp_path)]) == 0
     shown = capsys.readouterr().out
-    assert "validation: phash, 8x8 hash, 100 px region ±1 px, threshold 2" in shown
+    assert (
+        "validation: phash, 8x8 hash, 100 px region ±1 px, threshold 2; "
+        "detail 16x16 hash, 48 px region, threshold 14"
+    ) in shown
+    assert shown.count(" + ") >= 3  # each validated step shows the start of its detail hash
     assert "stopped at step 1" in shown
 
 

@@ -350,6 +350,26 @@ class XCalc:
         return found
 
 
+def _key_cases(
+    app: str,
+    calc: XCalc,
+    *,
+    base: Image.Image,
+    rerender: Image.Image,
+    number: int,
+    label: str,
+    key: Box,
+) -> list[Pair]:
+    """One key: relabelled (changed), re-rendered, and the synthetic noise cases."""
+    point = _center(key)
+    relabelled = calc.shot(f"button{number}.label: {label}")
+    return [
+        Pair(app, "label replaced", True, point, base, relabelled, key),
+        Pair(app, "re-render", False, point, base, rerender, key),
+        *noise_cases(app, point, base),
+    ]
+
+
 def xcalc_pairs(desk: Desk, other_screen: Image.Image) -> tuple[list[Pair], Image.Image]:
     """xcalc in the middle of the screen (12 keys, every case) and at the corner (4 keys)."""
     app = "xcalc"
@@ -376,15 +396,10 @@ def xcalc_pairs(desk: Desk, other_screen: Image.Image) -> tuple[list[Pair], Imag
     for number, label in XCALC_RELABEL.items():
         key = buttons[number - 1]
         point = _center(key)
+
         pairs += [
-            Pair(
-                app,
-                "label replaced",
-                True,
-                point,
-                base,
-                calc.shot(f"button{number}.label: {label}"),
-                key,
+            *_key_cases(
+                app, calc, base=base, rerender=rerender, number=number, label=label, key=key
             ),
             Pair(
                 app,
@@ -406,45 +421,26 @@ def xcalc_pairs(desk: Desk, other_screen: Image.Image) -> tuple[list[Pair], Imag
             ),
             Pair(app, "moved (window one key to the right)", True, point, base, moved, key),
             Pair(app, "another screen", True, point, base, other_screen, key),
-            Pair(app, "re-render", False, point, base, rerender, key),
             Pair(app, "clock changed elsewhere", False, point, clock_before, clock_after, key),
-            *noise_cases(app, point, base),
         ]
         if base.crop(key).tobytes() != rpn.crop(key).tobytes():
             pairs.append(Pair(app, "another mode (RPN layout)", True, point, base, rpn, key))
         if is_far(base, typed, point):
-            pairs.append(
-                Pair(
-                    app,
-                    "change far from the point (display digits)",
-                    False,
-                    point,
-                    base,
-                    typed,
-                    key,
-                )
-            )
+            case = "change far from the point (display digits)"
+            pairs.append(Pair(app, case, False, point, base, typed, key))
     corner = XCalc(desk, (0, 0))
     corner_buttons = corner.buttons()
-    corner_base = corner.shot()
-    corner_rerender = corner.shot()
-    app = "xcalc at the screen corner"
+    corner_base, corner_rerender = corner.shot(), corner.shot()
     for number, label in XCALC_CORNER_RELABEL.items():
-        key = corner_buttons[number - 1]
-        point = _center(key)
-        pairs += [
-            Pair(
-                app,
-                "label replaced",
-                True,
-                point,
-                corner_base,
-                corner.shot(f"button{number}.label: {label}"),
-                key,
-            ),
-            Pair(app, "re-render", False, point, corner_base, corner_rerender, key),
-            *noise_cases(app, point, corner_base),
-        ]
+        pairs += _key_cases(
+            "xcalc at the screen corner",
+            corner,
+            base=corner_base,
+            rerender=corner_rerender,
+            number=number,
+            label=label,
+            key=corner_buttons[number - 1],
+        )
     return pairs, base
 
 

@@ -177,8 +177,12 @@ def main() -> None:
         *single_section(results),
         "",
         "![ROC-style plot](benchmarks-roc.png)",
+        "",
+        "Every set-up at every threshold up to a quarter of its bits: "
+        "[benchmarks-accuracy.csv](benchmarks-accuracy.csv).",
     ]
     plot(pairs, results)
+    write_curves(pairs, results)
     body = "\n".join(lines)
     write_section("accuracy", body)
     print(body)
@@ -313,6 +317,22 @@ def single_section(results: dict[Setup, tuple[list[int], int, Rates]]) -> list[s
             f"{_pct(r.false_alarm)} | {_pct(r.balanced)} | {_pct(r.rescaled_false_alarm)} | {size * size // 8} |"
         )
     return lines
+
+
+def write_curves(pairs: list[Pair], results: dict[Setup, tuple[list[int], int, Rates]]) -> None:
+    """docs/benchmarks-accuracy.csv: every set-up at every threshold up to bits / 4."""
+    rows = [
+        "method,hash_size,region,shift_tolerance,threshold,detection,false_hand_backs,"
+        "balanced_accuracy,rescaled_handed_back"
+    ]
+    for (method, size, region, shift), (found, _, _) in results.items():
+        for threshold in range(size * size // 4 + 1):
+            r = rates(pairs, [d > threshold for d in found])
+            rows.append(
+                f"{method},{size},{region},{shift},{threshold},{r.detection:.4f},"
+                f"{r.false_alarm:.4f},{r.balanced:.4f},{r.rescaled_false_alarm:.4f}"
+            )
+    (ROOT / "docs" / "benchmarks-accuracy.csv").write_text("\n".join(rows) + "\n")
 
 
 def plot(pairs: list[Pair], results: dict[Setup, tuple[list[int], int, Rates]]) -> None:

@@ -1,7 +1,8 @@
 """Does the visual check catch real changes at the action point and ignore noise?
 
-    .venv/bin/python bench/accuracy.py [--reuse]   (needs Xvfb, xmessage, xcalc, xclock,
-                                                   xwininfo; pip install matplotlib)
+    bash scripts/bench.sh accuracy [--reuse]   (installs what it needs: Xvfb, x11-apps for
+                                               xcalc and xclock, x11-utils for xmessage
+                                               and xwininfo, matplotlib)
 
 Builds the labelled pairs of :mod:`bench.dataset` from real applications under Xvfb
 (``--reuse``: the pairs saved in bench/out/pairs/ by an earlier run), then:

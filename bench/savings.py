@@ -1,6 +1,6 @@
 """What a replay saves: model calls, tokens and wall time of the demo's recording vs its replay.
 
-    .venv/bin/python bench/savings.py        (needs Xvfb; uses the Tk demo, offline)
+    bash scripts/bench.sh savings        (starts Xvfb; uses the Tk demo, offline)
 
 Writes the "savings" section of docs/benchmarks.md.
 """

@@ -1,6 +1,6 @@
 """Speed and memory of visual validation: per step, per recording, a 200-step replay.
 
-    .venv/bin/python bench/speed.py
+    bash scripts/bench.sh speed
 
 Measures, on real PNG screenshots of 1280x800 and 1920x1080: decoding a screenshot once
 (base64 + PNG: the unavoidable cost), checking one step against it (crop, hash, distance)

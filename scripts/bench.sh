@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Set up askcache in .venv with the benchmark extras (and Xvfb, the X programs the accuracy
+# benchmark drives, fonts, if missing) and run one benchmark; it rewrites its section of
+# docs/benchmarks.md.
+#   bash scripts/bench.sh accuracy [--reuse] | speed | savings
+set -euo pipefail
+cd "$(dirname "$0")/.."
+case "${1:-}" in
+    accuracy | speed | savings) ;;
+    *)
+        echo "usage: bash scripts/bench.sh accuracy [--reuse] | speed | savings" >&2
+        exit 2
+        ;;
+esac
+export ASKCACHE_TEST_PACKAGES=1 ASKCACHE_BENCH_PACKAGES=1
+source scripts/_system.sh
+source scripts/_venv.sh
+.venv/bin/python -m pip install --quiet -e ".[dev,bench]"
+name=$1
+shift
+exec .venv/bin/python "bench/$name.py" "$@"

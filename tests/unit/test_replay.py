@@ -324,3 +324,20 @@ def test_substitute_fills_nested_values_and_leaves_unknown_ones() -> None:
         "a": ["1 and {{y}}"],
         "b": 3,
     }
+
+
+def test_a_detail_threshold_override_lets_a_rescaled_screen_replay(
+    storage: LocalCacheStorage,
+) -> None:
+    record_form(storage)
+    app = SimulatedFormApp(width=960, height=600)
+    executor, _, _ = _replay(
+        storage,
+        app,
+        execution_settings=CacheExecutionSettings(visual_validation_detail_threshold=256),
+    )
+    result = executor.result
+    assert result is not None
+    assert (result.status, result.validated) == ("completed", 3)
+    assert all(s.detail_threshold == 256 for s in result.steps if s.validated)
+    assert app.saved == [{"name": "Ada Lovelace", "email": ""}]

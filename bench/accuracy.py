@@ -163,6 +163,7 @@ def main() -> None:
         threshold, best = best_threshold(pairs, found, setup[1] ** 2)
         results[setup] = (found, threshold, best)
         print(setup, threshold, best, flush=True)
+    shipped = shipped_check(pairs)
 
     lines = [
         "## Accuracy of the visual check (`bench/accuracy.py`)",
@@ -171,7 +172,7 @@ def main() -> None:
         "",
         *describe_pairs(pairs),
         "",
-        *shipped_section(pairs, results),
+        *shipped_section(pairs, results, shipped),
         "",
         *combined_section(pairs, results),
         "",
@@ -182,7 +183,7 @@ def main() -> None:
         "Every set-up at every threshold up to a quarter of its bits: "
         "[benchmarks-accuracy.csv](benchmarks-accuracy.csv).",
     ]
-    plot(pairs, results)
+    plot(pairs, results, rates(pairs, shipped[1]))
     write_curves(pairs, results)
     body = "\n".join(lines)
     write_section("accuracy", body)
@@ -215,9 +216,11 @@ def describe_pairs(pairs: list[Pair]) -> list[str]:
 
 
 def shipped_section(
-    pairs: list[Pair], results: dict[Setup, tuple[list[int], int, Rates]]
+    pairs: list[Pair],
+    results: dict[Setup, tuple[list[int], int, Rates]],
+    shipped_outcome: tuple[VisualValidationConfig, list[bool], list[str]],
 ) -> list[str]:
-    config, hand_backs, notes = shipped_check(pairs)
+    config, hand_backs, notes = shipped_outcome
     shipped = rates(pairs, hand_backs)
     assert config.detail is not None
     detail = config.detail
@@ -336,7 +339,9 @@ def write_curves(pairs: list[Pair], results: dict[Setup, tuple[list[int], int, R
     (ROOT / "docs" / "benchmarks-accuracy.csv").write_text("\n".join(rows) + "\n")
 
 
-def plot(pairs: list[Pair], results: dict[Setup, tuple[list[int], int, Rates]]) -> None:
+def plot(
+    pairs: list[Pair], results: dict[Setup, tuple[list[int], int, Rates]], shipped: Rates
+) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -345,8 +350,6 @@ def plot(pairs: list[Pair], results: dict[Setup, tuple[list[int], int, Rates]]) 
     figure, axes = plt.subplots(1, 2, figsize=(12, 5), sharey=True)
     colors = dict(zip(METHODS, ["tab:blue", "tab:orange", "tab:green", "tab:red"], strict=True))
     styles = dict(zip(REGIONS, ["-.", ":", "-", "--"], strict=True))
-    _, hand_backs, _ = shipped_check(pairs)
-    shipped = rates(pairs, hand_backs)
     for axis, size in zip(axes, HASH_SIZES, strict=True):
         for method in METHODS:
             for region in REGIONS:

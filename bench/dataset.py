@@ -27,7 +27,7 @@ import re
 import subprocess
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -133,10 +133,8 @@ class Desk:
         time.sleep(0.4)
         return self.backend.screenshot().convert("RGB")
 
-    @contextmanager
-    def program(self, *command: str) -> Iterator[None]:
-        with run_on_display(self.display, *command):
-            yield
+    def program(self, *command: str) -> AbstractContextManager[None]:
+        return run_on_display(self.display, *command)
 
     def windows(self) -> list[Box]:
         """X windows as absolute boxes (left, top, right, bottom), from xwininfo."""

@@ -326,9 +326,10 @@ def check_step_representation(
         detail_limit = detail.threshold if detail_threshold is None else detail_threshold
     distance: int | None = None
     detail_distance: int | None = None
-    if box is None:
-        for value in (stored.region, stored.detail or "0"):  # still reject malformed hashes
-            hamming_distance(value, value)
+    if box is None:  # nothing to compare; still reject malformed stored hashes
+        hamming_distance(stored.region, stored.region)
+        if stored.detail is not None:
+            hamming_distance(stored.detail, stored.detail)
     else:
         distance = region_distance(
             image,

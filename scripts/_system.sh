@@ -1,6 +1,8 @@
 # Sourced by the other scripts: install the Debian packages the desktop side needs, if missing.
 #   xvfb: a virtual X display (the demo starts one when $DISPLAY is unset; the tests always do)
 #   fonts-dejavu-core: the font the Tk form draws with
+#   python3-tk, python3-venv: tkinter (the Tk form) and venv for Debian's own python3, when
+#     the Python in use lacks them
 # and, for the tests (ASKCACHE_TEST_PACKAGES=1):
 #   x11-apps: xcalc, a real application the tests drive
 #   chromium: headless Chromium, which renders pages for parity checks
@@ -17,6 +19,8 @@ if [ "${ASKCACHE_BENCH_PACKAGES:-0}" = 1 ]; then
     command -v xwininfo >/dev/null 2>&1 || missing+=(x11-utils)
 fi
 [ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || missing+=(fonts-dejavu-core)
+"${PYTHON:-python3}" -c 'import tkinter' >/dev/null 2>&1 || missing+=(python3-tk)
+"${PYTHON:-python3}" -c 'import ensurepip' >/dev/null 2>&1 || missing+=(python3-venv)
 if [ "${#missing[@]}" -gt 0 ]; then
     echo "installing Debian packages: ${missing[*]}" >&2
     if [ "$(id -u)" = 0 ]; then

@@ -17,6 +17,7 @@ from askcache.cache_file import (
 from askcache.conversation import Conversation, ConversationResult
 from askcache.errors import (
     AskCacheError,
+    CacheExistsError,
     CacheFileCorruptError,
     CacheNotFoundError,
     CacheParameterError,
@@ -51,6 +52,7 @@ __all__ = [
     "AskCacheError",
     "CacheExecutionSettings",
     "CacheExecutor",
+    "CacheExistsError",
     "CacheFile",
     "CacheFileCorruptError",
     "CacheManager",

@@ -12,6 +12,7 @@ from pathlib import PurePath
 
 __all__ = [
     "AskCacheError",
+    "CacheExistsError",
     "CacheFileCorruptError",
     "CacheNotFoundError",
     "CacheParameterError",
@@ -60,6 +61,15 @@ class CacheNotFoundError(AskCacheError, FileNotFoundError):
         self.name = name
         self.location = location
         super().__init__(f"cache file {name!r} not found in {location}")
+
+
+class CacheExistsError(AskCacheError, FileExistsError):
+    """Something is already stored under a name that may only be created once."""
+
+    def __init__(self, name: str, where: str) -> None:
+        self.name = name
+        self.where = where
+        super().__init__(f"{name!r} already exists in {where}")
 
 
 class CachePathError(AskCacheError, ValueError):

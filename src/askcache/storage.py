@@ -13,7 +13,12 @@ from abc import ABC, abstractmethod
 from pathlib import Path, PurePosixPath
 
 from askcache.cache_file import CacheFile, dump_cache_file, parse_cache_file
-from askcache.errors import CacheFileCorruptError, CacheNotFoundError, CachePathError
+from askcache.errors import (
+    CacheExistsError,
+    CacheFileCorruptError,
+    CacheNotFoundError,
+    CachePathError,
+)
 
 __all__ = ["CacheStorage", "LocalCacheStorage", "load_cache_file", "save_cache_file"]
 
@@ -35,8 +40,25 @@ class CacheStorage(ABC):
         """Store ``data`` under ``name`` atomically: readers see the old or the new bytes."""
 
     @abstractmethod
+    def create(self, name: str, data: bytes) -> None:
+        """Store ``data`` under a ``name`` nothing is stored under yet; never overwrites.
+
+        Several processes may create different names at once (the run ledger writes one
+        entry per run this way), and two creating the same name cannot both succeed.
+
+        Raises:
+            CacheExistsError: something is already stored under ``name``.
+        """
+
+    @abstractmethod
     def list_names(self) -> list[str]:
-        """Names of the stored cache files, sorted."""
+        """Names of the stored cache files, sorted (entries under hidden folders such as the
+        run ledger's ``.ledger/`` are not cache files and are left out)."""
+
+    @abstractmethod
+    def list_prefix(self, prefix: str) -> list[str]:
+        """Every name stored under the folder ``prefix`` (e.g. ``.ledger/login.json``),
+        hidden ones included, sorted; ``[]`` when there is none."""
 
     @abstractmethod
     def exists(self, name: str) -> bool:
@@ -82,6 +104,28 @@ class LocalCacheStorage(CacheStorage):
 
     def write(self, name: str, data: bytes) -> None:
         path = self.path_for(name)
+        tmp = self._write_temp(path, data)
+        try:
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
+
+    def create(self, name: str, data: bytes) -> None:
+        path = self.path_for(name)
+        tmp = self._write_temp(path, data)
+        try:
+            os.link(tmp, path)  # atomic and exclusive: readers never see a partial entry
+        except FileExistsError as exc:
+            raise CacheExistsError(name, str(self.directory)) from exc
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+
+    @staticmethod
+    def _write_temp(path: Path, data: bytes) -> str:
+        """``data`` written and synced to a hidden temporary file beside ``path``."""
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         try:
@@ -89,19 +133,28 @@ class LocalCacheStorage(CacheStorage):
                 handle.write(data)
                 handle.flush()
                 os.fsync(handle.fileno())
-            os.replace(tmp, path)
         except BaseException:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
             raise
+        return tmp
 
     def list_names(self) -> list[str]:
         if not self.directory.is_dir():
             return []
+        found = []
+        for path in self.directory.rglob("*.json"):
+            relative = path.relative_to(self.directory)
+            if path.is_file() and not any(part.startswith(".") for part in relative.parts):
+                found.append(relative.as_posix())
+        return sorted(found)
+
+    def list_prefix(self, prefix: str) -> list[str]:
+        folder = self.path_for(prefix)
+        if not folder.is_dir():
+            return []
         return sorted(
-            p.relative_to(self.directory).as_posix()
-            for p in self.directory.rglob("*.json")
-            if p.is_file() and not p.name.startswith(".")
+            p.relative_to(self.directory).as_posix() for p in folder.rglob("*") if p.is_file()
         )
 
     def exists(self, name: str) -> bool:

@@ -8,7 +8,12 @@ from pathlib import Path
 import pytest
 
 from askcache.cache_file import CacheFile, CacheMetadata
-from askcache.errors import CacheFileCorruptError, CacheNotFoundError, CachePathError
+from askcache.errors import (
+    CacheExistsError,
+    CacheFileCorruptError,
+    CacheNotFoundError,
+    CachePathError,
+)
 from askcache.storage import LocalCacheStorage, load_cache_file, save_cache_file
 
 
@@ -82,3 +87,16 @@ def test_listing_ignores_temp_files_and_other_extensions(storage: LocalCacheStor
     save_cache_file(storage, "b.json", _file())
     assert storage.list_names() == ["b.json"]
     assert LocalCacheStorage(storage.directory / "missing").list_names() == []
+
+
+def test_create_never_overwrites_and_lists_under_a_prefix(tmp_path: Path) -> None:
+    storage = LocalCacheStorage(tmp_path)
+    storage.create(".ledger/a.json/1.json", b"one")
+    with pytest.raises(CacheExistsError):
+        storage.create(".ledger/a.json/1.json", b"two")
+    assert storage.read(".ledger/a.json/1.json") == b"one"
+    storage.write("a.json", b"{}")
+    assert storage.list_names() == ["a.json"]  # hidden folders hold no cache files
+    assert storage.list_prefix(".ledger/a.json") == [".ledger/a.json/1.json"]
+    assert storage.list_prefix(".ledger/missing") == []
+    assert not list(tmp_path.rglob("*.tmp"))

@@ -1,0 +1,54 @@
+from __future__ import annotations
+
+import multiprocessing
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from askcache.ledger import RunLedger, RunRecord
+from askcache.storage import LocalCacheStorage
+
+
+def _append_many(directory: str, worker: int, count: int) -> None:
+    ledger = RunLedger(LocalCacheStorage(directory))
+    for index in range(count):
+        ledger.append(
+            RunRecord(trajectory="login.json", status="completed", steps_run=worker * 1000 + index)
+        )
+
+
+def test_entries_from_several_processes_are_all_kept(tmp_path: Path) -> None:
+    context = multiprocessing.get_context("spawn")
+    workers = [
+        context.Process(target=_append_many, args=(str(tmp_path), worker, 25))
+        for worker in range(4)
+    ]
+    for process in workers:
+        process.start()
+    for process in workers:
+        process.join(60)
+        assert process.exitcode == 0
+    records = RunLedger(LocalCacheStorage(tmp_path)).records("login.json")
+    assert sorted(r.steps_run for r in records) == sorted(
+        w * 1000 + i for w in range(4) for i in range(25)
+    )
+    assert LocalCacheStorage(tmp_path).list_names() == []  # ledger entries are no cache files
+
+
+def test_unreadable_entries_are_skipped_and_failures_counted(tmp_path: Path) -> None:
+    storage = LocalCacheStorage(tmp_path)
+    ledger = RunLedger(storage)
+    start = datetime(2026, 11, 22, tzinfo=UTC)
+    statuses = [("completed", None), ("handed_back", 1), ("handed_back", 2), ("handed_back", 2)]
+    for minute, (status, step) in enumerate(statuses):
+        ledger.append(
+            RunRecord(
+                trajectory="a.json",
+                status=status,  # type: ignore[arg-type]
+                stopped_at_step=step,
+                started_at=start + timedelta(minutes=minute),
+            )
+        )
+    storage.write(".ledger/a.json/zz-broken.json", b"{not json")
+    assert len(ledger.records("a.json")) == 4
+    assert ledger.consecutive_failures("a.json") == (2, 2)
+    assert ledger.consecutive_failures("other.json") == (0, None)

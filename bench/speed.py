@@ -153,7 +153,7 @@ def replay_200(width: int, height: int) -> dict[str, float]:
         storage = LocalCacheStorage(folder)
         CacheManager(storage, CacheWritingSettings(filename="r.json")).finish_recording(messages)
         replay_app = SimulatedFormApp(width=width, height=height)
-        executor = CacheExecutor(storage, sleep=lambda s: None)
+        executor = CacheExecutor(sleep=lambda s: None)
         executor.activate_cache_execution(
             load_cache_file(storage, "r.json"),
             "r.json",

@@ -19,6 +19,7 @@ from askcache.errors import (
     AskCacheError,
     CacheExistsError,
     CacheFileCorruptError,
+    CacheInvalidatedError,
     CacheNotFoundError,
     CacheParameterError,
     CachePathError,
@@ -27,9 +28,10 @@ from askcache.errors import (
     InvalidSettingsError,
     UnsupportedCacheVersionError,
 )
+from askcache.ledger import RunLedger, RunRecord
 from askcache.messages import MessageParam, ToolResultBlockParam, ToolUseBlockParam
 from askcache.recording import CacheManager
-from askcache.replay import CacheExecutor, ReplayResult
+from askcache.replay import CacheExecutor, EndStateVerdict, ReplayResult, ReplaySession
 from askcache.settings import (
     CacheExecutionSettings,
     CacheStrategy,
@@ -55,6 +57,7 @@ __all__ = [
     "CacheExistsError",
     "CacheFile",
     "CacheFileCorruptError",
+    "CacheInvalidatedError",
     "CacheManager",
     "CacheMetadata",
     "CacheNotFoundError",
@@ -68,12 +71,16 @@ __all__ = [
     "Conversation",
     "ConversationResult",
     "DetailCheckConfig",
+    "EndStateVerdict",
     "InvalidHashError",
     "InvalidScreenshotError",
     "InvalidSettingsError",
     "LocalCacheStorage",
     "MessageParam",
     "ReplayResult",
+    "ReplaySession",
+    "RunLedger",
+    "RunRecord",
     "Speaker",
     "SpeakerResult",
     "Tool",

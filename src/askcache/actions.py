@@ -23,6 +23,7 @@ from typing import Any, Literal
 from askcache.messages import ToolUseBlockParam
 
 __all__ = [
+    "ACTING_ACTIONS",
     "CLICK_ACTIONS",
     "COMPUTER_TOOL_NAME",
     "DEFAULT_VALIDATED_ACTIONS",
@@ -69,8 +70,13 @@ OTHER_ACTIONS = frozenset({"screenshot", "wait", "zoom", "cursor_position"})
 KNOWN_ACTIONS = CLICK_ACTIONS | TEXT_ENTRY_ACTIONS | POINTER_ACTIONS | OTHER_ACTIONS
 """Every computer-tool action askcache knows (computer_20250124, _20251124 and the toolset)."""
 
-DEFAULT_VALIDATED_ACTIONS = CLICK_ACTIONS | frozenset({"type", "key"})
-"""Actions whose screen region is hashed when recording and checked before replaying."""
+ACTING_ACTIONS = CLICK_ACTIONS | TEXT_ENTRY_ACTIONS | frozenset({"scroll"})
+"""Actions that act on the application (click family, drags, typing, keys, scrolls): a replay
+never runs one unchecked unless the user says so."""
+
+DEFAULT_VALIDATED_ACTIONS = ACTING_ACTIONS
+"""Actions whose screen region is hashed when recording and checked before replaying: every
+acting action."""
 
 Point = tuple[int, int]
 """A pixel position ``(x, y)`` in the screenshot's coordinate space."""

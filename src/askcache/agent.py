@@ -22,13 +22,20 @@ from typing import TYPE_CHECKING, Any
 from PIL import Image
 
 from askcache.conversation import Conversation, ConversationResult
+from askcache.ledger import RunLedger
 from askcache.recording import CacheManager
-from askcache.replay import CacheExecutor, ReplayResult
+from askcache.replay import (
+    CacheExecutor,
+    ExecuteCachedTrajectory,
+    ListCachedTrajectories,
+    ReplayResult,
+    ResumeCachedTrajectory,
+)
+from askcache.run_record import record_runs
 from askcache.settings import CacheStrategy, CachingSettings
-from askcache.speakers import AgentSpeaker, Speaker
+from askcache.speakers import AgentSpeaker
 from askcache.storage import CacheStorage, LocalCacheStorage, load_cache_file
 from askcache.tools.base import Tool, ToolCollection
-from askcache.tools.caching import ExecuteCachedTrajectory, ListCachedTrajectories
 from askcache.tools.computer import ComputerTool, ToolVersion
 
 if TYPE_CHECKING:
@@ -58,6 +65,8 @@ class ActResult:
     """The strategy applied (``auto`` resolved to what it did)."""
     regions: dict[int, Image.Image] = field(default_factory=dict)
     """Per checked step of the last replay, the screen region it was checked on."""
+    ledger_entries: list[str] = field(default_factory=list)
+    """Names of the run-ledger entries this call wrote (one per replay)."""
 
     @property
     def status(self) -> str:
@@ -84,7 +93,7 @@ class Agent:
         model: Model name.
         system: System prompt.
         storage: Where cache files live; default: a local folder, ``cache_dir`` of the settings.
-        sleep: Used for the replay's delays (tests pass a no-op).
+        sleep: Used for the replay's waits (tests pass a no-op).
     """
 
     def __init__(
@@ -112,21 +121,24 @@ class Agent:
         return next((tool for tool in self.tools if isinstance(tool, ComputerTool)), None)
 
     def act(self, goal: str, caching_settings: CachingSettings | None = None) -> ActResult:
-        """Complete ``goal``, replaying or recording as ``caching_settings`` says."""
+        """Complete ``goal``, replaying or recording as ``caching_settings`` says.
+
+        Raises:
+            CacheInvalidatedError: ``execute`` was asked for a file marked invalid.
+            AskCacheError: the named cache file cannot be read or replayed (before any
+                model call or action).
+        """
         settings = caching_settings or CachingSettings(strategy=CacheStrategy.OFF)
         storage = self.storage or LocalCacheStorage(settings.cache_dir)
         agent = AgentSpeaker(
             self.client, model=self.model, system=self.system, max_tokens=self.max_tokens
         )
         computer = self._computer()
+        capture = computer.capture if computer else None
         executor = CacheExecutor(
-            storage,
-            tool_shape=computer.shape if computer else "tool",
-            screen=computer.capture if computer else None,
-            sleep=self._sleep,
+            tool_shape=computer.shape if computer else "tool", screen=capture, sleep=self._sleep
         )
         tools = ToolCollection(self.tools)
-        speakers: list[Speaker] = [agent, executor]
         first = agent.name
         recorder: CacheManager | None = None
         filename = settings.writing_settings.filename
@@ -137,7 +149,10 @@ class Agent:
             if filename is None:
                 self._offer_caching_tools(tools, storage, executor, settings)
         if strategy == CacheStrategy.RECORD:
-            recorder = CacheManager(storage, settings.writing_settings, model=self.model)
+            recorder = CacheManager(
+                storage, settings.writing_settings, model=self.model, capture=capture
+            )
+            recorder.start_recording(goal)
         elif strategy == CacheStrategy.EXECUTE:
             if filename is None:
                 self._offer_caching_tools(tools, storage, executor, settings)
@@ -148,15 +163,30 @@ class Agent:
                     execution_settings=settings.execution_settings,
                 )
                 first = executor.name
+        resume = ResumeCachedTrajectory(executor)
+        if strategy == CacheStrategy.EXECUTE or filename is None:
+            tools.add(resume)
         conversation = Conversation(
-            speakers, tools, first_speaker=first, recorder=recorder, max_turns=self.max_turns
+            [agent, executor],
+            tools,
+            first_speaker=first,
+            before_tool=recorder.before_tool if recorder is not None else None,
+            after_turn=[executor.rejoin_check],
+            max_turns=self.max_turns,
         )
+        resume.watch(conversation.messages)
         outcome = conversation.run(goal)
+        if recorder is not None and outcome.status == "done":
+            outcome.recorded_file = recorder.finish_recording(outcome.messages)
+        entries = record_runs(
+            RunLedger(storage), storage, executor.sessions, outcome, settings.execution_settings
+        )
         return ActResult(
             conversation=outcome,
-            replays=list(executor.history),
+            replays=executor.history,
             strategy=strategy,
             regions=dict(executor.regions),
+            ledger_entries=entries,
         )
 
     @staticmethod
@@ -192,7 +222,8 @@ class VisionAgent(Agent):
             (``ANTHROPIC_API_KEY``).
         display: X display; default ``$DISPLAY``.
         tool_version: Which computer tool to offer (the toolset needs no beta flag).
-        settle_delay: Seconds to wait after each action before its screenshot.
+        settle_delay: Seconds to wait after each of the model's actions before its screenshot
+            (replayed actions do not wait: the replay watches the screen instead).
         agent_options: Further :class:`Agent` options (``system``, ``max_turns``, ...).
     """
 

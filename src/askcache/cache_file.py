@@ -16,31 +16,33 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
 from askcache.errors import CacheFileCorruptError, UnsupportedCacheVersionError
 from askcache.messages import ToolUseBlockParam, Usage
-from askcache.settings import DEFAULT_HASH_SIZE
+from askcache.screen_state import EndState, ScreenStateConfig
 
 __all__ = [
     "FORMAT_VERSION",
-    "MAX_FAILURES_KEPT",
     "CacheFile",
     "CacheMetadata",
     "CoordinateSpace",
     "DetailCheckConfig",
     "ExecutionFailure",
+    "LegacyReplayStats",
     "RecordingStats",
     "VisualValidationConfig",
     "dump_cache_file",
     "parse_cache_file",
 ]
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 """The format version this askcache writes. Version 0 is the pre-versioned seed format;
-version 2 added the detail hash (a reader of version 1 would skip that check)."""
+version 2 added the detail hash (a reader of version 1 would skip that check); version 3
+added each step's effect and the end state, and moved replay counts out of the file into
+the run ledger (:mod:`askcache.ledger`)."""
+
+LEGACY_HASH_SIZE = 8
+"""The hash side of files that do not say theirs (8x8: the original design's)."""
 
 LEGACY_THRESHOLD = 10
 """The threshold of files that do not say theirs (the original design's default)."""
-
-MAX_FAILURES_KEPT = 20
-"""How many of the most recent replay failures ``metadata.failures`` keeps."""
 
 
 def _now() -> datetime:
@@ -72,7 +74,7 @@ class VisualValidationConfig(_FileModel):
 
     method: Literal["phash", "ahash", "dhash", "whash"]
     """Perceptual hash method."""
-    hash_size: int = DEFAULT_HASH_SIZE
+    hash_size: int = LEGACY_HASH_SIZE
     """Hash side; ``hash_size**2`` bits. Files from before this field used 8."""
     region_size: int
     """Side of the square region around the action point, in screenshot pixels."""
@@ -112,7 +114,7 @@ class RecordingStats(_FileModel):
 
 
 class ExecutionFailure(_FileModel):
-    """One replay that stopped before the end."""
+    """One replay that stopped before the end (kept by files of versions 0 to 2)."""
 
     step_index: int
     """Index of the step that was not executed."""
@@ -122,8 +124,24 @@ class ExecutionFailure(_FileModel):
     """When."""
 
 
+class LegacyReplayStats(_FileModel):
+    """Replay counts a file of version 0 to 2 kept inside itself. Replays are now counted in
+    the run ledger; on a file's first replay these are copied there once."""
+
+    execution_attempts: int = 0
+    """Replays started."""
+    successes: int = 0
+    """Replays that ran every step."""
+    failures: list[ExecutionFailure] = Field(default_factory=list)
+    """The most recent replays that stopped early."""
+    last_executed_at: datetime | None = None
+    """When a replay last started."""
+
+
 class CacheMetadata(_FileModel):
-    """What the trajectory is for, how it was recorded, and how its replays went."""
+    """What the trajectory is for and how it was recorded. (How its replays went is in the
+    run ledger, :mod:`askcache.ledger`: this file changes only when it is recorded or
+    invalidated.)"""
 
     goal: str
     """The task, with ``{{name}}`` placeholders for cache parameters."""
@@ -135,20 +153,20 @@ class CacheMetadata(_FileModel):
     """Screenshot size the coordinates refer to; ``None`` when no screenshot was seen."""
     visual_validation: VisualValidationConfig | None = None
     """Present only when visual validation was recorded."""
+    screen_state: ScreenStateConfig | None = None
+    """How steps' effects and the end state were recorded; ``None``: neither was (files
+    before version 3, or ``record_screen_state=False``)."""
+    end_state: EndState | None = None
+    """The screen at the end of the recorded run; ``None`` when not recorded."""
     recording: RecordingStats = Field(default_factory=RecordingStats)
     """Model calls, tokens and time of the recording."""
-    execution_attempts: int = 0
-    """Replays started."""
-    successes: int = 0
-    """Replays that ran every step."""
-    failures: list[ExecutionFailure] = Field(default_factory=list)
-    """The most recent replays that stopped early (at most ``MAX_FAILURES_KEPT``)."""
-    last_executed_at: datetime | None = None
-    """When a replay last started."""
     is_valid: bool = True
-    """False once the trajectory is marked unusable; listings hide it unless asked."""
+    """False once the trajectory is marked unusable; listings hide it and ``execute``
+    refuses it unless forced."""
     invalidation_reason: str | None = None
     """Why it was marked invalid."""
+    legacy_stats: LegacyReplayStats | None = None
+    """Replay counts of a file written before version 3 (see :class:`LegacyReplayStats`)."""
 
 
 class CacheFile(_FileModel):
@@ -159,26 +177,13 @@ class CacheFile(_FileModel):
     metadata: CacheMetadata
     """About the trajectory."""
     trajectory: list[ToolUseBlockParam]
-    """The recorded tool calls, in order, with their visual representations."""
+    """The recorded tool calls, in order, with their visual representations and effects."""
     cache_parameters: dict[str, str] = Field(default_factory=dict)
     """Parameter name -> description; steps and goal refer to them as ``{{name}}``."""
 
-    def record_attempt(self) -> None:
-        """Count a replay that starts now."""
-        self.metadata.execution_attempts += 1
-        self.metadata.last_executed_at = _now()
-
-    def record_success(self) -> None:
-        """Count a replay that ran every step."""
-        self.metadata.successes += 1
-
-    def record_failure(self, step_index: int, reason: str) -> None:
-        """Remember a replay that stopped before ``step_index``."""
-        failures = [*self.metadata.failures, ExecutionFailure(step_index=step_index, reason=reason)]
-        self.metadata.failures = failures[-MAX_FAILURES_KEPT:]
-
     def invalidate(self, reason: str) -> None:
-        """Mark the trajectory unusable; it is then hidden from the model's listing."""
+        """Mark the trajectory unusable; it is then hidden from the model's listing and
+        ``execute`` refuses it unless forced."""
         self.metadata.is_valid = False
         self.metadata.invalidation_reason = reason
 
@@ -189,7 +194,7 @@ def _migrate_v0(data: dict[str, Any]) -> dict[str, Any]:
     if isinstance(metadata, dict):
         visual = metadata.get("visual_validation")
         if isinstance(visual, dict):
-            visual.setdefault("hash_size", DEFAULT_HASH_SIZE)
+            visual.setdefault("hash_size", LEGACY_HASH_SIZE)
     return {**data, "version": 1}
 
 
@@ -198,9 +203,26 @@ def _migrate_v1(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "version": 2}
 
 
+_LEGACY_STATS = ("execution_attempts", "successes", "failures", "last_executed_at")
+
+
+def _migrate_v2(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 2 kept replay counts in ``metadata``; they move to ``metadata.legacy_stats``
+    (and from there to the run ledger on the first replay). No effects, no end state."""
+    metadata = data.get("metadata")
+    if isinstance(metadata, dict):
+        metadata = dict(metadata)
+        legacy = {key: metadata.pop(key) for key in _LEGACY_STATS if key in metadata}
+        if legacy:
+            metadata["legacy_stats"] = legacy
+        data = {**data, "metadata": metadata}
+    return {**data, "version": 3}
+
+
 _MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
     0: _migrate_v0,
     1: _migrate_v1,
+    2: _migrate_v2,
 }
 
 

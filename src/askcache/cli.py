@@ -8,9 +8,11 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from askcache.actions import ACTING_ACTIONS, parse_action
 from askcache.errors import AskCacheError
+from askcache.ledger import RunLedger
+from askcache.replay import describe_cache_file
 from askcache.storage import LocalCacheStorage, load_cache_file
-from askcache.tools.caching import describe_cache_file
 
 __all__ = ["main"]
 
@@ -48,7 +50,8 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    cache_file = load_cache_file(LocalCacheStorage(args.cache_dir), args.name)
+    storage = LocalCacheStorage(args.cache_dir)
+    cache_file = load_cache_file(storage, args.name)
     meta = cache_file.metadata
     print(f"{args.name}: {meta.goal!r}")
     print(
@@ -70,15 +73,21 @@ def _show(args: argparse.Namespace) -> int:
             f"  validation: {v.method}, {v.hash_size}x{v.hash_size} hash, "
             f"{v.region_size} px region{shift}, threshold {v.threshold}{detail}"
         )
-    print(f"  replays: {meta.execution_attempts} started, {meta.successes} completed")
-    for failure in meta.failures[-3:]:
-        when = f"{failure.at:%Y-%m-%d %H:%M}"
-        print(f"    stopped at step {failure.step_index} ({when}): {failure.reason}")
+    runs = [r for r in RunLedger(storage).records(args.name) if r.event == "replay"]
+    done = sum(r.status == "completed" for r in runs)
+    print(f"  replays (run ledger): {len(runs)} started, {done} completed")
+    for run in [r for r in runs if r.status != "completed"][-3:]:
+        when = f"{run.started_at:%Y-%m-%d %H:%M}"
+        print(f"    {run.status} at step {run.stopped_at_step} ({when}): {run.reason}")
     for index, step in enumerate(cache_file.trajectory):
         fingerprint = step.visual_representation or "-"
         if step.visual_detail:
             fingerprint += f" + {step.visual_detail[:16]}..."
-        print(f"  {index:>3}  {step.name:<10} {step.input}  [{fingerprint}]")
+        action = parse_action(step)
+        if step.visual_representation is None and action and action.name in ACTING_ACTIONS:
+            fingerprint = "UNCHECKED: acts without a fingerprint"
+        effect = f", effect on {len(step.effect.tiles)} tiles" if step.effect else ""
+        print(f"  {index:>3}  {step.name:<10} {step.input}  [{fingerprint}{effect}]")
     return 0
 
 

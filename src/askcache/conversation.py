@@ -1,24 +1,29 @@
 """The loop: run the current speaker, execute its tool calls, switch speakers, stop.
 
 The message list is the single source of truth: speakers read it, tool results are
-appended to it, recording reads it at the end.
+appended to it, recording reads it at the end. The loop knows nothing of caching: two
+hooks let others watch it (``before_tool``, called before each tool call runs, and
+``after_turn``, called after each turn whose tools ran, which may hand the next turn to
+another speaker).
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from askcache.errors import AskCacheError
-from askcache.messages import MessageParam, Usage
+from askcache.messages import MessageParam, ToolUseBlockParam, Usage
 from askcache.speakers import Speaker, SpeakerResult
 from askcache.tools.base import ToolCollection
 
-if TYPE_CHECKING:
-    from askcache.recording import CacheManager
+BeforeTool = Callable[[ToolUseBlockParam, Sequence[MessageParam]], None]
+"""Called with a tool call and the history before the call runs."""
+AfterTurn = Callable[["Conversation"], str | None]
+"""Called after a turn whose tool calls ran; may name the speaker that takes the next turn."""
 
 __all__ = ["Conversation", "ConversationResult"]
 
@@ -42,7 +47,7 @@ class ConversationResult:
     seconds: float
     """Wall time."""
     recorded_file: str | None = None
-    """Name of the cache file written by recording, if any."""
+    """Name of the cache file written by recording, if any (set by the agent)."""
     speakers_seen: list[str] = field(default_factory=list)
     """Speakers that took turns, in order of first turn."""
 
@@ -56,7 +61,8 @@ class Conversation:
         tools: ToolCollection,
         *,
         first_speaker: str | None = None,
-        recorder: CacheManager | None = None,
+        before_tool: BeforeTool | None = None,
+        after_turn: Sequence[AfterTurn] = (),
         max_turns: int = 100,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -66,7 +72,8 @@ class Conversation:
         self.current = first_speaker or next(iter(self.speakers))
         self._require_speaker(self.current)
         self.tools = tools
-        self.recorder = recorder
+        self.before_tool = before_tool
+        self.after_turn = list(after_turn)
         self.max_turns = max_turns
         self.messages: list[MessageParam] = []
         self._clock = clock
@@ -83,8 +90,6 @@ class Conversation:
     def run(self, goal: str) -> ConversationResult:
         """Start with ``goal`` as the user's message and run until the end."""
         started = self._clock()
-        if self.recorder is not None:
-            self.recorder.start_recording(goal)
         self.append(MessageParam(role="user", content=goal))
         seen: list[str] = []
         status: Literal["done", "failed", "max_turns"] = "max_turns"
@@ -99,14 +104,13 @@ class Conversation:
             if result.status in ("done", "failed") and handoff is None:
                 status, reason = result.status, result.reason
                 break
+            if handoff is None and result.status == "continue" and self.messages[-1].tool_results:
+                handoff = self._watchers_handoff()
             if handoff is not None:
                 self.current = self._require_speaker(handoff)
             elif result.status == "switch_speaker":
                 logger.info("switching to %s: %s", result.next_speaker, result.reason)
                 self.current = self._require_speaker(result.next_speaker)
-        recorded = None
-        if status == "done" and self.recorder is not None:
-            recorded = self.recorder.finish_recording(self.messages)
         calls = [m.usage for m in self.messages if m.usage is not None]
         return ConversationResult(
             status=status,
@@ -115,7 +119,6 @@ class Conversation:
             model_calls=len(calls),
             usage=sum(calls, Usage()),
             seconds=self._clock() - started,
-            recorded_file=recorded,
             speakers_seen=seen,
         )
 
@@ -129,8 +132,18 @@ class Conversation:
         handoff = None
         results = []
         for call in calls:
+            if self.before_tool is not None:
+                self.before_tool(call, self.messages)
             block, wanted = self.tools.run(call)
             results.append(block)
             handoff = wanted or handoff
         self.append(MessageParam(role="user", content=list(results)))
         return handoff
+
+    def _watchers_handoff(self) -> str | None:
+        for watcher in self.after_turn:
+            wanted = watcher(self)
+            if wanted is not None and wanted != self.current:
+                logger.info("%s takes the next turn", wanted)
+                return wanted
+        return None

@@ -147,9 +147,7 @@ def run_demo(
                     strategy=strategy,
                     cache_dir=output_dir,
                     writing_settings=CacheWritingSettings(filename=CACHE_NAME),
-                    execution_settings=CacheExecutionSettings(
-                        delay_time_between_action=0.1, wait_for_settle=True
-                    ),
+                    execution_settings=CacheExecutionSettings(),
                 )
                 started = time.monotonic()
                 result = agent.act(GOAL, settings)

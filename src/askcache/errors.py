@@ -14,6 +14,7 @@ __all__ = [
     "AskCacheError",
     "CacheExistsError",
     "CacheFileCorruptError",
+    "CacheInvalidatedError",
     "CacheNotFoundError",
     "CacheParameterError",
     "CachePathError",
@@ -70,6 +71,18 @@ class CacheExistsError(AskCacheError, FileExistsError):
         self.name = name
         self.where = where
         super().__init__(f"{name!r} already exists in {where}")
+
+
+class CacheInvalidatedError(AskCacheError, ValueError):
+    """A replay was asked of a cache file marked invalid."""
+
+    def __init__(self, file: str, reason: str | None) -> None:
+        self.file = file
+        self.reason = reason
+        super().__init__(
+            f"{file} is marked invalid ({reason or 'no reason given'}); record it again, or "
+            "replay it anyway with CacheExecutionSettings(allow_invalidated=True)"
+        )
 
 
 class CachePathError(AskCacheError, ValueError):

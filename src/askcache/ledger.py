@@ -39,10 +39,13 @@ logger = logging.getLogger(__name__)
 LEDGER_FOLDER = ".ledger"
 """Folder of the ledger inside the cache storage (hidden: never listed as a cache file)."""
 
-RunStatus = Literal["completed", "completed_unverified", "handed_back", "refused", "imported"]
+RunStatus = Literal[
+    "completed", "completed_unverified", "handed_back", "interrupted", "refused", "imported"
+]
 """``completed``: every step ran and the end state matched the recording;
 ``completed_unverified``: every step ran but the end state could not be confirmed;
-``handed_back``: the replay stopped and the model took over; ``refused``: the file was not
+``handed_back``: the replay stopped and the model took over; ``interrupted``: the
+conversation ended (turn limit) while the replay was still running; ``refused``: the file was not
 replayed (invalidated, unusable); ``imported``: the replay counts a version 1 or 2 file kept
 inside itself, moved here on first use."""
 

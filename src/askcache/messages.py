@@ -26,6 +26,7 @@ from pydantic import (
 )
 
 from askcache.errors import AskCacheError
+from askcache.screen_state import StepEffect
 
 __all__ = [
     "Base64ImageSource",
@@ -123,7 +124,7 @@ class ToolUseBlockParam(ApiModel):
     """
 
     cache_only_fields: ClassVar[frozenset[str]] = frozenset(
-        {"visual_representation", "visual_detail"}
+        {"visual_representation", "visual_detail", "effect"}
     )
 
     type: Literal["tool_use"] = "tool_use"
@@ -143,6 +144,12 @@ class ToolUseBlockParam(ApiModel):
     visual_detail: str | None = None
     """Cache-only: hex hash of the smaller, finer "detail" region at the same point, when the
     file's validation has one (format version 2 on)."""
+    effect: StepEffect | None = None
+    """Cache-only: the tiles this action changed near its point when recorded, before and
+    after (format version 3 on; :mod:`askcache.screen_state`)."""
+    replayed: bool = Field(False, exclude=True)
+    """Set on calls a replay emits (never stored or sent): the computer tool then skips its
+    fixed settle delay, because the replay waits for the screen itself."""
 
 
 class ToolResultBlockParam(ApiModel):

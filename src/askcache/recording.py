@@ -12,21 +12,34 @@ import logging
 import re
 import time
 from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from askcache.actions import action_anchors, parse_action
+from PIL import Image
+
+from askcache.actions import ACTING_ACTIONS, Point, action_anchors, parse_action
 from askcache.cache_file import CacheFile, CacheMetadata, CoordinateSpace, RecordingStats
 from askcache.messages import ImageBlockParam, MessageParam, ToolUseBlockParam, Usage
 from askcache.parameters import parameterize
+from askcache.screen_state import EndState, ScreenStateConfig, StepEffect, Thumbnail, effect_of
 from askcache.settings import CacheWritingSettings
 from askcache.storage import CacheStorage, save_cache_file
 from askcache.visual import compute_step_representation, decode_screenshot, validation_config
 
-__all__ = ["CACHING_TOOL_NAMES", "CacheManager", "default_filename", "steps_with_screens"]
+__all__ = [
+    "CACHING_TOOL_NAMES",
+    "CacheManager",
+    "RecordedStep",
+    "default_filename",
+    "final_screenshot",
+    "steps_with_screens",
+]
 
 logger = logging.getLogger(__name__)
 
-CACHING_TOOL_NAMES = frozenset({"list_cached_trajectories", "execute_cached_trajectory"})
+CACHING_TOOL_NAMES = frozenset(
+    {"list_cached_trajectories", "execute_cached_trajectory", "resume_cached_trajectory"}
+)
 """The caching tools' own calls, which are never recorded."""
 
 
@@ -49,14 +62,24 @@ def _last_image(message: MessageParam, tool_use_id: str | None = None) -> ImageB
     return found
 
 
+@dataclass(frozen=True)
+class RecordedStep:
+    """A recorded tool call with the screenshots around it."""
+
+    call: ToolUseBlockParam
+    """The call."""
+    before: ImageBlockParam | None
+    """The latest screenshot from before it ran."""
+    after: ImageBlockParam | None
+    """The screenshot its own result carried, if any (the screen once it had acted)."""
+
+
 def steps_with_screens(
     messages: Sequence[MessageParam], skip_tools: Collection[str] = CACHING_TOOL_NAMES
-) -> list[tuple[ToolUseBlockParam, ImageBlockParam | None]]:
-    """Each recorded tool call with the latest screenshot from before it ran.
-
-    Calls to ``skip_tools`` are left out.
-    """
-    steps: list[tuple[ToolUseBlockParam, ImageBlockParam | None]] = []
+) -> list[RecordedStep]:
+    """Each recorded tool call with the latest screenshot from before it ran and the one its
+    result carried. Calls to ``skip_tools`` are left out."""
+    steps: list[RecordedStep] = []
     latest: ImageBlockParam | None = None
     for index, message in enumerate(messages):
         if message.role == "user":
@@ -64,19 +87,35 @@ def steps_with_screens(
             continue
         answer = messages[index + 1] if index + 1 < len(messages) else None
         for call in message.tool_uses:
-            if call.toolset_name is None and call.name in skip_tools:
-                continue
-            steps.append((call, latest))
+            after = None
             if answer is not None and answer.role == "user":
-                latest = _last_image(answer, call.id) or latest
+                after = _last_image(answer, call.id)
+            if not (call.toolset_name is None and call.name in skip_tools):
+                steps.append(RecordedStep(call, latest, after))
+            latest = after or latest
     return steps
+
+
+def final_screenshot(messages: Sequence[MessageParam]) -> ImageBlockParam | None:
+    """The last screenshot of the history: the screen as the run ended."""
+    for message in reversed(messages):
+        if message.role == "user":
+            found = _last_image(message)
+            if found is not None:
+                return found
+    return None
 
 
 class CacheManager:
     """Records a conversation's tool calls into a cache file.
 
-    Call :meth:`start_recording` when the task starts and :meth:`finish_recording` with the
-    whole history when it is done (the :class:`~askcache.conversation.Conversation` does both).
+    Call :meth:`start_recording` when the task starts, let the conversation call
+    :meth:`before_tool` before each tool call (:class:`~askcache.agent.Agent` wires it), and
+    call :meth:`finish_recording` with the whole history when it is done.
+
+    Args:
+        capture: Takes a screenshot as the model sees it. Used when the model acts before it
+            has seen the screen: that step then gets a fingerprint all the same.
     """
 
     def __init__(
@@ -85,19 +124,33 @@ class CacheManager:
         settings: CacheWritingSettings | None = None,
         *,
         model: str | None = None,
+        capture: Callable[[], Image.Image] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.storage = storage
         self.settings = settings or CacheWritingSettings()
         self.model = model
+        self.capture = capture
         self._clock = clock
         self._goal: str | None = None
         self._started: float | None = None
+        self._captured: dict[str, Image.Image] = {}
 
     def start_recording(self, goal: str) -> None:
         """Remember the goal and the start time."""
         self._goal = goal
         self._started = self._clock()
+        self._captured = {}
+
+    def before_tool(self, call: ToolUseBlockParam, messages: Sequence[MessageParam]) -> None:
+        """Called before ``call`` runs: when it acts and no screenshot precedes it in
+        ``messages``, take one now, so no acting step is recorded blind."""
+        action = parse_action(call)
+        if self.capture is None or action is None or action.name not in ACTING_ACTIONS:
+            return
+        if final_screenshot(messages) is None:
+            self._captured[call.id] = self.capture()
+            logger.info("step %s (%s): took a screenshot before it", call.id, action.name)
 
     def build_cache_file(self, messages: Sequence[MessageParam]) -> CacheFile:
         """The cache file for ``messages``, without writing it."""
@@ -106,45 +159,49 @@ class CacheManager:
             first = messages[0] if messages else None
             goal = first.content if first and isinstance(first.content, str) else ""
         config = validation_config(self.settings)
-        pairs = steps_with_screens(messages)
+        recorded = steps_with_screens(messages)
+        anchors = action_anchors(step.call for step in recorded)
+        screens = _Screens(self._captured)
         trajectory: list[ToolUseBlockParam] = []
-        space: CoordinateSpace | None = None
-        anchors = action_anchors(call for call, _ in pairs)
-        for (call, screen), anchor in zip(pairs, anchors, strict=True):
+        tracker = _StateTracker(self.settings)
+        for step, anchor in zip(recorded, anchors, strict=True):
+            where = f"the screenshot before step {len(trajectory)}"
+            before = screens.before(step, where)
+            after = screens.decode(step.after, f"the screenshot after step {len(trajectory)}")
+            action = parse_action(step.call)
             fingerprint = None
-            image = (
-                decode_screenshot(
-                    screen.source.data, f"the screenshot before step {len(trajectory)}"
-                )
-                if screen is not None
-                else None
-            )
-            if image is not None and space is None:
-                space = CoordinateSpace(width=image.width, height=image.height)
-            action = parse_action(call)
-            if (
-                config is not None
-                and action is not None
-                and action.name in self.settings.validated_actions
-            ):
-                if image is None:
+            if config is not None and action is not None:
+                if action.name in self.settings.validated_actions and before is not None:
+                    fingerprint = compute_step_representation(
+                        before, step.call, config, pointer=anchor
+                    )
+                elif action.name in ACTING_ACTIONS:
                     logger.warning(
-                        "step %d (%s): no screenshot before it; not validated",
+                        "step %d (%s): no fingerprint; a replay hands back before it unless "
+                        "unchecked_steps='run'",
                         len(trajectory),
                         action.name,
                     )
-                else:
-                    fingerprint = compute_step_representation(image, call, config, pointer=anchor)
+            inputs = parameterize(step.call.input, self.settings.parameters)
+            effect = tracker.step(
+                before,
+                after,
+                anchor,
+                acting=action is not None and action.name in ACTING_ACTIONS,
+                typed_parameter=inputs != step.call.input,
+            )
             trajectory.append(
                 ToolUseBlockParam(
-                    id=call.id,
-                    name=call.name,
-                    input=parameterize(call.input, self.settings.parameters),
-                    toolset_name=call.toolset_name,
+                    id=step.call.id,
+                    name=step.call.name,
+                    input=inputs,
+                    toolset_name=step.call.toolset_name,
                     visual_representation=fingerprint.region if fingerprint else None,
                     visual_detail=fingerprint.detail if fingerprint else None,
+                    effect=effect,
                 )
             )
+        final = screens.decode(final_screenshot(messages), "the last screenshot")
         calls = [m.usage for m in messages if m.usage is not None]
         stats = RecordingStats(
             model_calls=len(calls),
@@ -154,8 +211,10 @@ class CacheManager:
         )
         metadata = CacheMetadata(
             goal=parameterize(goal, self.settings.parameters),
-            coordinate_space=space,
+            coordinate_space=screens.space,
             visual_validation=config,
+            screen_state=tracker.config,
+            end_state=tracker.end_state(final),
             recording=stats,
         )
         return CacheFile(
@@ -173,3 +232,78 @@ class CacheManager:
             "recorded %d steps to %s", len(cache_file.trajectory), self.storage.describe(name)
         )
         return name
+
+
+class _Screens:
+    """Decodes a recording's screenshots once and remembers the coordinate space."""
+
+    def __init__(self, captured: dict[str, Image.Image]) -> None:
+        self.captured = captured
+        self.space: CoordinateSpace | None = None
+
+    def decode(self, block: ImageBlockParam | None, where: str) -> Image.Image | None:
+        if block is None:
+            return None
+        return self._seen(decode_screenshot(block.source.data, where))
+
+    def before(self, step: RecordedStep, where: str) -> Image.Image | None:
+        if step.before is not None:
+            return self.decode(step.before, where)
+        captured = self.captured.get(step.call.id)
+        return None if captured is None else self._seen(captured)
+
+    def _seen(self, image: Image.Image) -> Image.Image:
+        if self.space is None:
+            self.space = CoordinateSpace(width=image.width, height=image.height)
+        return image
+
+
+class _StateTracker:
+    """Per step, the effect near its point; over the run, which tiles changed where (for the
+    end state's volatile and parameter tiles)."""
+
+    def __init__(self, settings: CacheWritingSettings) -> None:
+        self.config = ScreenStateConfig() if settings.record_screen_state else None
+        self.volatile: set[int] = set()
+        self.parameter_tiles: set[int] = set()
+        self._after_parameter = False
+
+    def step(
+        self,
+        before: Image.Image | None,
+        after: Image.Image | None,
+        anchor: Point | None,
+        *,
+        acting: bool,
+        typed_parameter: bool,
+    ) -> StepEffect | None:
+        """The effect of one step (``None`` when not recorded or not comparable)."""
+        if self.config is None or before is None or after is None:
+            self._after_parameter = self._after_parameter or typed_parameter
+            return None
+        first, second = Thumbnail.of(before, self.config), Thumbnail.of(after, self.config)
+        changed = first.changed_tiles(second)
+        shown_before = set(self.parameter_tiles)
+        self._after_parameter = self._after_parameter or typed_parameter
+        if self._after_parameter:
+            self.parameter_tiles.update(changed)
+        if not acting:
+            self.volatile.update(changed)
+            return None
+        self.volatile.update(set(changed) - set(first.near(changed, anchor)))
+        return effect_of(
+            first,
+            second,
+            anchor,
+            parameter_before=shown_before,
+            parameter_after=self.parameter_tiles,
+        )
+
+    def end_state(self, final: Image.Image | None) -> EndState | None:
+        """The end state from the last screenshot (``None`` when not recorded)."""
+        if self.config is None or final is None:
+            return None
+        thumbnail = Thumbnail.of(final, self.config)
+        return thumbnail.to_end_state(
+            volatile=sorted(self.volatile), parameter_tiles=sorted(self.parameter_tiles)
+        )

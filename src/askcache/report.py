@@ -32,10 +32,11 @@ def recorded_regions(
     config = cache_file.metadata.visual_validation
     if config is None:
         return {}
-    pairs = steps_with_screens(messages)
+    recorded = steps_with_screens(messages)
     regions: dict[int, Image.Image] = {}
-    anchors = action_anchors(call for call, _ in pairs)
-    for index, ((_, screen), anchor) in enumerate(zip(pairs, anchors, strict=True)):
+    anchors = action_anchors(step.call for step in recorded)
+    for index, (step, anchor) in enumerate(zip(recorded, anchors, strict=True)):
+        screen = step.before
         if index >= len(cache_file.trajectory):
             break
         if screen is None or cache_file.trajectory[index].visual_representation is None:

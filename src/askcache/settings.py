@@ -16,9 +16,17 @@ import types
 import typing
 from enum import StrEnum
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from askcache.actions import DEFAULT_VALIDATED_ACTIONS, KNOWN_ACTIONS
 from askcache.errors import InvalidSettingsError
@@ -173,7 +181,15 @@ class CacheWritingSettings(SettingsModel):
     """Largest Hamming distance of the detail hash at which a step still matches. Stored in
     the file; a replay may override it."""
     validated_actions: frozenset[str] = DEFAULT_VALIDATED_ACTIONS
-    """Actions whose region is hashed: by default the click family, ``type`` and ``key``."""
+    """Actions whose region is hashed: by default every acting action (the click family and
+    drags, ``type``, ``key``, ``hold_key``, ``scroll``). A step that acts without a hash is
+    handed back at replay unless ``CacheExecutionSettings.unchecked_steps="run"``."""
+    record_screen_state: bool = True
+    """Also record, per acting step, the tiles near its point that it changed (before and
+    after) and the final screen, as 1/8-scale grey thumbnails (:mod:`askcache.screen_state`):
+    replays then check that the area an action affects looks as recorded before acting, that
+    the action had its effect, and that the run ended as recorded. The thumbnails show layout,
+    not readable text; ``False`` stores none of them (and the replay skips those checks)."""
     parameters: dict[str, str] = Field(default_factory=dict)
     """Cache parameters: name -> the value used in this recording. Every occurrence of the
     value in the goal and in step inputs is stored as ``{{name}}``, to be filled in at replay."""
@@ -236,25 +252,53 @@ class CacheWritingSettings(SettingsModel):
 class CacheExecutionSettings(SettingsModel):
     """How a cache file is replayed."""
 
-    delay_time_between_action: float = Field(0.5, ge=0, le=60)
-    """Seconds to wait before each replayed step after the first, so the UI can respond."""
+    model_config = ConfigDict(populate_by_name=True)
+
+    delay_time_between_action: float = Field(0.0, ge=0, le=60)
+    """Fixed seconds to wait before each replayed step after the first. 0 by default: the
+    replay waits for the screen itself (``auto_wait``); use a delay only where no screen can
+    be watched."""
     visual_validation_threshold: int | None = Field(None, ge=0)
     """Overrides the threshold stored in the file; ``None`` uses the file's."""
     visual_validation_detail_threshold: int | None = Field(None, ge=0)
     """Overrides the detail hash's threshold stored in the file; ``None`` uses the file's."""
     skip_visual_validation: bool = False
-    """Replay without checking the screen. Every step then counts as unvalidated."""
+    """Replay without checking the screen at all. Every step then counts as unvalidated."""
+    unchecked_steps: Literal["hand_back", "run"] = "hand_back"
+    """What to do with a step that acts (click, type, key, drag, scroll) but carries no
+    fingerprint (files recorded with method ``none``, or before every acting step was
+    fingerprinted): ``hand_back`` (default) stops before it; ``run`` runs it unchecked."""
     parameter_values: dict[str, str] = Field(default_factory=dict)
     """Values for the trajectory's ``{{name}}`` parameters, when the replay starts at once."""
-    wait_for_settle: bool = False
-    """Before checking a step, watch its region until it stops changing for
-    ``settle_quiet_period`` seconds (at most ``settle_timeout``). Needs a screen to watch
-    (the agent's computer tool). Fast on a fast UI, safe on a slow one; pair it with a small
-    ``delay_time_between_action``."""
-    settle_timeout: float = Field(5.0, gt=0, le=120)
-    """Longest wait for the region to settle, in seconds; the last image is checked then."""
-    settle_quiet_period: float = Field(0.3, ge=0, le=10)
-    """How long the region must stay unchanged to count as settled, in seconds."""
+    auto_wait: bool = Field(True, validation_alias=AliasChoices("auto_wait", "wait_for_settle"))
+    """Watch the screen instead of sleeping, where a screen can be watched (the agent's
+    computer tool): before a step, go as soon as its region matches; hand back only once it
+    has stayed unchanged and different for ``settle_quiet_period`` (or after
+    ``settle_timeout``). After a step, wait the same way for its recorded effect. Off: the
+    check uses the latest screenshot once. (``wait_for_settle`` is its former name.)"""
+    settle_timeout: float = Field(10.0, gt=0, le=120)
+    """Longest wait for a step's region, or its effect, to appear, in seconds."""
+    settle_quiet_period: float = Field(1.5, ge=0, le=30)
+    """How long a region that still differs must stay unchanged before the replay gives up
+    on it, in seconds. Longer than the slowest answer of the application: a UI that answers
+    after 0.8 s is still unchanged for 0.8 s."""
+    check_effects: bool = True
+    """After each step, check it had the effect it had when recorded (files that recorded
+    effects): an action that changed its area then but changes nothing now did not land."""
+    end_state: Literal["report", "hand_back", "off"] = "report"
+    """After the last step, compare the screen with the recorded end state. ``report``: the
+    replay ends ``completed`` only when it matches, ``completed_unverified`` otherwise;
+    ``hand_back``: on a difference, also hand the turn to the model, asking it to confirm or
+    fix; ``off``: no comparison (``completed`` when every step ran)."""
+    rejoin: bool = True
+    """After a hand-back, when a model turn leaves the screen as the step the replay stopped
+    at expects it (the model closed an unexpected dialog, say), the replay takes over again
+    from there. The model may also ask for it with the ``resume_cached_trajectory`` tool."""
+    allow_invalidated: bool = False
+    """Replay a file marked invalid. Without it, ``execute`` refuses such a file."""
+    invalidate_after: int | None = Field(3, ge=1, le=1000)
+    """Mark a file invalid once this many replays in a row handed back at the same step
+    (counted in the run ledger); ``None``: never."""
 
 
 class CachingSettings(SettingsModel):

@@ -11,7 +11,6 @@ from hypothesis import strategies as st
 
 from askcache.cache_file import (
     FORMAT_VERSION,
-    MAX_FAILURES_KEPT,
     CacheFile,
     CacheMetadata,
     CoordinateSpace,
@@ -55,8 +54,6 @@ cache_files = st.builds(
             region_size=st.integers(16, 400),
             threshold=st.integers(0, 60),
         ),
-        execution_attempts=st.integers(0, 1000),
-        successes=st.integers(0, 1000),
         is_valid=st.booleans(),
     ),
     trajectory=st.lists(steps, max_size=5),
@@ -104,7 +101,7 @@ def test_seed_era_file_without_version_or_hash_size_loads() -> None:
     assert cache_file.metadata.coordinate_space == CoordinateSpace(width=1280, height=800)
     assert cache_file.trajectory[1].visual_representation is None
     assert cache_file.cache_parameters == {}
-    assert (cache_file.metadata.execution_attempts, cache_file.metadata.is_valid) == (0, True)
+    assert (cache_file.metadata.legacy_stats, cache_file.metadata.is_valid) == (None, True)
 
 
 def test_version_1_file_reads_as_version_2_without_a_detail_hash() -> None:
@@ -131,7 +128,7 @@ def test_version_1_file_reads_as_version_2_without_a_detail_hash() -> None:
         ],
     }
     cache_file = parse_cache_file(json.dumps(v1), "v1.json")
-    assert cache_file.version == 2
+    assert cache_file.version == FORMAT_VERSION
     assert cache_file.metadata.visual_validation is not None
     assert cache_file.metadata.visual_validation.detail is None
     assert cache_file.trajectory[0].visual_detail is None
@@ -163,7 +160,7 @@ def test_a_bad_detail_config_names_the_field() -> None:
 
 def test_future_version_fails_clearly() -> None:
     with pytest.raises(
-        UnsupportedCacheVersionError, match=r"'new.json' has format version 7.*up to 2"
+        UnsupportedCacheVersionError, match=r"'new.json' has format version 7.*up to 3"
     ):
         parse_cache_file(json.dumps({"version": 7, "metadata": {}, "trajectory": []}), "new.json")
 
@@ -197,12 +194,26 @@ def test_binary_garbage_is_reported_not_crashed() -> None:
         parse_cache_file(b"\xff\xfe\x00garbage", "bin.json")
 
 
-def test_failures_keep_only_the_most_recent() -> None:
-    cache_file = CacheFile(metadata=CacheMetadata(goal="g"), trajectory=[])
-    for index in range(MAX_FAILURES_KEPT + 5):
-        cache_file.record_failure(index, "changed")
-    assert len(cache_file.metadata.failures) == MAX_FAILURES_KEPT
-    assert cache_file.metadata.failures[-1].step_index == MAX_FAILURES_KEPT + 4
+def test_version_2_replay_counts_move_to_legacy_stats() -> None:
+    v2 = {
+        "version": 2,
+        "metadata": {
+            "goal": "g",
+            "execution_attempts": 7,
+            "successes": 5,
+            "failures": [{"step_index": 2, "reason": "changed", "at": "2026-11-01T10:00:00Z"}],
+            "last_executed_at": "2026-11-02T10:00:00Z",
+        },
+        "trajectory": [],
+    }
+    cache_file = parse_cache_file(json.dumps(v2), "v2.json")
+    legacy = cache_file.metadata.legacy_stats
+    assert legacy is not None
+    assert (legacy.execution_attempts, legacy.successes, legacy.failures[0].step_index) == (7, 5, 2)
+    assert cache_file.metadata.end_state is None
+    written = json.loads(dump_cache_file(cache_file))
+    assert written["version"] == 3
+    assert "execution_attempts" not in written["metadata"]
 
 
 def test_placeholders_are_found_in_nested_values() -> None:

@@ -77,11 +77,12 @@ def test_several_calls_in_one_message_each_use_the_screen_after_the_previous(
 ) -> None:
     calls = form_calls(app)
     messages = run_history(app, [calls[0], [calls[1], calls[2], calls[3]]])
-    pairs = steps_with_screens(messages)
+    steps = steps_with_screens(messages)
     results = {r.tool_use_id: r for r in messages[-1].tool_results}
-    assert pairs[2][1] is results[calls[1].id].content[1]  # type: ignore[index]
-    assert pairs[3][1] is results[calls[2].id].content[1]  # type: ignore[index]
-    assert pairs[1][1] is messages[2].tool_results[0].content[1]  # type: ignore[index]
+    assert steps[2].before is results[calls[1].id].content[1]  # type: ignore[index]
+    assert steps[3].before is results[calls[2].id].content[1]  # type: ignore[index]
+    assert steps[1].before is messages[2].tool_results[0].content[1]  # type: ignore[index]
+    assert steps[3].after is results[calls[3].id].content[1]  # type: ignore[index]
 
 
 @pytest.mark.parametrize("method", ["ahash", "dhash", "whash"])
@@ -198,6 +199,6 @@ def test_corrupt_screenshot_names_the_step_and_writes_nothing(
 ) -> None:
     messages = run_history(app, form_calls(app))
     messages[2].tool_results[0].content[1].source.data = "bm90IGFuIGltYWdl"  # type: ignore[union-attr,index]
-    with pytest.raises(InvalidScreenshotError, match="before step 1"):
+    with pytest.raises(InvalidScreenshotError, match="after step 0"):
         _record(storage, messages, filename="f.json")
     assert storage.list_names() == []

@@ -1,10 +1,12 @@
-"""Replay: validation before each step, hand-back on mismatch or error, results and metadata."""
+"""Replay: validation before each step, hand-back on mismatch or error, results; the
+trajectory file is never written by a replay."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 import pytest
+from PIL import Image
 
 from askcache.conversation import Conversation
 from askcache.errors import AskCacheError, CacheParameterError
@@ -40,9 +42,7 @@ def _replay(
     sleeps: list[float] | None = None,
     **activation: object,
 ) -> tuple[CacheExecutor, FinishingSpeaker, Conversation]:
-    executor = CacheExecutor(
-        storage, sleep=(sleeps.append if sleeps is not None else lambda s: None)
-    )
+    executor = CacheExecutor(sleep=(sleeps.append if sleeps is not None else lambda s: None))
     executor.activate_cache_execution(load_cache_file(storage, name), name, **activation)  # type: ignore[arg-type]
     agent = FinishingSpeaker()
     conversation = Conversation(
@@ -54,6 +54,7 @@ def _replay(
 
 def test_unchanged_screen_replays_every_step_without_the_agent(storage: LocalCacheStorage) -> None:
     record_form(storage)
+    before = storage.read("form.json")
     app, sleeps = SimulatedFormApp(), []
     executor, agent, _ = _replay(
         storage,
@@ -73,9 +74,10 @@ def test_unchanged_screen_replays_every_step_without_the_agent(storage: LocalCac
     assert agent.turns == []
     assert app.saved == [{"name": "Ada Lovelace", "email": ""}]
     assert sleeps == [0.25, 0.25, 0.25]
-    meta = load_cache_file(storage, "form.json").metadata
-    assert (meta.execution_attempts, meta.successes, meta.failures) == (1, 1, [])
-    assert meta.last_executed_at is not None
+    assert result.end_state is not None
+    assert result.end_state.matched
+    assert [s.effect for s in result.steps] == ["not_checked", "none_recorded", "seen", "seen"]
+    assert storage.read("form.json") == before  # a replay never rewrites the trajectory
 
 
 def test_changed_screen_hands_back_before_the_step(storage: LocalCacheStorage) -> None:
@@ -96,9 +98,8 @@ def test_changed_screen_hands_back_before_the_step(storage: LocalCacheStorage) -
         GOAL,
     ):
         assert fragment in message
-    failure = load_cache_file(storage, "form.json").metadata.failures[-1]
-    assert failure.step_index == 1
-    assert "distance" in failure.reason
+    assert result.reason is not None
+    assert "distance" in result.reason
     assert conversation.messages[-1].role == "user"
 
 
@@ -118,8 +119,9 @@ def test_threshold_override_lets_a_changed_screen_through_and_the_click_misses(
     assert result is not None
     assert [s.threshold for s in result.steps if s.validated] == [63, 63]
     assert app.events == ["left_click (360, 88) -> None"]  # the blind click hit empty space
+    # typing is stopped all the same: the area it filled when recorded shows the banner now
     assert (result.status, result.stopped_at_step) == ("handed_back", 2)
-    assert "no field has the keyboard focus" in agent.turns[0]
+    assert "the area this action changed when recorded looks different" in agent.turns[0]
 
 
 def test_skip_visual_validation_counts_steps_unvalidated(storage: LocalCacheStorage) -> None:
@@ -134,14 +136,26 @@ def test_skip_visual_validation_counts_steps_unvalidated(storage: LocalCacheStor
         0,
         4,
     )
-    assert {s.note for s in executor.result.steps} == {"visual validation skipped by settings"}
+    assert {s.note for s in executor.result.steps} == {
+        "visual validation skipped by settings",
+        "does not act on the screen",
+    }
     assert app.saved
 
 
-def test_file_without_visual_validation_replays_unvalidated(storage: LocalCacheStorage) -> None:
+def test_file_without_fingerprints_hands_back_unless_told_to_run_unchecked(
+    storage: LocalCacheStorage,
+) -> None:
     record_form(storage, visual_verification_method="none")
     app = SimulatedFormApp()
-    executor, _, _ = _replay(storage, app)
+    executor, agent, _ = _replay(storage, app)
+    assert executor.result is not None
+    assert (executor.result.status, executor.result.stopped_at_step) == ("handed_back", 1)
+    assert "stores no fingerprint" in agent.turns[0]
+    assert app.events == []
+    executor, _, _ = _replay(
+        storage, app, execution_settings=CacheExecutionSettings(unchecked_steps="run")
+    )
     assert executor.result is not None
     assert (executor.result.validated, executor.result.unvalidated) == (0, 4)
     assert app.saved
@@ -155,16 +169,20 @@ def test_tool_error_during_replay_hands_back(storage: LocalCacheStorage) -> None
     from askcache.storage import save_cache_file
 
     save_cache_file(storage, "form.json", cache_file)
-    executor, agent, _ = _replay(storage, SimulatedFormApp())
+    executor, agent, _ = _replay(
+        storage,
+        SimulatedFormApp(),
+        execution_settings=CacheExecutionSettings(unchecked_steps="run", check_effects=False),
+    )
     assert executor.result is not None
     assert (executor.result.status, executor.result.stopped_at_step) == ("handed_back", 1)
     assert "no field has the keyboard focus" in agent.turns[0]
-    assert "was executed but failed" in agent.turns[0]
+    assert "was executed but did not work as recorded" in agent.turns[0]
 
 
 def test_missing_parameter_values_fail_before_any_action(storage: LocalCacheStorage) -> None:
     record_form(storage, "p.json", parameters={"person": "Ada Lovelace"})
-    executor = CacheExecutor(storage)
+    executor = CacheExecutor()
     with pytest.raises(CacheParameterError, match="missing values for person"):
         executor.activate_cache_execution(load_cache_file(storage, "p.json"), "p.json")
     with pytest.raises(CacheParameterError, match="unknown parameters persn"):
@@ -174,7 +192,6 @@ def test_missing_parameter_values_fail_before_any_action(storage: LocalCacheStor
             parameter_values={"person": "x", "persn": "y"},
         )
     assert not executor.is_active
-    assert load_cache_file(storage, "p.json").metadata.execution_attempts == 0
 
 
 def test_parameters_are_filled_in_when_replaying(storage: LocalCacheStorage) -> None:
@@ -201,9 +218,7 @@ def test_start_index_at_the_end_means_nothing_to_do(storage: LocalCacheStorage) 
 def test_start_index_out_of_range_is_an_error(storage: LocalCacheStorage) -> None:
     cache_file = record_form(storage)
     with pytest.raises(AskCacheError, match=r"outside 0\.\.4"):
-        CacheExecutor(storage).activate_cache_execution(
-            cache_file, "form.json", start_from_step_index=5
-        )
+        CacheExecutor().activate_cache_execution(cache_file, "form.json", start_from_step_index=5)
 
 
 def test_resuming_midway_takes_a_fresh_screenshot_first(storage: LocalCacheStorage) -> None:
@@ -261,45 +276,74 @@ def test_with_the_detail_hash_a_rescaled_screen_hands_back_at_text(
     result = executor.result
     assert result is not None
     assert result.status == "handed_back"
-    failure = load_cache_file(storage, "form.json").metadata.failures[-1]
-    detail = failure.reason.split("detail (16x16 hash, 48 px): ")[1]
+    assert result.reason is not None
+    detail = result.reason.split("detail (16x16 hash, 48 px): ")[1]
     assert detail.endswith("> threshold 14)")
     assert app.saved == []
 
 
-def test_wait_for_settle_watches_the_region_until_it_is_still(storage: LocalCacheStorage) -> None:
+class StartingApp(SimulatedFormApp):
+    """A form whose first screenshots still show another screen, as if it were starting."""
+
+    def __init__(self, stale: int) -> None:
+        super().__init__()
+        self.stale = stale
+        self.frames = 0
+
+    def screenshot(self) -> Image.Image:
+        self.frames += 1
+        if self.frames <= self.stale:
+            return SimulatedFormApp(layout="banner").screenshot()
+        return super().screenshot()
+
+
+def test_auto_wait_goes_as_soon_as_the_screen_matches(storage: LocalCacheStorage) -> None:
     record_form(storage)
-    app = SimulatedFormApp()
-    frames: list[int] = []
-
-    def screen() -> object:
-        frames.append(1)
-        # the first two frames still show the old layout, as if the UI were catching up
-        return (
-            SimulatedFormApp(layout="banner").screenshot() if len(frames) <= 2 else app.screenshot()
-        )
-
+    app = StartingApp(stale=3)  # the screenshot step's result and two more looks are stale
     now = [0.0]
 
     def sleep(seconds: float) -> None:
         now[0] += seconds
 
-    executor = CacheExecutor(storage, screen=screen, sleep=sleep, clock=lambda: now[0])  # type: ignore[arg-type]
-    settings = CacheExecutionSettings(
-        delay_time_between_action=0, wait_for_settle=True, settle_quiet_period=0.2
-    )
+    tool = ComputerTool(app)
+    executor = CacheExecutor(screen=tool.capture, sleep=sleep, clock=lambda: now[0])
+    executor.activate_cache_execution(load_cache_file(storage, "form.json"), "form.json")
+    agent = FinishingSpeaker()
+    Conversation([executor, agent], ToolCollection([tool]), first_speaker=executor.name).run(GOAL)
+    result = executor.result
+    assert result is not None
+    assert result.status == "completed"
+    assert app.saved == [{"name": "Ada Lovelace", "email": ""}]
+    first_click = result.steps[1]
+    assert 0 < first_click.waited_seconds < 1.0  # two polls, not a quiet period
+    assert sorted(executor.regions) == [1, 2, 3]
+    assert executor.regions[1].size == (100, 100)
+
+
+def test_auto_wait_hands_back_once_a_different_screen_stays_still(
+    storage: LocalCacheStorage,
+) -> None:
+    record_form(storage)
+    app = SimulatedFormApp(layout="banner")
+    now = [0.0]
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds
+
+    tool = ComputerTool(app)
+    executor = CacheExecutor(screen=tool.capture, sleep=sleep, clock=lambda: now[0])
+    settings = CacheExecutionSettings(settle_quiet_period=0.5)
     executor.activate_cache_execution(
         load_cache_file(storage, "form.json"), "form.json", execution_settings=settings
     )
-    agent = FinishingSpeaker()
     Conversation(
-        [executor, agent], ToolCollection([ComputerTool(app)]), first_speaker=executor.name
+        [executor, FinishingSpeaker()], ToolCollection([tool]), first_speaker=executor.name
     ).run(GOAL)
-    assert executor.result is not None
-    assert executor.result.status == "completed"
-    assert len(frames) >= 3 * 5  # each validated step polled until 0.2 s of stillness
-    assert sorted(executor.regions) == [1, 2, 3]
-    assert executor.regions[1].size == (100, 100)
+    result = executor.result
+    assert result is not None
+    assert (result.status, result.stopped_at_step) == ("handed_back", 1)
+    assert 0.5 <= result.steps[-1].waited_seconds < 0.6
+    assert app.events == []
 
 
 def test_replayed_steps_get_fresh_ids_and_no_cache_fields(storage: LocalCacheStorage) -> None:
@@ -313,7 +357,7 @@ def test_replayed_steps_get_fresh_ids_and_no_cache_fields(storage: LocalCacheSto
 
 def test_inactive_executor_hands_the_turn_to_the_agent(storage: LocalCacheStorage) -> None:
     agent = FinishingSpeaker()
-    executor = CacheExecutor(storage)
+    executor = CacheExecutor()
     conversation = Conversation([executor, agent], ToolCollection(), first_speaker=executor.name)
     assert conversation.run(GOAL).status == "done"
     assert agent.turns == [GOAL]

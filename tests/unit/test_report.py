@@ -30,7 +30,7 @@ def test_report_shows_both_regions_of_every_checked_step(
     assert sorted(recorded) == [1, 2, 3]
     assert all(region.size == (100, 100) for region in recorded.values())
 
-    executor = CacheExecutor(storage, sleep=lambda s: None)
+    executor = CacheExecutor(sleep=lambda s: None)
     executor.activate_cache_execution(
         cache_file,
         "form.json",

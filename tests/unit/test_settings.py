@@ -30,7 +30,7 @@ def test_defaults_are_the_documented_ones() -> None:
         execution.delay_time_between_action,
         execution.visual_validation_threshold,
         execution.skip_visual_validation,
-    ) == (0.5, None, False)
+    ) == (0.0, None, False)
     assert CachingSettings().strategy == CacheStrategy.AUTO
 
 

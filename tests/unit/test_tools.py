@@ -8,15 +8,10 @@ import pytest
 
 from askcache.cache_file import CacheFile, CacheMetadata
 from askcache.messages import ImageBlockParam, TextBlockParam, ToolUseBlockParam
-from askcache.replay import CacheExecutor
+from askcache.replay import CacheExecutor, ExecuteCachedTrajectory, ListCachedTrajectories
 from askcache.storage import LocalCacheStorage, save_cache_file
 from askcache.testing import SimulatedFormApp
-from askcache.tools import (
-    ComputerTool,
-    ExecuteCachedTrajectory,
-    ListCachedTrajectories,
-    ToolCollection,
-)
+from askcache.tools import ComputerTool, ToolCollection
 from askcache.visual import decode_screenshot
 from tests.helpers import computer_call, record_form
 
@@ -120,7 +115,7 @@ def test_empty_listing(storage: LocalCacheStorage) -> None:
 
 def test_execute_activates_the_executor_and_hands_off(storage: LocalCacheStorage) -> None:
     _store(storage, "a.json")
-    executor = CacheExecutor(storage)
+    executor = CacheExecutor()
     tool = ExecuteCachedTrajectory(storage, executor)
     output = tool.run(
         ToolUseBlockParam(
@@ -158,7 +153,7 @@ def test_execute_reports_bad_requests_to_the_model(
         "old.json",
         CacheFile(metadata=CacheMetadata(goal="g", is_valid=False), trajectory=[]),
     )
-    executor = CacheExecutor(storage)
+    executor = CacheExecutor()
     tool = ExecuteCachedTrajectory(storage, executor)
     output = tool.run(ToolUseBlockParam(id="1", name=tool.name, input=arguments))
     assert output.is_error

@@ -1,9 +1,10 @@
 """Anthropic's computer tool, in both shapes, executed on a pluggable screen backend.
 
 :class:`ComputerTool` reads the action (either tool shape), checks its arguments, calls the
-backend, waits ``settle_delay`` and answers with a text line and a PNG screenshot taken
-after the action. A bad coordinate, an unknown action or a backend failure is an
-``is_error`` result with a clear text: never a crash, never a silent no-op.
+backend, waits ``settle_delay`` (not for calls a replay emits: the replay watches the
+screen itself) and answers with a text line and a PNG screenshot taken after the action.
+A bad coordinate, an unknown action or a backend failure is an ``is_error`` result with a
+clear text: never a crash, never a silent no-op.
 
 Backends implement :class:`ComputerBackend`: :mod:`askcache.testing` ships a simulated
 screen rendered with Pillow; a real desktop backend (pyautogui + mss) plugs in the same way.
@@ -189,7 +190,7 @@ class ComputerTool(Tool):
         summary = self._perform(action, block.input)
         if summary is None:
             return ToolOutput.text(f"Unknown computer action {action.name!r}.", is_error=True)
-        if self.settle_delay and action.name != "screenshot":
+        if self.settle_delay and action.name != "screenshot" and not block.replayed:
             self._sleep(self.settle_delay)
         return self.observe(summary)
 

@@ -1,8 +1,10 @@
-"""Tools that let the model find and replay cached trajectories.
+"""Tools that let the model find, replay and resume cached trajectories.
 
 ``list_cached_trajectories`` lists the valid cache files (goal, steps, parameters, past
-results); ``execute_cached_trajectory`` starts a replay, after which the conversation hands
-the turn to the :class:`~askcache.replay.CacheExecutor`. Their own calls are never recorded.
+results from the run ledger); ``execute_cached_trajectory`` starts a replay, after which the
+conversation hands the turn to the :class:`~askcache.replay.CacheExecutor`;
+``resume_cached_trajectory`` lets the model hand the turn back to a replay that stopped, once
+it has put the screen back. Their own calls are never recorded.
 """
 
 from __future__ import annotations
@@ -11,28 +13,37 @@ from typing import Any
 
 from askcache.cache_file import CacheFile
 from askcache.errors import AskCacheError
-from askcache.messages import ToolUseBlockParam
+from askcache.ledger import RunLedger
+from askcache.messages import MessageParam, ToolUseBlockParam
 from askcache.parameters import placeholders_in
-from askcache.replay import CacheExecutor
+from askcache.replay.executor import CacheExecutor
 from askcache.settings import CacheExecutionSettings
 from askcache.storage import CacheStorage, load_cache_file
 from askcache.tools.base import Tool, ToolOutput
 
-__all__ = ["ExecuteCachedTrajectory", "ListCachedTrajectories", "describe_cache_file"]
+__all__ = [
+    "ExecuteCachedTrajectory",
+    "ListCachedTrajectories",
+    "ResumeCachedTrajectory",
+    "describe_cache_file",
+]
 
 
-def describe_cache_file(name: str, cache_file: CacheFile) -> str:
-    """One paragraph about a cache file, as the model sees it in a listing."""
+def describe_cache_file(name: str, cache_file: CacheFile, ledger: RunLedger | None = None) -> str:
+    """One paragraph about a cache file, as the model sees it in a listing (with its past
+    replays when a ledger is given)."""
     meta = cache_file.metadata
     params = sorted(
         set(cache_file.cache_parameters)
         | placeholders_in([meta.goal, *(s.input for s in cache_file.trajectory)])
     )
-    lines = [
-        f"- {name}: {meta.goal!r}",
-        f"  steps: {len(cache_file.trajectory)}; parameters: {', '.join(params) or 'none'}; "
-        f"replays: {meta.successes} succeeded, {len(meta.failures)} stopped early",
-    ]
+    line = f"  steps: {len(cache_file.trajectory)}; parameters: {', '.join(params) or 'none'}"
+    if ledger is not None:
+        runs = [r for r in ledger.records(name) if r.event == "replay"]
+        done = sum(r.status == "completed" for r in runs)
+        stopped = sum(r.status == "handed_back" for r in runs)
+        line += f"; replays: {done} completed, {stopped} stopped early"
+    lines = [f"- {name}: {meta.goal!r}", line]
     if not meta.is_valid:
         lines.append(f"  INVALID: {meta.invalidation_reason or 'no reason given'}")
     return "\n".join(lines)
@@ -74,7 +85,7 @@ class ListCachedTrajectories(Tool):
                 unreadable.append(f"- {name}: unreadable ({exc})")
                 continue
             if cache_file.metadata.is_valid or include_invalid:
-                entries.append(describe_cache_file(name, cache_file))
+                entries.append(describe_cache_file(name, cache_file, RunLedger(self.storage)))
         if not entries and not unreadable:
             return ToolOutput.text("No cached trajectories are available.")
         return ToolOutput.text("\n".join(["Cached trajectories:", *entries, *unreadable]))
@@ -150,11 +161,6 @@ class ExecuteCachedTrajectory(Tool):
                     **{**settings.model_dump(), "visual_validation_threshold": threshold}
                 )
             cache_file = load_cache_file(self.storage, name)
-            if not cache_file.metadata.is_valid:
-                return ToolOutput.text(
-                    f"{name} is marked invalid: {cache_file.metadata.invalidation_reason}",
-                    is_error=True,
-                )
             result = self.executor.activate_cache_execution(
                 cache_file,
                 name,
@@ -169,3 +175,35 @@ class ExecuteCachedTrajectory(Tool):
             f"Replaying {name} from step {start} of {result.steps_total}.",
             handoff_to=self.executor.name,
         )
+
+
+class ResumeCachedTrajectory(Tool):
+    """Hands the turn back to a replay that stopped, once the model has put the screen back."""
+
+    name = "resume_cached_trajectory"
+
+    def __init__(self, executor: CacheExecutor) -> None:
+        self.executor = executor
+        self._messages: list[MessageParam] = []
+
+    def watch(self, messages: list[MessageParam]) -> None:
+        """The conversation's history, read when the model calls the tool."""
+        self._messages = messages
+
+    def to_params(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "description": (
+                "After a cached replay stopped and you have put the screen back into the state "
+                "the stopped step expects (closed an unexpected dialog, for example), call this "
+                "right after a screenshot to let the replay continue from that step."
+            ),
+            "input_schema": {"type": "object", "properties": {}},
+        }
+
+    def run(self, block: ToolUseBlockParam) -> ToolOutput:
+        try:
+            text = self.executor.resume(self._messages)
+        except AskCacheError as exc:
+            return ToolOutput.text(str(exc), is_error=True)
+        return ToolOutput.text(text, handoff_to=self.executor.name)

@@ -1,0 +1,33 @@
+"""Replay: a cache file's steps, checked on the screen before and after each one.
+
+- :mod:`.session`: :class:`ReplaySession`, one replay and the phases of each step;
+- :mod:`.executor`: :class:`CacheExecutor`, the speaker that routes between a session and
+  the conversation;
+- :mod:`.handback`: what the model is told when a replay stops or finishes;
+- :mod:`.result`: :class:`ReplayResult`, :class:`StepRecord`, :class:`EndStateVerdict`;
+- :mod:`.tools`: the tools that let the model list, execute and resume trajectories.
+"""
+
+from askcache.replay.executor import CACHE_EXECUTOR, CacheExecutor
+from askcache.replay.result import EndStateVerdict, ReplayResult, ReplayStatus, StepRecord
+from askcache.replay.session import ReplaySession
+from askcache.replay.tools import (
+    ExecuteCachedTrajectory,
+    ListCachedTrajectories,
+    ResumeCachedTrajectory,
+    describe_cache_file,
+)
+
+__all__ = [
+    "CACHE_EXECUTOR",
+    "CacheExecutor",
+    "EndStateVerdict",
+    "ExecuteCachedTrajectory",
+    "ListCachedTrajectories",
+    "ReplayResult",
+    "ReplaySession",
+    "ReplayStatus",
+    "ResumeCachedTrajectory",
+    "StepRecord",
+    "describe_cache_file",
+]

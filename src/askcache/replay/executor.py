@@ -1,0 +1,258 @@
+"""The replay speaker: routes between a :class:`~askcache.replay.session.ReplaySession` and
+the conversation.
+
+The session decides (see its module); the executor turns its commands into messages: a tool
+call to run, a hand-back message (a pure function of the outcome, :mod:`.handback`), or the
+end of the replay. After a hand-back the session stays *suspended*: when a later model turn
+leaves the screen as the stopped step expects, :meth:`CacheExecutor.rejoin_check` lets the
+replay take over again.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
+
+from PIL import Image
+
+from askcache.actions import ToolShape
+from askcache.cache_file import CacheFile
+from askcache.errors import AskCacheError, CacheInvalidatedError, CacheParameterError
+from askcache.messages import MessageParam, TextBlockParam
+from askcache.parameters import placeholders_in
+from askcache.replay.handback import finished_text, hand_back_text
+from askcache.replay.result import ReplayResult
+from askcache.replay.session import Emit, Finished, HandBack, ReplaySession
+from askcache.settings import CacheExecutionSettings
+from askcache.speakers import AGENT_SPEAKER, SpeakerResult
+
+if TYPE_CHECKING:
+    from askcache.conversation import Conversation
+
+__all__ = ["CACHE_EXECUTOR", "CacheExecutor"]
+
+logger = logging.getLogger(__name__)
+
+CACHE_EXECUTOR = "cache_executor"
+"""Default name of the replay speaker."""
+
+
+class CacheExecutor:
+    """The replay speaker. Activate it with a cache file, then let the conversation run it.
+
+    Args:
+        name: Speaker name.
+        agent_speaker: Who takes over on a hand-back.
+        tool_shape: Shape of the computer tool, for screenshot requests.
+        screen: Takes a screenshot as the model sees it; lets the replay watch the screen
+            (auto-wait, effects) instead of sleeping.
+        sleep, clock: Injected for tests.
+    """
+
+    def __init__(
+        self,
+        *,
+        name: str = CACHE_EXECUTOR,
+        agent_speaker: str = AGENT_SPEAKER,
+        tool_shape: ToolShape = "tool",
+        screen: Callable[[], Image.Image] | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.name = name
+        self.agent_speaker = agent_speaker
+        self.tool_shape = tool_shape
+        self.screen = screen
+        self._sleep = sleep
+        self._clock = clock
+        self.session: ReplaySession | None = None
+        """The current (or last) replay."""
+        self.sessions: list[ReplaySession] = []
+        """Every replay activated on this executor, in order."""
+        self._return_to_agent = False
+
+    @property
+    def history(self) -> list[ReplayResult]:
+        """The results of every replay activated on this executor, in order."""
+        return [session.result for session in self.sessions]
+
+    @property
+    def is_active(self) -> bool:
+        """True while a trajectory is being replayed (not after it ended or handed back)."""
+        return self.session is not None and not self.session.suspended and not self._ended
+
+    @property
+    def result(self) -> ReplayResult | None:
+        """The current (or last) replay's result."""
+        return self.session.result if self.session is not None else None
+
+    @property
+    def regions(self) -> dict[int, Image.Image]:
+        """Per checked step of the current (or last) replay: the region it was checked on."""
+        return self.session.regions if self.session is not None else {}
+
+    @property
+    def _ended(self) -> bool:
+        return self.session is not None and self.session.result.status in (
+            "completed",
+            "completed_unverified",
+        )
+
+    def activate_cache_execution(
+        self,
+        cache_file: CacheFile,
+        cache_file_name: str,
+        *,
+        parameter_values: Mapping[str, str] | None = None,
+        start_from_step_index: int = 0,
+        execution_settings: CacheExecutionSettings | None = None,
+        return_to_agent_on_success: bool = False,
+    ) -> ReplayResult:
+        """Prepare to replay ``cache_file``; no action runs until the conversation asks.
+
+        Raises:
+            CacheParameterError: parameter values are missing or unknown.
+            CacheInvalidatedError: the file is marked invalid (and the settings do not
+                allow it).
+            AskCacheError: ``start_from_step_index`` is outside ``0..len(trajectory)``.
+        """
+        settings = execution_settings or CacheExecutionSettings()
+        values = dict(parameter_values or {})
+        if not values:
+            values = dict(settings.parameter_values)
+        if not cache_file.metadata.is_valid and not settings.allow_invalidated:
+            raise CacheInvalidatedError(cache_file_name, cache_file.metadata.invalidation_reason)
+        needed = set(cache_file.cache_parameters) | placeholders_in(
+            [cache_file.metadata.goal, *(step.input for step in cache_file.trajectory)]
+        )
+        missing, unknown = needed - values.keys(), values.keys() - needed
+        if missing or unknown:
+            raise CacheParameterError(cache_file_name, missing, unknown)
+        total = len(cache_file.trajectory)
+        if not 0 <= start_from_step_index <= total:
+            raise AskCacheError(
+                f"start_from_step_index {start_from_step_index} is outside 0..{total} "
+                f"for {cache_file_name!r} ({total} steps)"
+            )
+        self.session = ReplaySession(
+            cache_file,
+            cache_file_name,
+            parameter_values=values,
+            start_step=start_from_step_index,
+            settings=settings,
+            tool_shape=self.tool_shape,
+            capture=self.screen,
+            sleep=self._sleep,
+            clock=self._clock,
+        )
+        self._return_to_agent = return_to_agent_on_success
+        self.sessions.append(self.session)
+        return self.session.result
+
+    def handle_step(self, conversation: Conversation) -> SpeakerResult:
+        session = self.session
+        if session is None or not self.is_active:
+            return SpeakerResult(
+                "switch_speaker", next_speaker=self.agent_speaker, reason="no active replay"
+            )
+        command = session.next(conversation.messages)
+        if isinstance(command, Emit):
+            return SpeakerResult(
+                "continue", [MessageParam(role="assistant", content=[command.call])]
+            )
+        if isinstance(command, HandBack):
+            return self._hand_back(session, command, conversation)
+        return self._finish(session, command)
+
+    def rejoin_check(self, conversation: Conversation) -> str | None:
+        """After a model turn that acted: this executor's name when the replay takes over
+        again (the screen passes every check of the step it stopped at), else ``None``."""
+        session = self.session
+        messages = conversation.messages
+        if session is None or not session.suspended or not session.settings.rejoin:
+            return None
+        if not messages or not messages[-1].tool_results:
+            return None
+        return self.name if session.try_rejoin(messages) else None
+
+    def resume(self, messages: list[MessageParam]) -> str:
+        """Re-join on the model's request (``resume_cached_trajectory``); returns what to
+        tell the model.
+
+        Raises:
+            AskCacheError: there is no suspended replay, or the screen does not pass the
+                stopped step's checks.
+        """
+        session = self.session
+        if session is None or not session.suspended:
+            raise AskCacheError("there is no stopped replay to resume")
+        if not session.try_rejoin(messages):
+            raise AskCacheError(
+                f"the screen does not yet look as step {session.index} of {session.name!r} "
+                "expects; take a screenshot after putting it back, then call this again"
+            )
+        return f"Resuming {session.name} at step {session.index}."
+
+    def _hand_back(
+        self, session: ReplaySession, command: HandBack, conversation: Conversation
+    ) -> SpeakerResult:
+        result = session.result
+        result.status = "handed_back"
+        result.stopped_at_step = command.step
+        result.reason = command.problem
+        result.handbacks += 1
+        result.seconds = session.elapsed()
+        session.index = command.step + 1 if command.executed else command.step
+        session.suspended = True
+        first = conversation.messages[0].content if conversation.messages else ""
+        goal = first if isinstance(first, str) else "(see above)"
+        text = hand_back_text(
+            name=session.name,
+            steps=session.steps,
+            start=result.start_step,
+            index=command.step,
+            problem=command.problem,
+            executed=command.executed,
+            goal=goal,
+            can_resume=session.settings.rejoin,
+        )
+        logger.warning(
+            "replay of %s handed back at step %d: %s", session.name, command.step, command.problem
+        )
+        return SpeakerResult(
+            "switch_speaker",
+            [MessageParam(role="user", content=[TextBlockParam(text=text)])],
+            next_speaker=self.agent_speaker,
+            reason=command.problem,
+        )
+
+    def _finish(self, session: ReplaySession, command: Finished) -> SpeakerResult:
+        result = session.result
+        verdict = command.verdict
+        result.end_state = verdict
+        result.seconds = session.elapsed()
+        if verdict is None or verdict.matched:
+            result.status = "completed"
+        else:
+            result.status = "completed_unverified"
+            result.reason = verdict.describe()
+        total = len(session.steps)
+        logger.info(
+            "replayed %s: %s (%s)", session.name, result.status, verdict and verdict.describe()
+        )
+        if self._return_to_agent or command.hand_back:
+            note = finished_text(
+                name=session.name, start=result.start_step, total=total, verdict=verdict
+            )
+            return SpeakerResult(
+                "switch_speaker",
+                [MessageParam(role="user", content=note)],
+                next_speaker=self.agent_speaker,
+                reason=f"replay {result.status}",
+            )
+        return SpeakerResult(
+            "done",
+            reason=f"replayed {session.name} from step {result.start_step}: {result.status}",
+        )

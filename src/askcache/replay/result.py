@@ -1,0 +1,125 @@
+"""What a replay reports: per step, and for the whole run."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["EndStateVerdict", "ReplayResult", "ReplayStatus", "StepRecord"]
+
+ReplayStatus = Literal["running", "completed", "completed_unverified", "handed_back"]
+"""``completed``: every step ran and the screen ended as recorded (or no end state was
+recorded, or its check is off); ``completed_unverified``: every step ran but the final screen
+differs from the recording's, so success is not confirmed; ``handed_back``: the replay
+stopped and the model took over."""
+
+
+class StepRecord(BaseModel):
+    """What happened to one step during a replay."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    step_index: int
+    """Index in the trajectory."""
+    action: str
+    """Action or tool name."""
+    validated: bool
+    """True when the screen was checked before the step."""
+    matched: bool | None = None
+    """Outcome of the check (``None``: not checked)."""
+    distance: int | None = None
+    """Hamming distance found, when checked."""
+    threshold: int | None = None
+    """Threshold applied, when checked."""
+    detail_distance: int | None = None
+    """Hamming distance of the detail hash, when the step has one and was checked."""
+    detail_threshold: int | None = None
+    """The detail hash's threshold applied, when checked."""
+    affected_tiles: int | None = None
+    """Tiles of the area this action changed when recorded that were compared before it."""
+    effect: Literal["seen", "none_recorded", "not_checked"] | None = None
+    """After the step: ``seen`` (its recorded effect appeared), ``none_recorded`` (it changed
+    nothing near its point when recorded), ``not_checked``."""
+    waited_seconds: float = 0.0
+    """Seconds spent waiting for the screen before the step and for its effect after it."""
+    note: str | None = None
+    """Why the step was not checked, or what the check said."""
+
+    def check_summary(self) -> str:
+        """Distances against thresholds (``distance 32 vs threshold 2, detail 80 vs 14``),
+        or why the step was not checked."""
+        if not self.validated:
+            return f"not validated ({self.note})"
+        text = f"distance {self.distance} vs threshold {self.threshold}"
+        if self.detail_distance is not None:
+            text += f", detail {self.detail_distance} vs {self.detail_threshold}"
+        return text
+
+
+class EndStateVerdict(BaseModel):
+    """The final screen compared with the recording's."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    matched: bool
+    """True when no compared tile differs."""
+    compared_tiles: int
+    """Tiles compared (parameter and volatile tiles are left out)."""
+    differing_tiles: list[int] = Field(default_factory=list)
+    """Tiles that differ."""
+    differing_boxes: list[tuple[int, int, int, int]] = Field(default_factory=list)
+    """Their boxes in recorded screen pixels (``left, top, right, bottom``)."""
+
+    def describe(self) -> str:
+        """One line for logs, results and the model."""
+        if self.matched:
+            return f"the final screen matches the recording ({self.compared_tiles} tiles compared)"
+        boxes = ", ".join(str(list(box)) for box in self.differing_boxes[:4])
+        more = len(self.differing_boxes) - 4
+        if more > 0:
+            boxes += f" and {more} more"
+        return (
+            f"{len(self.differing_tiles)} of {self.compared_tiles} compared areas of the final "
+            f"screen differ from the recording (at {boxes})"
+        )
+
+
+class ReplayResult(BaseModel):
+    """The readable outcome of one replay."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    cache_file: str
+    """Name of the replayed cache file."""
+    status: ReplayStatus = "running"
+    """See :data:`ReplayStatus`."""
+    steps_total: int
+    """Steps in the trajectory."""
+    start_step: int = 0
+    """Index of the first replayed step."""
+    steps_run: int = 0
+    """Steps emitted for execution."""
+    validated: int = 0
+    """Steps whose screen was checked and matched."""
+    unvalidated: int = 0
+    """Steps executed without a check (no fingerprint and ``unchecked_steps="run"``,
+    non-acting steps such as a wait, or checks skipped by settings)."""
+    screenshots_taken: int = 0
+    """Extra screenshots requested because the history had none after the last action."""
+    steps: list[StepRecord] = Field(default_factory=list)
+    """Per step: checked or not, distance vs threshold, effect."""
+    stopped_at_step: int | None = None
+    """Index of the step that was not executed (or whose effect did not appear), when
+    handed back."""
+    reason: str | None = None
+    """Why the replay stopped early, or why its end state is not confirmed."""
+    end_state: EndStateVerdict | None = None
+    """The final screen against the recording's, when both exist and the check is on."""
+    handbacks: int = 0
+    """Times the replay handed the turn to the model."""
+    rejoins: int = 0
+    """Times it took over again after the model had put the screen back."""
+    seconds: float = 0.0
+    """Wall time from activation to the end of the replay (model turns after a hand-back
+    included until the replay ended)."""

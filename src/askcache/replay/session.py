@@ -1,0 +1,604 @@
+"""One replay: what an activation needs, and the phases every step goes through.
+
+:class:`ReplaySession` holds the steps (parameters filled in), the settings, the index and the
+result. :meth:`ReplaySession.next` is the whole engine: given the conversation's messages it
+returns the next :data:`Command` for the executor — emit a tool call, hand back, or finish.
+Each step goes through named phases, each returning a typed outcome:
+
+``observe``  the latest screen: the history's screenshot when none was taken since the last
+             action, else a fresh capture (or a screenshot request through the conversation)
+``wait``     watch the screen until the step's checks pass (go at once), or until it has stayed
+             unchanged and still different for the quiet period, or a timeout
+``check``    the step's fingerprint (perceptual hashes of the regions at its point) and the
+             area it changed when recorded, as it looked before the action
+``act``      emit the step, its point scaled to the current screen
+``verify``   after the action, watch for the effect it had when recorded: an action that
+             changed its area then but changes nothing now did not land
+
+and after the last step, the **end state**: the final screen against the recording's. A phase
+that cannot decide fails closed: a step that should be checked but cannot be is not run.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from PIL import Image
+
+from askcache.actions import (
+    ACTING_ACTIONS,
+    Action,
+    ToolShape,
+    action_anchors,
+    make_tool_use,
+    new_tool_use_id,
+    parse_action,
+)
+from askcache.cache_file import CacheFile
+from askcache.errors import InvalidHashError
+from askcache.messages import MessageParam, TextBlockParam, ToolUseBlockParam
+from askcache.parameters import substitute
+from askcache.replay.result import EndStateVerdict, ReplayResult, StepRecord
+from askcache.scaling import same_aspect, scale_step_input
+from askcache.screen_state import Thumbnail, compare_tiles
+from askcache.settings import CacheExecutionSettings
+from askcache.visual import (
+    StepFingerprint,
+    check_step_representation,
+    decode_screenshot,
+    find_recent_screenshot_block,
+)
+
+__all__ = ["Command", "Emit", "Finished", "HandBack", "ReplaySession"]
+
+logger = logging.getLogger(__name__)
+
+POLL_SECONDS = 0.02
+"""Pause between two looks at the screen while waiting."""
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Emit:
+    """Run this tool call through the conversation, then ask again."""
+
+    call: ToolUseBlockParam
+    """The call (a replayed step, or a screenshot request)."""
+
+
+@dataclass(frozen=True)
+class HandBack:
+    """Stop and give the turn to the model."""
+
+    step: int
+    """The step the replay stopped at."""
+    problem: str
+    """What went wrong, in plain words."""
+    executed: bool = False
+    """True when that step ran (its tool failed, or its effect did not appear)."""
+
+
+@dataclass(frozen=True)
+class Finished:
+    """Every step ran."""
+
+    verdict: EndStateVerdict | None
+    """The end state against the recording's (``None``: not compared)."""
+    hand_back: bool = False
+    """True when the end state differs and the settings ask the model to confirm."""
+
+
+Command = Emit | HandBack | Finished
+"""What the executor does next."""
+
+
+@dataclass(frozen=True)
+class _Screen:
+    """A screen the replay looks at."""
+
+    image: Image.Image
+    """As the model sees it (the current size)."""
+    recorded: Image.Image
+    """Brought to the size the trajectory was recorded at."""
+
+
+@dataclass(frozen=True)
+class _Checked:
+    """The step may run on this screen."""
+
+    record: StepRecord
+    screen: _Screen | None
+    """The screen it was checked on (``None``: a step that needs none)."""
+    thumbnail: Thumbnail | None
+
+
+@dataclass(frozen=True)
+class _Refused:
+    """The step must not run."""
+
+    record: StepRecord | None
+    problem: str
+    final: bool = False
+    """True when waiting cannot help (a size that cannot be mapped, a step without a check)."""
+
+
+@dataclass(frozen=True)
+class _Pending:
+    """The call emitted last, whose result the next turn reads."""
+
+    call_id: str
+    step: int | None
+    """The step it replays (``None``: a screenshot request)."""
+    before: Thumbnail | None = None
+    """The screen just before the step, in recorded space."""
+
+
+class ReplaySession:
+    """The state of one replay of one cache file (see the module docstring)."""
+
+    def __init__(
+        self,
+        cache_file: CacheFile,
+        name: str,
+        *,
+        parameter_values: Mapping[str, str],
+        start_step: int,
+        settings: CacheExecutionSettings,
+        tool_shape: ToolShape,
+        capture: Callable[[], Image.Image] | None,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.file = cache_file
+        self.name = name
+        self.settings = settings
+        self.tool_shape = tool_shape
+        self.capture = capture
+        self._sleep = sleep
+        self._clock = clock
+        self.steps = [
+            step.model_copy(update={"input": substitute(step.input, parameter_values)})
+            for step in cache_file.trajectory
+        ]
+        self.anchors = list(action_anchors(self.steps))
+        self.index = start_step
+        self.result = ReplayResult(
+            cache_file=name, steps_total=len(self.steps), start_step=start_step
+        )
+        self.regions: dict[int, Image.Image] = {}
+        """Per checked step: the region it was checked on (recorded space), for reports."""
+        self.suspended = False
+        """True after a hand-back: the replay may re-join later."""
+        self._pending: _Pending | None = None
+        self._started = clock()
+        self._first_step = True
+        self._screenshot_asked_for: int | None = None
+        meta = cache_file.metadata
+        self._space = (
+            (meta.coordinate_space.width, meta.coordinate_space.height)
+            if meta.coordinate_space is not None
+            else None
+        )
+        self._end: Thumbnail | None = None
+        if meta.screen_state is not None and meta.end_state is not None:
+            self._end = Thumbnail.from_end_state(meta.end_state, meta.screen_state)
+
+    # The engine -------------------------------------------------------------------------
+
+    def next(self, messages: list[MessageParam]) -> Command:
+        """The next command, given the conversation so far."""
+        if self._pending is not None:
+            pending, self._pending = self._pending, None
+            stop = self._after(pending, messages)
+            if stop is not None:
+                return stop
+        if self.index >= len(self.steps):
+            return self._finish(messages)
+        step = self.steps[self.index]
+        action = parse_action(step)
+        if not self._first_step and self.settings.delay_time_between_action:
+            self._sleep(self.settings.delay_time_between_action)
+        self._first_step = False
+        if not _needs_screen(action):
+            return self._act(step, _Checked(self._unchecked(step, action), None, None), 0.0)
+        screen = self._observe(messages)
+        if screen is None:
+            self._screenshot_asked_for = self.index
+            self.result.screenshots_taken += 1
+            call = make_tool_use("screenshot", action.shape if action else self.tool_shape)
+            self._pending = _Pending(call.id, None)
+            return Emit(call)
+        outcome, waited = self._watch(screen, lambda seen: self._check(step, action, seen), _passes)
+        if isinstance(outcome, _Refused):
+            if outcome.record is not None:
+                outcome.record.waited_seconds = waited
+                self.result.steps.append(outcome.record)
+            return HandBack(self.index, outcome.problem)
+        return self._act(step, outcome, waited)
+
+    def _unchecked(self, step: ToolUseBlockParam, action: Action | None) -> StepRecord:
+        return StepRecord(
+            step_index=self.index,
+            action=action.name if action is not None else step.name,
+            validated=False,
+            note="does not act on the screen",
+        )
+
+    def _after(self, pending: _Pending, messages: list[MessageParam]) -> HandBack | None:
+        """Read the result of the call emitted last; verify a step's effect."""
+        failed = _failed_call(messages, pending.call_id)
+        if pending.step is None:
+            if failed is not None:
+                return HandBack(self.index, f"no screenshot could be taken: {failed}")
+            return None
+        if failed is not None:
+            return HandBack(pending.step, failed, executed=True)
+        problem = self._verify(pending, messages)
+        if problem is not None:
+            return HandBack(pending.step, problem, executed=True)
+        self.index = pending.step + 1
+        return None
+
+    # observe ----------------------------------------------------------------------------
+
+    def _observe(self, messages: list[MessageParam]) -> _Screen | None:
+        """The screen to check the next step on: the history's latest screenshot when no
+        action came after it, else a fresh capture; ``None`` to ask the conversation for one
+        (asked once per step: after that, the newest screenshot is used)."""
+        found = find_recent_screenshot_block(messages)
+        if found is not None and _is_fresh(found[0], messages):
+            return self._screen(decode_screenshot(found[1].source.data, f"message {found[0]}"))
+        if self._can_watch():
+            return self._capture()
+        if self._screenshot_asked_for == self.index and found is not None:
+            return self._screen(decode_screenshot(found[1].source.data, f"message {found[0]}"))
+        return None
+
+    def _can_watch(self) -> bool:
+        return self.settings.auto_wait and self.capture is not None
+
+    def _capture(self) -> _Screen:
+        assert self.capture is not None
+        return self._screen(self.capture())
+
+    def _screen(self, image: Image.Image) -> _Screen:
+        space = self._space
+        if space is None or image.size == space or not same_aspect(image.size, space):
+            return _Screen(image, image)
+        return _Screen(image, image.resize(space, Image.Resampling.LANCZOS))
+
+    # wait -------------------------------------------------------------------------------
+
+    def _watch(
+        self,
+        screen: _Screen,
+        evaluate: Callable[[_Screen], T],
+        done: Callable[[T], bool],
+    ) -> tuple[T, float]:
+        """Evaluate ``screen``; while the outcome is not ``done``, look again until the
+        screen has stayed unchanged for the quiet period, or the timeout. Returns the last
+        outcome and the seconds waited."""
+        started = self._clock()
+        outcome = evaluate(screen)
+        if done(outcome) or not self._can_watch():
+            return outcome, 0.0
+        config = self.file.metadata.screen_state
+        last = Thumbnail.of(screen.recorded, config) if config is not None else None
+        still_since = started
+        while True:
+            now = self._clock()
+            if now - started >= self.settings.settle_timeout:
+                break
+            self._sleep(POLL_SECONDS)
+            screen = self._capture()
+            outcome = evaluate(screen)
+            if done(outcome):
+                break
+            now = self._clock()
+            current = Thumbnail.of(screen.recorded, config) if config is not None else None
+            if _moved(last, current, self._volatile()):
+                last, still_since = current, now
+            elif now - still_since >= self.settings.settle_quiet_period:
+                break
+        return outcome, self._clock() - started
+
+    def _volatile(self) -> set[int]:
+        end = self.file.metadata.end_state
+        return set(end.volatile) if end is not None else set()
+
+    # check ------------------------------------------------------------------------------
+
+    def _check(
+        self, step: ToolUseBlockParam, action: Action | None, screen: _Screen
+    ) -> _Checked | _Refused:
+        """Whether ``step`` may run on ``screen``."""
+        record = StepRecord(
+            step_index=self.index,
+            action=action.name if action is not None else step.name,
+            validated=False,
+        )
+        problem = self._size_problem(action, screen)
+        if problem is not None:
+            return _Refused(record, problem, final=True)
+        acting = action is not None and action.name in ACTING_ACTIONS
+        config = self.file.metadata.visual_validation
+        stored = StepFingerprint.of(step)
+        if self.settings.skip_visual_validation:
+            record.note = "visual validation skipped by settings"
+            return _Checked(record, screen, None)
+        if not acting:
+            record.note = "does not act on the screen"
+            return _Checked(record, screen, None)
+        if stored is None or config is None:
+            record.note = "no fingerprint stored for this step"
+            if self.settings.unchecked_steps == "run":
+                return _Checked(record, screen, None)
+            return _Refused(
+                record,
+                f"step {self.index} ({record.action}) acts on the screen but the cache file "
+                "stores no fingerprint for it, so it cannot be checked "
+                "(unchecked_steps='run' replays such steps unchecked)",
+                final=True,
+            )
+        try:
+            check = check_step_representation(
+                screen.recorded,
+                step,
+                stored,
+                config,
+                threshold=self.settings.visual_validation_threshold,
+                detail_threshold=self.settings.visual_validation_detail_threshold,
+                pointer=self.anchors[self.index],
+            )
+        except InvalidHashError as exc:
+            return _Refused(record, f"the step's fingerprint cannot be checked: {exc}", final=True)
+        record.validated, record.matched = True, check.matched
+        record.distance, record.threshold = check.distance, check.threshold
+        record.detail_distance = check.detail_distance
+        record.detail_threshold = check.detail_threshold
+        record.note = check.describe()
+        if check.box is not None:
+            self.regions[self.index] = screen.recorded.crop(check.box)
+        if not check.matched:
+            return _Refused(
+                record,
+                "the screen around the action point no longer matches the recording "
+                f"({record.note})",
+            )
+        return self._check_affected_area(step, record, screen)
+
+    def _check_affected_area(
+        self, step: ToolUseBlockParam, record: StepRecord, screen: _Screen
+    ) -> _Checked | _Refused:
+        """The area the action changed when recorded must look as it did before it then."""
+        config = self.file.metadata.screen_state
+        effect = step.effect
+        if config is None or not self.settings.check_effects:
+            return _Checked(record, screen, None)
+        thumbnail = Thumbnail.of(screen.recorded, config)
+        if effect is None or not effect.tiles:
+            return _Checked(record, screen, thumbnail)
+        try:
+            comparison = compare_tiles(
+                thumbnail, effect.tiles, effect.before, skip=effect.parameter_before
+            )
+        except ValueError as exc:
+            return _Refused(record, f"the step's recorded effect cannot be checked: {exc}", True)
+        record.affected_tiles = comparison.compared
+        if not comparison.matched:
+            boxes = [list(thumbnail.tile_box(i)) for i in comparison.differing[:3]]
+            record.matched = False
+            return _Refused(
+                record,
+                f"the area this action changed when recorded looks different now "
+                f"({len(comparison.differing)} of {comparison.compared} tiles differ, "
+                f"at {', '.join(map(str, boxes))}): something is already there, or the "
+                "screen is in another state",
+            )
+        return _Checked(record, screen, thumbnail)
+
+    def _size_problem(self, action: Action | None, screen: _Screen) -> str | None:
+        """Why the step's coordinates cannot be mapped onto the current screen, if so."""
+        space = self._space
+        if space is None or action is None:
+            return None
+        size = screen.image.size
+        if size == space or same_aspect(size, space):
+            return None
+        if action.point is None and action.pointer_after is None and not _needs_screen(action):
+            return None
+        return (
+            f"the screen is {size[0]}x{size[1]} but the trajectory was recorded at "
+            f"{space[0]}x{space[1]}, another aspect ratio: its coordinates cannot be mapped "
+            "onto this screen"
+        )
+
+    # act --------------------------------------------------------------------------------
+
+    def _act(self, step: ToolUseBlockParam, checked: _Checked, waited: float) -> Emit:
+        record = checked.record
+        record.waited_seconds = waited
+        self.result.steps.append(record)
+        if record.validated:
+            self.result.validated += 1
+        else:
+            self.result.unvalidated += 1
+            logger.info("step %d (%s) not validated: %s", self.index, record.action, record.note)
+        self.result.steps_run += 1
+        call = step.model_copy(
+            update={
+                "id": new_tool_use_id(),
+                "visual_representation": None,
+                "visual_detail": None,
+                "effect": None,
+                "replayed": True,
+                "input": self._fit(step.input, checked.screen),
+            }
+        )
+        self._pending = _Pending(call.id, self.index, checked.thumbnail)
+        return Emit(call)
+
+    def _fit(self, arguments: dict[str, Any], screen: _Screen | None) -> dict[str, Any]:
+        """The step's arguments with points scaled to the current screen's size."""
+        space = self._space
+        if space is None or screen is None or screen.image.size == space:
+            return arguments
+        return scale_step_input(arguments, space, screen.image.size)
+
+    # verify -----------------------------------------------------------------------------
+
+    def _verify(self, pending: _Pending, messages: list[MessageParam]) -> str | None:
+        """Why the step's recorded effect did not appear (``None``: it did, or none is
+        expected, or it cannot be checked)."""
+        assert pending.step is not None
+        step = self.steps[pending.step]
+        record = self.result.steps[-1]
+        effect = step.effect
+        config = self.file.metadata.screen_state
+        if effect is None or config is None or pending.before is None:
+            record.effect = "not_checked"
+            return None
+        if not effect.tiles:
+            record.effect = "none_recorded"
+            return None
+        found = find_recent_screenshot_block(messages)
+        if found is not None and _is_fresh(found[0], messages):
+            screen = self._screen(decode_screenshot(found[1].source.data, "the result"))
+        elif self._can_watch():
+            screen = self._capture()
+        else:
+            record.effect = "not_checked"
+            return None
+        before = pending.before
+        tiles = set(effect.tiles)
+
+        def evaluate(seen: _Screen) -> str | None:
+            now = Thumbnail.of(seen.recorded, config)
+            if not tiles & set(before.changed_tiles(now)):
+                return (
+                    f"the action had no effect: when recorded it changed {len(tiles)} tiles "
+                    "near its point, now none changed (it did not land, or landed elsewhere)"
+                )
+            comparison = compare_tiles(now, effect.tiles, effect.after, skip=effect.parameter_after)
+            if not comparison.matched:
+                boxes = [list(now.tile_box(i)) for i in comparison.differing[:3]]
+                return (
+                    f"the action's effect differs from the recording: {len(comparison.differing)}"
+                    f" of {comparison.compared} tiles look different after it "
+                    f"(at {', '.join(map(str, boxes))})"
+                )
+            return None
+
+        try:
+            problem, waited = self._watch(screen, evaluate, lambda outcome: outcome is None)
+        except ValueError as exc:
+            return f"the step's recorded effect cannot be checked: {exc}"
+        record.waited_seconds += waited
+        if problem is None:
+            record.effect = "seen"
+        return problem
+
+    # end state --------------------------------------------------------------------------
+
+    def _finish(self, messages: list[MessageParam]) -> Finished:
+        end, config = self._end, self.file.metadata.screen_state
+        state = self.file.metadata.end_state
+        if self.settings.end_state == "off" or end is None or config is None or state is None:
+            return Finished(None)
+        found = find_recent_screenshot_block(messages)
+        if found is not None and _is_fresh(found[0], messages):
+            screen = self._screen(decode_screenshot(found[1].source.data, "the last screen"))
+        elif self._can_watch():
+            screen = self._capture()
+        else:
+            return Finished(None)
+        skip = set(state.volatile) | set(state.parameter_tiles)
+
+        def evaluate(seen: _Screen) -> EndStateVerdict:
+            now = Thumbnail.of(seen.recorded, config)
+            total = now.rows * now.columns
+            differing = [i for i in now.changed_tiles(end) if i not in skip]
+            return EndStateVerdict(
+                matched=not differing,
+                compared_tiles=total - len(skip & set(range(total))),
+                differing_tiles=differing,
+                differing_boxes=[now.tile_box(i) for i in differing],
+            )
+
+        verdict, _ = self._watch(screen, evaluate, lambda outcome: outcome.matched)
+        return Finished(
+            verdict, hand_back=not verdict.matched and self.settings.end_state == "hand_back"
+        )
+
+    # re-join ----------------------------------------------------------------------------
+
+    def try_rejoin(self, messages: list[MessageParam]) -> bool:
+        """After a hand-back: True (and the replay resumes) when the latest screenshot, taken
+        after the model's last action, passes every check of the step the replay stopped at."""
+        if not self.suspended or self.index >= len(self.steps):
+            return False
+        found = find_recent_screenshot_block(messages)
+        if found is None or not _is_fresh(found[0], messages):
+            return False
+        step = self.steps[self.index]
+        action = parse_action(step)
+        if action is None or action.name not in ACTING_ACTIONS:
+            return False
+        screen = self._screen(decode_screenshot(found[1].source.data, "the latest screenshot"))
+        if not isinstance(self._check(step, action, screen), _Checked):
+            return False
+        self.suspended = False
+        self.result.rejoins += 1
+        self.result.status = "running"
+        self.result.stopped_at_step = None
+        self.result.reason = None
+        self._first_step = True
+        logger.info("replay of %s re-joins at step %d", self.name, self.index)
+        return True
+
+    def elapsed(self) -> float:
+        """Seconds since activation."""
+        return self._clock() - self._started
+
+
+def _needs_screen(action: Action | None) -> bool:
+    """True for a step that acts on the screen or names a point (which must be scaled)."""
+    return action is not None and (action.name in ACTING_ACTIONS or action.point is not None)
+
+
+def _passes(outcome: _Checked | _Refused) -> bool:
+    return isinstance(outcome, _Checked) or outcome.final
+
+
+def _moved(last: Thumbnail | None, current: Thumbnail | None, ignore: set[int]) -> bool:
+    if last is None or current is None:
+        return True
+    return any(index not in ignore for index in last.changed_tiles(current))
+
+
+def _is_fresh(screenshot_index: int, messages: list[MessageParam]) -> bool:
+    """True when no tool call came after the message holding the screenshot."""
+    last_call = max(
+        (i for i, m in enumerate(messages) if m.role == "assistant" and m.tool_uses), default=-1
+    )
+    return screenshot_index > last_call
+
+
+def _failed_call(messages: list[MessageParam], call_id: str) -> str | None:
+    """The error text when the call ``call_id`` came back with ``is_error``."""
+    if not messages:
+        return None
+    for result in messages[-1].tool_results:
+        if result.tool_use_id == call_id and result.is_error:
+            text = (
+                result.content
+                if isinstance(result.content, str)
+                else " ".join(b.text for b in result.content if isinstance(b, TextBlockParam))
+            )
+            return f"the tool reported an error: {text or 'no details'}"
+    return None

@@ -1,0 +1,124 @@
+"""After an :meth:`~askcache.agent.Agent.act` call: its replays into the run ledger, and the
+automatic invalidation policy.
+
+A replay's ledger entry is written once the conversation has ended, so it can say what the
+model spent after a hand-back. The estimate of what a replay saved is the recording's cost in
+proportion to the steps replayed, less what this run spent on the model.
+
+Invalidation: once ``CacheExecutionSettings.invalidate_after`` replays in a row handed back at
+the same step, the file is marked invalid (the only time a replay writes the trajectory file)
+and an ``invalidated`` entry says why.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+
+from askcache.conversation import ConversationResult
+from askcache.errors import AskCacheError
+from askcache.ledger import RunLedger, RunRecord, RunStatus
+from askcache.messages import Usage
+from askcache.replay.session import ReplaySession
+from askcache.settings import CacheExecutionSettings
+from askcache.storage import CacheStorage, load_cache_file, save_cache_file
+
+__all__ = ["record_runs", "run_record"]
+
+logger = logging.getLogger(__name__)
+
+
+def run_record(session: ReplaySession, outcome: ConversationResult, *, last: bool) -> RunRecord:
+    """The ledger entry of one replay; the conversation's model calls count against the last
+    replay of the call (``last``)."""
+    result = session.result
+    status: RunStatus = "interrupted" if result.status == "running" else result.status
+    recording = session.file.metadata.recording
+    share = result.steps_run / result.steps_total if result.steps_total else 0.0
+    calls = outcome.model_calls if last else 0
+    tokens = outcome.usage.total_tokens if last else 0
+    seconds = result.seconds or session.elapsed()
+    saved_seconds = None
+    if recording.duration_seconds is not None:
+        saved_seconds = recording.duration_seconds * share - seconds
+    return RunRecord(
+        trajectory=session.name,
+        status=status,
+        started_at=datetime.now(UTC) - timedelta(seconds=session.elapsed()),
+        seconds=seconds,
+        steps_total=result.steps_total,
+        steps_run=result.steps_run,
+        start_step=result.start_step,
+        stopped_at_step=result.stopped_at_step,
+        reason=result.reason,
+        rejoins=result.rejoins,
+        model_calls=calls,
+        usage=outcome.usage if last else Usage(),
+        saved_model_calls=round(recording.model_calls * share) - calls,
+        saved_tokens=round(recording.usage.total_tokens * share) - tokens,
+        saved_seconds=saved_seconds,
+        model=recording.model,
+    )
+
+
+def record_runs(
+    ledger: RunLedger,
+    storage: CacheStorage,
+    sessions: Sequence[ReplaySession],
+    outcome: ConversationResult,
+    settings: CacheExecutionSettings,
+) -> list[str]:
+    """Append an entry per replay (and, once per file, the counts an old file kept inside
+    itself); invalidate a file that keeps failing at the same step. Returns the entry names.
+    A ledger that cannot be written is logged, never raised: the run itself succeeded."""
+    names: list[str] = []
+    try:
+        for position, session in enumerate(sessions):
+            _import_legacy(ledger, session)
+            record = run_record(session, outcome, last=position == len(sessions) - 1)
+            names.append(ledger.append(record))
+            if record.status == "handed_back":
+                _maybe_invalidate(ledger, storage, session.name, settings)
+    except (AskCacheError, OSError) as exc:
+        logger.warning("could not write the run ledger: %s", exc)
+    return names
+
+
+def _import_legacy(ledger: RunLedger, session: ReplaySession) -> None:
+    legacy = session.file.metadata.legacy_stats
+    if legacy is None or legacy.execution_attempts == 0:
+        return
+    if any(r.event == "imported" for r in ledger.records(session.name)):
+        return
+    ledger.append(
+        RunRecord(
+            trajectory=session.name,
+            event="imported",
+            status="imported",
+            started_at=legacy.last_executed_at or datetime.now(UTC),
+            attempts=legacy.execution_attempts,
+            successes=legacy.successes,
+            reason=legacy.failures[-1].reason if legacy.failures else None,
+            stopped_at_step=legacy.failures[-1].step_index if legacy.failures else None,
+        )
+    )
+
+
+def _maybe_invalidate(
+    ledger: RunLedger, storage: CacheStorage, name: str, settings: CacheExecutionSettings
+) -> None:
+    limit = settings.invalidate_after
+    if limit is None:
+        return
+    count, step = ledger.consecutive_failures(name)
+    if count < limit:
+        return
+    cache_file = load_cache_file(storage, name)
+    if not cache_file.metadata.is_valid:
+        return
+    reason = f"the last {count} replays handed back at step {step}"
+    cache_file.invalidate(reason)
+    save_cache_file(storage, name, cache_file)
+    ledger.append(RunRecord(trajectory=name, event="invalidated", status="refused", reason=reason))
+    logger.warning("%s marked invalid: %s", name, reason)

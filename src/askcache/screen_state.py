@@ -13,9 +13,20 @@ recorded. Two questions need more than that square:
 Both come from a :class:`Thumbnail`: the screen in grey, each ``block`` x ``block`` pixel square
 averaged to one value (1/8 scale by default). Thumbnails are compared tile by tile (a tile is
 ``tile`` x ``tile`` thumbnail pixels: 32 screen pixels by default); a tile *differs* when one of
-its values moved by more than ``change_level`` grey levels. Averaging over blocks forgives
-anti-aliasing, JPEG noise and small brightness drift; a changed word, a focus ring, a dialog or
-a dimmed backdrop moves block averages far more.
+its values moved further than a level. Two levels serve two questions:
+
+* *did this change?* (two screens of the same run, on the same machine: what an action
+  changed when recorded, whether it changed anything at replay, whether the screen is still):
+  a tile changed when one value moved by more than ``change_level`` (24 of 255);
+* *is this the same?* (the recording's screen against a replay's, perhaps re-rendered at
+  another size): a tile differs when one value moved by more than ``match_level`` (72) or
+  its values by more than ``match_mean`` (16) on average. Averaging over blocks forgives
+  anti-aliasing, JPEG noise, small brightness drift, a blinking caret and thin lines drawn a
+  pixel apart on a rescaled screen (measured on the simulated form and the Tk form: at most
+  45 levels in one block, 12 on average); typed text (77-103 in one block), a new element or
+  a dimmed backdrop (28-36 on average) move them further. Small grey text replaced by other
+  text (31 in one block) is seen within a run, not across runs. Colour changes of equal
+  brightness are not seen (grey only).
 
 What is stored: for each acting step, the tiles near its point that it changed (their values
 before and after), and for the file, the final screen's thumbnail. A 1/8-scale grey thumbnail
@@ -39,6 +50,8 @@ __all__ = [
     "DEFAULT_BLOCK",
     "DEFAULT_CHANGE_LEVEL",
     "DEFAULT_EFFECT_RADIUS",
+    "DEFAULT_MATCH_LEVEL",
+    "DEFAULT_MATCH_MEAN",
     "DEFAULT_TILE",
     "EndState",
     "ScreenStateConfig",
@@ -53,8 +66,15 @@ DEFAULT_BLOCK = 8
 """Screen pixels per thumbnail pixel, each way."""
 DEFAULT_TILE = 4
 """Thumbnail pixels per tile, each way (4 x 8 = 32 screen pixels)."""
-DEFAULT_CHANGE_LEVEL = 40
-"""Grey levels (of 255) a block average must move for its tile to count as changed."""
+DEFAULT_CHANGE_LEVEL = 24
+"""Within one run (consecutive screens of one machine): grey levels (of 255) one block
+average must move for its tile to count as changed."""
+DEFAULT_MATCH_LEVEL = 72
+"""Across runs (the recording against a replay): grey levels one block average must move for
+its tile to count as different."""
+DEFAULT_MATCH_MEAN = 16
+"""Across runs: grey levels the tile's block averages must move on average for it to count
+as different."""
 DEFAULT_EFFECT_RADIUS = 192
 """Screen pixels around an action point within which its changes are its effect."""
 
@@ -71,7 +91,13 @@ class ScreenStateConfig(_Model):
     tile: int = Field(DEFAULT_TILE, ge=1, le=32)
     """Thumbnail pixels per tile, each way."""
     change_level: int = Field(DEFAULT_CHANGE_LEVEL, ge=1, le=255)
-    """Grey levels a block average must move for its tile to count as changed."""
+    """Within a run: grey levels one block average must move for its tile to count as
+    changed."""
+    match_level: int = Field(DEFAULT_MATCH_LEVEL, ge=1, le=255)
+    """Across runs: grey levels one block average must move for its tile to differ."""
+    match_mean: int = Field(DEFAULT_MATCH_MEAN, ge=1, le=255)
+    """Across runs: grey levels a tile's block averages must move on average for it to
+    differ."""
     effect_radius: int = Field(DEFAULT_EFFECT_RADIUS, ge=0, le=4096)
     """Screen pixels around the action point within which changes are the action's effect."""
 
@@ -186,18 +212,35 @@ class Thumbnail:
         return b"".join(self.tile_values(index).tobytes() for index in tiles).hex()
 
     def changed_tiles(self, other: Thumbnail) -> list[int]:
-        """Tiles in which ``other`` (the same size) differs from this one."""
+        """Tiles that changed between this screen and ``other``, a later screen of the same
+        run (``change_level``)."""
+        peak, _ = self._moved(other)
+        return [int(i) for i in np.flatnonzero(peak > self.config.change_level)]
+
+    def differing_tiles(self, other: Thumbnail) -> list[int]:
+        """Tiles in which ``other``, a screen of another run, differs from this one
+        (``match_level``, ``match_mean``)."""
+        peak, mean = self._moved(other)
+        differs = (peak > self.config.match_level) | (mean > self.config.match_mean)
+        return [int(i) for i in np.flatnonzero(differs)]
+
+    def _moved(self, other: Thumbnail) -> tuple[np.ndarray, np.ndarray]:
+        """Per tile (flattened), the largest and the mean move of its values."""
+        count = self.rows * self.columns
         if other.values.shape != self.values.shape:
-            return list(range(self.rows * self.columns))
+            full = np.full(count, 255.0)
+            return full, full
         moved = np.abs(self.values.astype(np.int16) - other.values.astype(np.int16))
-        side = self.config.tile
-        rows, columns = self.rows, self.columns
-        padded = np.pad(
-            moved > self.config.change_level,
-            ((0, rows * side - moved.shape[0]), (0, columns * side - moved.shape[1])),
-        )
-        per_tile = padded.reshape(rows, side, columns, side).any(axis=(1, 3))
-        return [int(i) for i in np.flatnonzero(per_tile)]
+        side, rows, columns = self.config.tile, self.rows, self.columns
+        tiles = np.pad(
+            moved, ((0, rows * side - moved.shape[0]), (0, columns * side - moved.shape[1]))
+        ).reshape(rows, side, columns, side)
+        return tiles.max(axis=(1, 3)).ravel(), tiles.mean(axis=(1, 3)).ravel()
+
+    def tile_differs(self, index: int, stored: np.ndarray) -> bool:
+        """True when tile ``index`` differs from ``stored`` values of another run."""
+        moved = np.abs(self.tile_values(index).astype(np.int16) - stored.astype(np.int16))
+        return bool(moved.max() > self.config.match_level or moved.mean() > self.config.match_mean)
 
     def near(self, tiles: Iterable[int], point: tuple[int, int] | None) -> list[int]:
         """The ``tiles`` within the effect radius of ``point`` (all of them without a point)."""
@@ -271,8 +314,7 @@ def compare_tiles(
         if index in skip:
             continue
         compared += 1
-        moved = np.abs(current.tile_values(index).astype(np.int16) - stored[position])
-        if (moved > current.config.change_level).any():
+        if current.tile_differs(index, stored[position]):
             differing.append(index)
     return TileComparison(differing, compared)
 

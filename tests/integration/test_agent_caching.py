@@ -20,6 +20,7 @@ from askcache import (
     CacheWritingSettings,
     CachingSettings,
     ComputerTool,
+    RunLedger,
 )
 from askcache.storage import LocalCacheStorage, load_cache_file
 from askcache.testing import (
@@ -113,8 +114,8 @@ def test_record_replay_and_hand_back(tmp_path: Path, version: str) -> None:
         assert "stopped at step 1 of 4" in handback
         assert "distance" in handback
         assert api.rejected == []
-        meta = load_cache_file(LocalCacheStorage(tmp_path), "form.json").metadata
-        assert (meta.execution_attempts, meta.successes, len(meta.failures)) == (2, 1, 1)
+        runs = RunLedger(LocalCacheStorage(tmp_path)).records("form.json")
+        assert [(r.status, r.model_calls) for r in runs] == [("completed", 0), ("handed_back", 5)]
 
 
 def test_auto_records_first_then_replays(tmp_path: Path) -> None:

@@ -48,7 +48,7 @@ def test_cli_demo_list_and_show(tmp_path: Path, capsys: pytest.CaptureFixture[st
         "detail 16x16 hash, 48 px region, threshold 14"
     ) in shown
     assert shown.count(" + ") >= 3  # each validated step shows the start of its detail hash
-    assert "stopped at step 1" in shown
+    assert "handed_back at step 1" in shown
 
 
 def test_cli_reports_bad_files_without_a_traceback(

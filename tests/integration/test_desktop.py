@@ -63,9 +63,7 @@ def _settings(cache_dir: Path, strategy: str, **writing: Any) -> CachingSettings
         strategy=strategy,  # type: ignore[arg-type]
         cache_dir=cache_dir,
         writing_settings=CacheWritingSettings(filename="form.json", **writing),
-        execution_settings=CacheExecutionSettings(
-            delay_time_between_action=0.1, wait_for_settle=True, settle_quiet_period=0.2
-        ),
+        execution_settings=CacheExecutionSettings(),
     )
 
 

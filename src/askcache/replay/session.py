@@ -522,7 +522,7 @@ class ReplaySession:
         def evaluate(seen: _Screen) -> EndStateVerdict:
             now = Thumbnail.of(seen.recorded, config)
             total = now.rows * now.columns
-            differing = [i for i in now.changed_tiles(end) if i not in skip]
+            differing = [i for i in now.differing_tiles(end) if i not in skip]
             return EndStateVerdict(
                 matched=not differing,
                 compared_tiles=total - len(skip & set(range(total))),

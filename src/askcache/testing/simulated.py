@@ -24,7 +24,8 @@ from askcache.testing.messages_api import Reply, text_reply, tool_use_reply
 __all__ = ["FormFillingScript", "FormView", "Layout", "SimulatedFormApp", "Widget"]
 
 Layout = Literal["original", "banner", "swapped"]
-"""``original``; ``banner``: a notice pushes the form down; ``swapped``: Save and Clear swap."""
+"""``original``; ``banner``: a notice pushes the form down (``Escape`` dismisses it);
+``swapped``: Save and Clear swap."""
 
 _FONT_SIZE = 16
 
@@ -186,6 +187,9 @@ class SimulatedFormApp:
                 self.focus = "email" if self.focus == "name" else "name"
             elif combo == "BackSpace" and self.focus:
                 self.values[self.focus] = self.values[self.focus][:-1]
+            elif combo == "Escape":
+                if self.layout == "banner":  # the notice can be dismissed
+                    self.layout = "original"
             else:
                 raise ValueError(f"the form does not handle the key {combo!r}")
 

@@ -9,7 +9,8 @@ Anthropic's computer tool comes in two shapes, and askcache reads both:
 
 The user's design speaks of validating "click" and "text_entry" steps: here that means the
 click family and keyboard entry, in either shape. Which actions are validated is a setting
-(:attr:`askcache.settings.CacheWritingSettings.validated_actions`).
+(:attr:`askcache.settings.CacheWritingSettings.validated_actions`), which accepts the design's
+words ``click`` and ``text_entry`` as aliases (:data:`ACTION_ALIASES`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any, Literal
 from askcache.messages import ToolUseBlockParam
 
 __all__ = [
+    "ACTION_ALIASES",
     "CLICK_ACTIONS",
     "COMPUTER_TOOL_NAME",
     "DEFAULT_VALIDATED_ACTIONS",
@@ -71,6 +73,15 @@ KNOWN_ACTIONS = CLICK_ACTIONS | TEXT_ENTRY_ACTIONS | POINTER_ACTIONS | OTHER_ACT
 
 DEFAULT_VALIDATED_ACTIONS = CLICK_ACTIONS | frozenset({"type", "key"})
 """Actions whose screen region is hashed when recording and checked before replaying."""
+
+ACTION_ALIASES: dict[str, frozenset[str]] = {
+    "click": CLICK_ACTIONS,
+    "text_entry": frozenset({"type", "key"}),
+}
+"""The design's words for groups of actions, accepted in ``validated_actions``: ``click`` is
+the click family, ``text_entry`` is typing and key presses (``hold_key``, which holds a key
+down for a while, is left out as in the default; name it to add it). The design's own
+``{"click", "text_entry"}`` is therefore the default."""
 
 Point = tuple[int, int]
 """A pixel position ``(x, y)`` in the screenshot's coordinate space."""

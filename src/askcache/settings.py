@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from askcache.actions import DEFAULT_VALIDATED_ACTIONS, KNOWN_ACTIONS
+from askcache.actions import ACTION_ALIASES, DEFAULT_VALIDATED_ACTIONS, KNOWN_ACTIONS
 from askcache.errors import InvalidSettingsError
 
 __all__ = [
@@ -173,7 +173,9 @@ class CacheWritingSettings(SettingsModel):
     """Largest Hamming distance of the detail hash at which a step still matches. Stored in
     the file; a replay may override it."""
     validated_actions: frozenset[str] = DEFAULT_VALIDATED_ACTIONS
-    """Actions whose region is hashed: by default the click family, ``type`` and ``key``."""
+    """Actions whose region is hashed: by default the click family, ``type`` and ``key``.
+    The design's words are accepted as aliases and expanded: ``click`` (the click family) and
+    ``text_entry`` (``type`` and ``key``), so ``{"click", "text_entry"}`` is the default."""
     parameters: dict[str, str] = Field(default_factory=dict)
     """Cache parameters: name -> the value used in this recording. Every occurrence of the
     value in the goal and in step inputs is stored as ``{{name}}``, to be filled in at replay."""
@@ -191,12 +193,15 @@ class CacheWritingSettings(SettingsModel):
     @field_validator("validated_actions")
     @classmethod
     def _check_actions(cls, value: frozenset[str]) -> frozenset[str]:
-        unknown = sorted(value - KNOWN_ACTIONS)
+        expanded = frozenset().union(*(ACTION_ALIASES.get(name, {name}) for name in value))
+        unknown = sorted(expanded - KNOWN_ACTIONS)
         if unknown:
+            known = ", ".join(sorted(KNOWN_ACTIONS))
+            aliases = ", ".join(sorted(ACTION_ALIASES))
             raise ValueError(
-                f"unknown actions {', '.join(unknown)}; known: {', '.join(sorted(KNOWN_ACTIONS))}"
+                f"unknown actions {', '.join(unknown)}; known: {known}; aliases: {aliases}"
             )
-        return value
+        return expanded
 
     @field_validator("parameters")
     @classmethod

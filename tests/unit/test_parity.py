@@ -218,7 +218,7 @@ def test_persistent_errors_stop_after_max_retries() -> None:
     waits: list[float] = []
     judge = ScriptedJudge([RuntimeError("boom")] * 4)
     result = judge_with_retry(judge, _page(), _page(), sleep=waits.append)
-    assert (judge.calls, waits) == (4, [2.0, 4.0, 8.0])
+    assert (judge.calls, waits) == (3, [2.0, 4.0])  # seed 001: 3 attempts, 2 ** attempt s
     assert result.verdict.verdict == "ERROR"
     assert result.verdict.visual_differences[0].type == "exception"
     assert "boom" in result.verdict.visual_differences[0].description
@@ -235,7 +235,7 @@ def test_pass_and_fail_return_at_once(answer: str) -> None:
 def test_verdicts_are_logged(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.INFO, logger="askcache.parity"):
         judge_with_retry(ScriptedJudge([FAIL]), _page(), _page(), sleep=lambda s: None)
-    assert "verdict (attempt 1): FAIL, confidence 90%" in caplog.text
+    assert "verdict (attempt 1/3): FAIL, confidence 90%" in caplog.text
     assert "[major] layout: hero moved" in caplog.text
 
 
@@ -294,13 +294,15 @@ def test_loop_succeeds_at_the_threshold(tmp_path: Path) -> None:
     assert (result.exit, result.proceed, fixes, asked) == (LoopExit.SUCCESS, True, [1, 2], [])
     assert [r.parity_score for r in result.iterations] == [91.0, 96.0, 100.0]
     for n in (1, 2, 3):
-        folder = tmp_path / "verify-iterations" / f"iteration-{n:03d}"
+        folder = tmp_path / "screenshots" / "verify-iterations" / f"iteration-{n:03d}"
         assert (folder / "parity.png").is_file()
         assert (
             json.loads((folder / "report.json").read_text())["report"]["parityScore"]
             == [91.0, 96.0, 100.0][n - 1]
         )
-    summary = json.loads((tmp_path / "verify-iterations" / "summary.json").read_text())
+    summary = json.loads(
+        (tmp_path / "screenshots" / "verify-iterations" / "summary.json").read_text()
+    )
     assert (summary["exit"], summary["final_score"]) == ("success", 100.0)
 
 

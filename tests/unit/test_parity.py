@@ -323,8 +323,18 @@ def test_loop_stops_at_max_iterations_and_asks(tmp_path: Path) -> None:
 
 
 def test_loop_threshold_is_configurable(tmp_path: Path) -> None:
-    result, _, _ = _loop(tmp_path, [900], ParityConfig(parity_threshold=90))
+    config = ParityConfig(parity_threshold=90, high_gaps_block_success=False)
+    result, _, _ = _loop(tmp_path, [900], config)
     assert result.exit == LoopExit.SUCCESS
+
+
+def test_a_high_gap_blocks_success_above_the_threshold(tmp_path: Path) -> None:
+    result, fixes, _ = _loop(tmp_path, [49, 0], ParityConfig())  # a 7 px square: 99.51
+    assert [r.parity_score for r in result.iterations] == [99.51, 100.0]
+    assert (result.exit, fixes) == (LoopExit.SUCCESS, [1])
+    score_only = ParityConfig(high_gaps_block_success=False)
+    result, fixes, _ = _loop(tmp_path / "score-only", [49, 0], score_only)
+    assert (len(result.iterations), fixes) == (1, [])
 
 
 # --- the command ------------------------------------------------------------------------------

@@ -48,6 +48,11 @@ class ParityConfig(SettingsModel):
     """Wait after a page loaded before its screenshot (fonts, animations)."""
     parity_threshold: float = Field(99.0, ge=0, le=100)
     """The auto-verify loop succeeds at this parity score or more."""
+    high_gaps_block_success: bool = True
+    """The loop's success also needs no ``high``-severity gap. Seed 000's table names only
+    the score, but its reason for 99 is "minor pixel differences" while "ensuring visual
+    fidelity": a relabelled button is a high gap on well under 1 % of a page's pixels (99.47
+    on a 1280x800 page). ``False``: the score alone decides, as in the table."""
     max_iterations: int = Field(10, ge=1, le=100)
     """The auto-verify loop stops after this many iterations."""
     diminishing_window: int = Field(3, ge=1, le=20)

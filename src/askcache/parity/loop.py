@@ -1,6 +1,7 @@
 """The auto-verify loop of seed 000: capture -> judge -> fix, until parity or a stop.
 
-Exits: ``success`` (parity score at or above ``config.parity_threshold``),
+Exits: ``success`` (parity score at or above ``config.parity_threshold``, and no
+high-severity gap unless ``config.high_gaps_block_success`` is off),
 ``diminishing_returns`` (less than ``config.min_improvement`` points gained for
 ``config.diminishing_window`` consecutive iterations), ``max_iterations``, and ``error`` (a
 capture or fix step failed, or the judge gave ERROR after all its attempts). On
@@ -42,7 +43,7 @@ class LoopExit(StrEnum):
     """Why the loop stopped."""
 
     SUCCESS = "success"
-    """The parity score reached the threshold."""
+    """The parity score reached the threshold (with no high-severity gap left)."""
     DIMINISHING_RETURNS = "diminishing_returns"
     """Too little improvement for too many iterations in a row."""
     MAX_ITERATIONS = "max_iterations"
@@ -201,7 +202,8 @@ def auto_verify(
                 d.description for d in verdict.visual_differences
             )
             break
-        if score >= config.parity_threshold:
+        high = [gap for gap in report.gaps if gap.severity == "high"]
+        if score >= config.parity_threshold and not (high and config.high_gaps_block_success):
             exit_reason = LoopExit.SUCCESS
             break
         if len(records) > 1:

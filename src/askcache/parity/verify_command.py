@@ -70,6 +70,11 @@ def add_verify_command(commands: argparse._SubParsersAction[argparse.ArgumentPar
     parser.add_argument(
         "--parity-threshold", type=float, default=None, help="success at this score (99)"
     )
+    parser.add_argument(
+        "--score-only",
+        action="store_true",
+        help="success on the score alone, even with a high-severity gap left",
+    )
     parser.add_argument("--max-iterations", type=int, default=None, help="iteration cap (10)")
     parser.add_argument(
         "--fix-timeout", type=float, default=600.0, help="seconds the fix command may take (600)"
@@ -121,7 +126,7 @@ def run_fix_command(
 
 def run_verify(args: argparse.Namespace, *, sleep: Callable[[float], None] = time.sleep) -> int:
     """Run the command; return its exit code."""
-    limits: dict[str, float | int] = {}
+    limits: dict[str, float | int | bool] = {"high_gaps_block_success": not args.score_only}
     if args.parity_threshold is not None:
         limits["parity_threshold"] = args.parity_threshold
     if args.max_iterations is not None:

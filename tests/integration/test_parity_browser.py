@@ -97,8 +97,9 @@ def test_verify_loop_on_pages_runs_the_fix_command_until_parity(site: str, tmp_p
     summary = json.loads((history / "summary.json").read_text())
     assert summary["exit"] == "success"
     assert [i["verdict"] for i in summary["iterations"]] == ["FAIL", "PASS"]
+    assert summary["iterations"][0]["parity_score"] >= 99  # a high gap blocks success
     first = json.loads((history / "iteration-001" / "report.json").read_text())
-    assert first["report"]["recommendations"][0].startswith("Make the top left")
+    assert first["recommendations"][0].startswith("Make the top left")
     assert (history / "iteration-001" / "diff.png").is_file()
     assert rebuild.read_text() == (tmp_path / "site" / "source.html").read_text()
 

@@ -297,7 +297,7 @@ def test_loop_succeeds_at_the_threshold(tmp_path: Path) -> None:
         folder = tmp_path / "screenshots" / "verify-iterations" / f"iteration-{n:03d}"
         assert (folder / "parity.png").is_file()
         assert (
-            json.loads((folder / "report.json").read_text())["report"]["parityScore"]
+            json.loads((folder / "report.json").read_text())["parityScore"]
             == [91.0, 96.0, 100.0][n - 1]
         )
     summary = json.loads(

@@ -235,8 +235,8 @@ def test_the_loop_improves_with_the_vision_judges_recommendations(tmp_path: Path
     assert fixes == [(1, 87, SEED_000["recommendations"])]
     first = tmp_path / "screenshots" / "verify-iterations" / "iteration-001" / "report.json"
     saved = json.loads(first.read_text())
-    assert saved["report"]["gaps"][0] == SEED_000["gaps"][0]
-    assert saved["report"]["recommendations"] == SEED_000["recommendations"]
+    assert saved["gaps"][0] == SEED_000["gaps"][0]
+    assert saved["recommendations"] == SEED_000["recommendations"]
     assert Path(saved["verdict"]["screenshots"]["candidate"]).name == "parity.png"
     prompt = api.requests[0]["messages"][0]["content"][-1]["text"]
     assert "parityScore" in prompt

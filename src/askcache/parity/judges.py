@@ -120,7 +120,8 @@ Respond with JSON only, in a ```json block, with exactly this structure:
 parityScore: 100 means identical, 0 means nothing alike.
 PASS: no visual differences (an empty gaps list; confidence at least 80).
 FAIL: one or more differences, each one gap. ERROR: you could not compare (an image is
-blank, cut off or missing). Give exactly one verdict."""
+blank, cut off or missing). Give exactly one verdict.
+Do not change anything yourself: report and recommend only."""
 
 
 def _image_block(image: Image.Image) -> dict[str, Any]:

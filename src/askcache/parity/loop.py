@@ -135,7 +135,8 @@ def _save_iteration(
     candidate: Image.Image,
     judgement: Judgement,
 ) -> tuple[IterationRecord, ValidationVerdict]:
-    """Write one iteration's screenshots and report.json; the verdict gets their paths."""
+    """Write one iteration's screenshots and report.json (seed 000's ``parityScore``,
+    ``gaps`` and ``recommendations``, plus ``verdict``); the verdict gets the paths."""
     score, report = score_of(judgement)
     here.mkdir(parents=True, exist_ok=True)
     source.save(here / "source.png")
@@ -145,8 +146,8 @@ def _save_iteration(
         judgement.diff_image.save(here / "diff.png")
         shots["diff"] = str(here / "diff.png")
     verdict = judgement.verdict.model_copy(update={"screenshots": shots})
-    document = {
-        "report": report.model_dump(mode="json", by_alias=True),
+    document = {  # seed 000's report at the top, the verdict beside it
+        **report.model_dump(mode="json", by_alias=True),
         "verdict": verdict.model_dump(mode="json"),
     }
     (here / "report.json").write_text(json.dumps(document, indent=2))

@@ -47,7 +47,7 @@ def add_verify_command(commands: argparse._SubParsersAction[argparse.ArgumentPar
     parser = commands.add_parser(
         "verify",
         help="auto-verify loop: compare, run a fix command, repeat until parity",
-        description=__doc__,
+        description=(__doc__ or "").replace("``", ""),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("source", help="baseline: an image file or a URL")
@@ -56,9 +56,10 @@ def add_verify_command(commands: argparse._SubParsersAction[argparse.ArgumentPar
         "--fix-command",
         required=True,
         metavar="CMD",
-        help="shell command run after each iteration below the threshold; it gets the report "
-        "as JSON on stdin and in $ASKCACHE_REPORT (a path), with $ASKCACHE_ITERATION and "
-        "$ASKCACHE_PARITY_SCORE",
+        help="shell command run after each iteration short of parity; it gets seed 000's report "
+        "(parityScore, gaps, recommendations) as JSON on stdin, the iteration's report.json "
+        "path in $ASKCACHE_REPORT, $ASKCACHE_ITERATION and $ASKCACHE_PARITY_SCORE; a non-zero "
+        "exit stops the loop (exit code 2)",
     )
     parser.add_argument("--output", default="askcache-verify-output", help="output folder")
     parser.add_argument("--judge", choices=["deterministic", "vision"], default="deterministic")

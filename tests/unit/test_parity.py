@@ -246,7 +246,7 @@ def test_vision_judge_sends_both_images_and_parses_the_answer() -> None:
     config = ParityConfig(judge_timeout_seconds=42)
     with MessagesApiStandIn([text_reply("I could not see"), text_reply(PASS)]) as api:
         judge = VisionJudge(api.client(), model="claude-test", config=config)
-        assert judge.client.timeout == 42
+        assert (judge.client.timeout, judge.client.max_retries) == (42, 0)
         waits: list[float] = []
         result = judge_with_retry(
             judge, _page(), _page((10, 60, 50, 90)), config, sleep=waits.append

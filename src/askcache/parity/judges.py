@@ -138,7 +138,9 @@ class VisionJudge:
     (:data:`VALIDATION_PROMPT`) and reads it with :func:`parse_judge_answer`: the judgement
     carries the verdict and a :class:`ParityReport` (score, located gaps, recommendations)
     for the auto-verify loop's fix step. An answer that cannot be read is an ERROR verdict
-    with no report (which the retry logic retries); a failed request raises.
+    with no report (which the retry logic retries); a failed request raises. It uses a copy
+    of ``client`` without the client's own retries: :func:`judge_with_retry` makes the
+    attempts, within the total time limit.
     """
 
     name = "vision"
@@ -153,7 +155,9 @@ class VisionJudge:
     ) -> None:
         from askcache.agent import DEFAULT_MODEL
 
-        self.client = client.with_options(timeout=config.judge_timeout_seconds)
+        # The judge's attempts (judge_with_retry) replace the client's own retries, which
+        # would otherwise repeat a timed-out request past the total time limit.
+        self.client = client.with_options(timeout=config.judge_timeout_seconds, max_retries=0)
         self.model = model or DEFAULT_MODEL
         self.config = config
         self.max_tokens = max_tokens

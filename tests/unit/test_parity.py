@@ -24,6 +24,7 @@ from askcache.parity import (
     auto_verify,
     compare_images,
     judge_with_retry,
+    parse_judge_answer,
     parse_validation_response,
 )
 from askcache.parity.command import run_parity
@@ -117,13 +118,25 @@ json_like = st.recursive(
         st.dictionaries(
             st.sampled_from(["verdict", "confidence", "visual_differences", "summary"]), json_like
         ).map(json.dumps),
+        st.dictionaries(  # seed 000's fields, with numbers where a score belongs
+            st.sampled_from(["parityScore", "gaps", "recommendations", "verdict", "confidence"]),
+            json_like | st.floats(min_value=-10, max_value=110),
+        ).map(json.dumps),
     )
 )
 def test_parsing_never_raises(text: str) -> None:
-    verdict = parse_validation_response(text)
+    answer = parse_judge_answer(text)
+    verdict = answer.verdict
     assert verdict.verdict in ("PASS", "FAIL", "ERROR")
     assert 0 <= verdict.confidence <= 100
     assert not (verdict.verdict == "PASS" and verdict.visual_differences)
+    assert (answer.report is None) == (
+        verdict.visual_differences[:1] != [] and verdict.visual_differences[0].type == "parse_error"
+    )
+    if verdict.verdict == "PASS":
+        assert answer.report is not None
+        assert answer.report.parity_score >= 99
+        assert not answer.report.gaps
 
 
 @given(st.one_of(st.none(), st.integers(), st.lists(st.integers())))

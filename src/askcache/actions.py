@@ -9,7 +9,8 @@ Anthropic's computer tool comes in two shapes, and askcache reads both:
 
 The user's design speaks of validating "click" and "text_entry" steps: here that means the
 click family and keyboard entry, in either shape. Which actions are validated is a setting
-(:attr:`askcache.settings.CacheWritingSettings.validated_actions`).
+(:attr:`askcache.settings.CacheWritingSettings.validated_actions`), which accepts the design's
+words ``click`` and ``text_entry`` as aliases (:data:`ACTION_ALIASES`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from askcache.messages import ToolUseBlockParam
 
 __all__ = [
     "ACTING_ACTIONS",
+    "ACTION_ALIASES",
     "CLICK_ACTIONS",
     "COMPUTER_TOOL_NAME",
     "DEFAULT_VALIDATED_ACTIONS",
@@ -77,6 +79,14 @@ never runs one unchecked unless the user says so."""
 DEFAULT_VALIDATED_ACTIONS = ACTING_ACTIONS
 """Actions whose screen region is hashed when recording and checked before replaying: every
 acting action."""
+
+ACTION_ALIASES: dict[str, frozenset[str]] = {
+    "click": CLICK_ACTIONS,
+    "text_entry": TEXT_ENTRY_ACTIONS,
+}
+"""The design's words for groups of actions, accepted in ``validated_actions``: ``click`` is
+the click family, ``text_entry`` is keyboard input (``type``, ``key``, ``hold_key``). The
+design's own ``{"click", "text_entry"}`` is the default without ``scroll``."""
 
 Point = tuple[int, int]
 """A pixel position ``(x, y)`` in the screenshot's coordinate space."""

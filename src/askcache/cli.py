@@ -119,8 +119,10 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument("--cache-dir", default=".askcache")
     show.set_defaults(run=_show)
     from askcache.parity.command import add_parity_command
+    from askcache.parity.verify_command import add_verify_command
 
     add_parity_command(commands)
+    add_verify_command(commands)
     return parser
 
 

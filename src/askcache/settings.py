@@ -28,7 +28,7 @@ from pydantic import (
     model_validator,
 )
 
-from askcache.actions import DEFAULT_VALIDATED_ACTIONS, KNOWN_ACTIONS
+from askcache.actions import ACTION_ALIASES, DEFAULT_VALIDATED_ACTIONS, KNOWN_ACTIONS
 from askcache.errors import InvalidSettingsError
 
 __all__ = [
@@ -183,7 +183,9 @@ class CacheWritingSettings(SettingsModel):
     validated_actions: frozenset[str] = DEFAULT_VALIDATED_ACTIONS
     """Actions whose region is hashed: by default every acting action (the click family and
     drags, ``type``, ``key``, ``hold_key``, ``scroll``). A step that acts without a hash is
-    handed back at replay unless ``CacheExecutionSettings.unchecked_steps="run"``."""
+    handed back at replay unless ``CacheExecutionSettings.unchecked_steps="run"``. The
+    design's words are accepted as aliases and expanded: ``click`` (the click family) and
+    ``text_entry`` (``type``, ``key``, ``hold_key``)."""
     record_screen_state: bool = True
     """Also record, per acting step, the tiles near its point that it changed (before and
     after) and the final screen, as 1/8-scale grey thumbnails (:mod:`askcache.screen_state`):
@@ -207,12 +209,15 @@ class CacheWritingSettings(SettingsModel):
     @field_validator("validated_actions")
     @classmethod
     def _check_actions(cls, value: frozenset[str]) -> frozenset[str]:
-        unknown = sorted(value - KNOWN_ACTIONS)
+        expanded = frozenset().union(*(ACTION_ALIASES.get(name, {name}) for name in value))
+        unknown = sorted(expanded - KNOWN_ACTIONS)
         if unknown:
+            known = ", ".join(sorted(KNOWN_ACTIONS))
+            aliases = ", ".join(sorted(ACTION_ALIASES))
             raise ValueError(
-                f"unknown actions {', '.join(unknown)}; known: {', '.join(sorted(KNOWN_ACTIONS))}"
+                f"unknown actions {', '.join(unknown)}; known: {known}; aliases: {aliases}"
             )
-        return value
+        return expanded
 
     @field_validator("parameters")
     @classmethod

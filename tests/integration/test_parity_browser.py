@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from askcache.cli import main
 from askcache.errors import AskCacheError
 from askcache.parity import BrowserCapture, EvidenceFolder, ParityConfig, capture_desktop
 from askcache.parity.command import run_parity
@@ -39,6 +40,7 @@ class _Quiet(SimpleHTTPRequestHandler):
 def site(tmp_path: Path) -> Iterator[str]:
     root = tmp_path / "site"
     root.mkdir()
+    (root / "rebuild.html").write_text(PAGE.format(button="#c62828", label="Buy now"))
     (root / "source.html").write_text(PAGE.format(button="#2e7d32", label="Sign up"))
     (root / "same.html").write_text(PAGE.format(button="#2e7d32", label="Sign up"))
     (root / "changed.html").write_text(PAGE.format(button="#c62828", label="Buy now"))
@@ -84,6 +86,24 @@ def test_identical_pages_pass_and_a_visible_change_fails_with_evidence(
     assert all(Path(path).parent == tmp_path / "changed" / "evidence" for path in shots.values())
 
 
+def test_verify_loop_on_pages_runs_the_fix_command_until_parity(site: str, tmp_path: Path) -> None:
+    rebuild = tmp_path / "site" / "rebuild.html"
+    fix = f"cp {tmp_path / 'site' / 'source.html'} {rebuild}"  # the "fix": rebuild it right
+    out = tmp_path / "verify"
+    source, rebuilt = f"{site}/source.html", f"{site}/rebuild.html"
+    code = main(["verify", source, rebuilt, "--fix-command", fix, "--output", str(out)])
+    assert code == 0
+    history = out / "screenshots" / "verify-iterations"
+    summary = json.loads((history / "summary.json").read_text())
+    assert summary["exit"] == "success"
+    assert [i["verdict"] for i in summary["iterations"]] == ["FAIL", "PASS"]
+    assert summary["iterations"][0]["parity_score"] >= 99  # a high gap blocks success
+    first = json.loads((history / "iteration-001" / "report.json").read_text())
+    assert first["recommendations"][0].startswith("Make the top left")
+    assert (history / "iteration-001" / "diff.png").is_file()
+    assert rebuild.read_text() == (tmp_path / "site" / "source.html").read_text()
+
+
 def test_a_page_that_does_not_load_is_an_error(site: str, tmp_path: Path) -> None:
     assert run_parity(_args(tmp_path, f"{site}/source.html", f"{site}/missing.html")) == 2
     report = json.loads((tmp_path / "report.json").read_text())
@@ -113,13 +133,11 @@ def test_page_load_timeout_comes_from_the_config(tmp_path: Path) -> None:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Slow)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        started = time.monotonic()
         with (
             BrowserCapture(ParityConfig(page_load_timeout_seconds=1)) as browser,
-            pytest.raises(AskCacheError, match="did not load"),
+            pytest.raises(AskCacheError, match=r"did not load: .*Timeout 1000ms exceeded"),
         ):
             browser.screenshot(f"http://127.0.0.1:{server.server_address[1]}/")
-        assert time.monotonic() - started < 4.5
     finally:
         server.shutdown()
         server.server_close()

@@ -24,6 +24,7 @@ from askcache.parity import (
     auto_verify,
     compare_images,
     judge_with_retry,
+    parse_judge_answer,
     parse_validation_response,
 )
 from askcache.parity.command import run_parity
@@ -117,13 +118,25 @@ json_like = st.recursive(
         st.dictionaries(
             st.sampled_from(["verdict", "confidence", "visual_differences", "summary"]), json_like
         ).map(json.dumps),
+        st.dictionaries(  # seed 000's fields, with numbers where a score belongs
+            st.sampled_from(["parityScore", "gaps", "recommendations", "verdict", "confidence"]),
+            json_like | st.floats(min_value=-10, max_value=110),
+        ).map(json.dumps),
     )
 )
 def test_parsing_never_raises(text: str) -> None:
-    verdict = parse_validation_response(text)
+    answer = parse_judge_answer(text)
+    verdict = answer.verdict
     assert verdict.verdict in ("PASS", "FAIL", "ERROR")
     assert 0 <= verdict.confidence <= 100
     assert not (verdict.verdict == "PASS" and verdict.visual_differences)
+    assert (answer.report is None) == (
+        verdict.visual_differences[:1] != [] and verdict.visual_differences[0].type == "parse_error"
+    )
+    if verdict.verdict == "PASS":
+        assert answer.report is not None
+        assert answer.report.parity_score >= 99
+        assert not answer.report.gaps
 
 
 @given(st.one_of(st.none(), st.integers(), st.lists(st.integers())))
@@ -218,7 +231,7 @@ def test_persistent_errors_stop_after_max_retries() -> None:
     waits: list[float] = []
     judge = ScriptedJudge([RuntimeError("boom")] * 4)
     result = judge_with_retry(judge, _page(), _page(), sleep=waits.append)
-    assert (judge.calls, waits) == (4, [2.0, 4.0, 8.0])
+    assert (judge.calls, waits) == (3, [2.0, 4.0])  # seed 001: 3 attempts, 2 ** attempt s
     assert result.verdict.verdict == "ERROR"
     assert result.verdict.visual_differences[0].type == "exception"
     assert "boom" in result.verdict.visual_differences[0].description
@@ -235,7 +248,7 @@ def test_pass_and_fail_return_at_once(answer: str) -> None:
 def test_verdicts_are_logged(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.INFO, logger="askcache.parity"):
         judge_with_retry(ScriptedJudge([FAIL]), _page(), _page(), sleep=lambda s: None)
-    assert "verdict (attempt 1): FAIL, confidence 90%" in caplog.text
+    assert "verdict (attempt 1/3): FAIL, confidence 90%" in caplog.text
     assert "[major] layout: hero moved" in caplog.text
 
 
@@ -246,7 +259,7 @@ def test_vision_judge_sends_both_images_and_parses_the_answer() -> None:
     config = ParityConfig(judge_timeout_seconds=42)
     with MessagesApiStandIn([text_reply("I could not see"), text_reply(PASS)]) as api:
         judge = VisionJudge(api.client(), model="claude-test", config=config)
-        assert judge.client.timeout == 42
+        assert (judge.client.timeout, judge.client.max_retries) == (42, 0)
         waits: list[float] = []
         result = judge_with_retry(
             judge, _page(), _page((10, 60, 50, 90)), config, sleep=waits.append
@@ -294,13 +307,15 @@ def test_loop_succeeds_at_the_threshold(tmp_path: Path) -> None:
     assert (result.exit, result.proceed, fixes, asked) == (LoopExit.SUCCESS, True, [1, 2], [])
     assert [r.parity_score for r in result.iterations] == [91.0, 96.0, 100.0]
     for n in (1, 2, 3):
-        folder = tmp_path / "verify-iterations" / f"iteration-{n:03d}"
+        folder = tmp_path / "screenshots" / "verify-iterations" / f"iteration-{n:03d}"
         assert (folder / "parity.png").is_file()
         assert (
-            json.loads((folder / "report.json").read_text())["report"]["parityScore"]
+            json.loads((folder / "report.json").read_text())["parityScore"]
             == [91.0, 96.0, 100.0][n - 1]
         )
-    summary = json.loads((tmp_path / "verify-iterations" / "summary.json").read_text())
+    summary = json.loads(
+        (tmp_path / "screenshots" / "verify-iterations" / "summary.json").read_text()
+    )
     assert (summary["exit"], summary["final_score"]) == ("success", 100.0)
 
 
@@ -321,8 +336,18 @@ def test_loop_stops_at_max_iterations_and_asks(tmp_path: Path) -> None:
 
 
 def test_loop_threshold_is_configurable(tmp_path: Path) -> None:
-    result, _, _ = _loop(tmp_path, [900], ParityConfig(parity_threshold=90))
+    config = ParityConfig(parity_threshold=90, high_gaps_block_success=False)
+    result, _, _ = _loop(tmp_path, [900], config)
     assert result.exit == LoopExit.SUCCESS
+
+
+def test_a_high_gap_blocks_success_above_the_threshold(tmp_path: Path) -> None:
+    result, fixes, _ = _loop(tmp_path, [49, 0], ParityConfig())  # a 7 px square: 99.51
+    assert [r.parity_score for r in result.iterations] == [99.51, 100.0]
+    assert (result.exit, fixes) == (LoopExit.SUCCESS, [1])
+    score_only = ParityConfig(high_gaps_block_success=False)
+    result, fixes, _ = _loop(tmp_path / "score-only", [49, 0], score_only)
+    assert (len(result.iterations), fixes) == (1, [])
 
 
 # --- the command ------------------------------------------------------------------------------

@@ -116,19 +116,28 @@ def test_method_none_stores_no_validation(
     assert all(step.visual_representation is None for step in cache_file.trajectory)
 
 
+@pytest.mark.parametrize(
+    ("actions", "expected"),
+    [
+        ({"type"}, [False, False, True, False]),
+        ({"text_entry"}, [False, False, True, False]),  # seed 002's words are aliases
+        ({"click"}, [False, True, False, True]),
+        ({"click", "text_entry"}, [False, True, True, True]),
+    ],
+)
 def test_validated_actions_setting_selects_steps(
-    app: SimulatedFormApp, storage: LocalCacheStorage
+    app: SimulatedFormApp, storage: LocalCacheStorage, actions: set[str], expected: list[bool]
 ) -> None:
     name = _record(
         storage,
         run_history(app, form_calls(app)),
         filename="f.json",
-        validated_actions=frozenset({"type"}),
+        validated_actions=frozenset(actions),
     )
     hashes = [
         s.visual_representation is not None for s in load_cache_file(storage, name).trajectory
     ]
-    assert hashes == [False, False, True, False]
+    assert hashes == expected
 
 
 def test_typing_is_hashed_around_the_field_clicked_before(

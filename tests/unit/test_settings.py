@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from askcache.actions import DEFAULT_VALIDATED_ACTIONS
+from askcache.actions import CLICK_ACTIONS, DEFAULT_VALIDATED_ACTIONS
 from askcache.errors import AskCacheError, InvalidSettingsError
 from askcache.settings import (
     CacheExecutionSettings,
@@ -123,3 +123,15 @@ def test_strings_are_accepted_for_enums() -> None:
     )  # type: ignore[arg-type]
     assert settings.strategy is CacheStrategy.RECORD
     assert settings.writing_settings.visual_verification_method is VisualMethod.DHASH
+
+
+def test_seed_002_action_words_are_aliases() -> None:
+    seed = CacheWritingSettings(validated_actions=frozenset({"click", "text_entry"}))
+    assert seed.validated_actions == DEFAULT_VALIDATED_ACTIONS - {"scroll"}
+    assert CacheWritingSettings(validated_actions={"click"}).validated_actions == CLICK_ACTIONS
+    mixed = CacheWritingSettings(validated_actions=frozenset({"text_entry", "hold_key"}))
+    assert mixed.validated_actions == {"type", "key", "hold_key"}
+    with pytest.raises(
+        InvalidSettingsError, match=r"unknown actions tap.*aliases: click, text_entry"
+    ):
+        CacheWritingSettings(validated_actions=frozenset({"click", "tap"}))

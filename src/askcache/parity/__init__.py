@@ -2,8 +2,9 @@
 
 Judges return structured verdicts (PASS / FAIL / ERROR with located differences): a
 deterministic pixel-diff judge that needs no model, and a vision judge that asks Claude.
-Around them: strict parsing of a model's answer, retries with exponential backoff, evidence
-screenshots (headless Chromium, the desktop), and the auto-verify loop.
+Around them: strict parsing of a model's answer (seed 001's verdict, seed 000's parity score,
+gaps and recommendations), retries with exponential backoff within a total time limit, evidence
+screenshots (headless Chromium, the desktop), and the auto-verify loop (``askcache verify``).
 """
 
 from askcache.parity.compare import Comparison, compare_images
@@ -18,7 +19,7 @@ from askcache.parity.judges import (
 )
 from askcache.parity.loop import IterationRecord, LoopExit, LoopResult, auto_verify, score_of
 from askcache.parity.models import Gap, ParityReport, ValidationVerdict, VisualDifference
-from askcache.parity.parsing import parse_validation_response
+from askcache.parity.parsing import ParsedAnswer, parse_judge_answer, parse_validation_response
 from askcache.parity.retry import judge_with_retry, log_verdict
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "LoopResult",
     "ParityConfig",
     "ParityReport",
+    "ParsedAnswer",
     "ValidationVerdict",
     "Viewport",
     "VisionJudge",
@@ -46,6 +48,7 @@ __all__ = [
     "find_chromium",
     "judge_with_retry",
     "log_verdict",
+    "parse_judge_answer",
     "parse_validation_response",
     "score_of",
 ]

@@ -24,7 +24,7 @@ from askcache.parity.judges import DeterministicJudge, Judge, Judgement
 from askcache.parity.models import ValidationVerdict
 from askcache.parity.retry import judge_with_retry
 
-__all__ = ["EXIT_CODES", "add_parity_command", "run_parity"]
+__all__ = ["EXIT_CODES", "add_parity_command", "is_url", "make_judge", "run_parity"]
 
 EXIT_CODES = {"PASS": 0, "FAIL": 1, "ERROR": 2}
 """Process exit code per verdict."""
@@ -45,8 +45,23 @@ def add_parity_command(commands: argparse._SubParsersAction[argparse.ArgumentPar
     parser.set_defaults(run=run_parity)
 
 
-def _is_url(value: str) -> bool:
+def is_url(value: str) -> bool:
+    """True for the addresses rendered in the browser (http, https, file)."""
     return value.startswith(("http://", "https://", "file://"))
+
+
+def make_judge(name: str, model: str | None, config: ParityConfig) -> Judge:
+    """The judge ``--judge`` names; ``vision`` needs ``ANTHROPIC_API_KEY`` (and honours
+    ``ANTHROPIC_BASE_URL``, like the ``anthropic`` client itself)."""
+    if name != "vision":
+        return DeterministicJudge(config)
+    import anthropic
+
+    from askcache.parity.judges import VisionJudge
+
+    if not os.environ.get("ANTHROPIC_API_KEY"):
+        raise AskCacheError("--judge vision needs ANTHROPIC_API_KEY")
+    return VisionJudge(anthropic.Anthropic(), model=model, config=config)
 
 
 def run_parity(args: argparse.Namespace, *, sleep: Callable[[float], None] = time.sleep) -> int:
@@ -54,22 +69,14 @@ def run_parity(args: argparse.Namespace, *, sleep: Callable[[float], None] = tim
     config = ParityConfig()
     output = Path(args.output)
     evidence = EvidenceFolder(output)
-    judge: Judge = DeterministicJudge(config)
-    if args.judge == "vision":
-        import anthropic
-
-        from askcache.parity.judges import VisionJudge
-
-        if not os.environ.get("ANTHROPIC_API_KEY"):
-            raise AskCacheError("--judge vision needs ANTHROPIC_API_KEY")
-        judge = VisionJudge(anthropic.Anthropic(), model=args.model, config=config)
+    judge = make_judge(args.judge, args.model, config)
     images: dict[str, Image.Image] = {}
     judgement: Judgement | None = None
     with ExitStack() as stack:
         browser: BrowserCapture | None = None
         for label, where in (("source", args.source), ("candidate", args.candidate)):
             try:
-                if _is_url(where):
+                if is_url(where):
                     if browser is None:
                         browser = stack.enter_context(BrowserCapture(config))
                     images[label] = browser.screenshot(
@@ -83,12 +90,13 @@ def run_parity(args: argparse.Namespace, *, sleep: Callable[[float], None] = tim
                 break
     if judgement is None:
         judgement = judge_with_retry(
-            judge, images["source"], images["candidate"], config, sleep=sleep
+            judge, images["source"], images["candidate"], config, evidence=evidence, sleep=sleep
         )
-    paths = {label: str(evidence.save(image, label)) for label, image in images.items()}
-    if judgement.diff_image is not None:
-        paths["diff"] = str(evidence.save(judgement.diff_image, "diff"))
-    verdict = judgement.verdict.model_copy(update={"screenshots": paths})
+    verdict = judgement.verdict
+    if not verdict.screenshots:  # a capture failed: keep the screenshot that was taken
+        taken = {label: str(evidence.save(image, label)) for label, image in images.items()}
+        verdict = verdict.model_copy(update={"screenshots": taken})
+    paths = verdict.screenshots
     report = {
         "source": args.source,
         "candidate": args.candidate,
@@ -105,6 +113,10 @@ def run_parity(args: argparse.Namespace, *, sleep: Callable[[float], None] = tim
         print(f"parity score: {judgement.report.parity_score:.2f}")
     for difference in verdict.visual_differences:
         print(f"  [{difference.severity}] {difference.type}: {difference.description}")
+    if judgement.report is not None and judgement.report.recommendations:
+        print("recommendations:")
+        for recommendation in judgement.report.recommendations:
+            print(f"  - {recommendation}")
     for label, path in paths.items():
         print(f"  {label}: {path}")
     print(f"report: {output / 'report.json'}")

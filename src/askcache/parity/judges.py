@@ -17,7 +17,7 @@ from PIL import Image
 from askcache.parity.compare import compare_images
 from askcache.parity.config import DEFAULT_CONFIG, ParityConfig
 from askcache.parity.models import ParityReport, ValidationVerdict, VisualDifference
-from askcache.parity.parsing import parse_validation_response
+from askcache.parity.parsing import parse_judge_answer
 
 if TYPE_CHECKING:
     import anthropic
@@ -45,8 +45,11 @@ class Judge(Protocol):
     name: str
     """Short name for logs and reports."""
 
-    def judge(self, source: Image.Image, candidate: Image.Image) -> Judgement:
-        """Compare ``candidate`` with ``source``."""
+    def judge(
+        self, source: Image.Image, candidate: Image.Image, *, timeout: float | None = None
+    ) -> Judgement:
+        """Compare ``candidate`` with ``source`` within ``timeout`` seconds (``None``: the
+        judge's own limit). A judge that cannot be slow may ignore ``timeout``."""
         ...
 
 
@@ -62,7 +65,10 @@ class DeterministicJudge:
     def __init__(self, config: ParityConfig = DEFAULT_CONFIG) -> None:
         self.config = config
 
-    def judge(self, source: Image.Image, candidate: Image.Image) -> Judgement:
+    def judge(
+        self, source: Image.Image, candidate: Image.Image, *, timeout: float | None = None
+    ) -> Judgement:
+        """Compare pixel by pixel (fast and bounded: ``timeout`` is not needed)."""
         comparison = compare_images(source, candidate, self.config)
         report = comparison.report
         severity = {"high": "critical", "medium": "major", "low": "minor"}
@@ -92,23 +98,30 @@ class DeterministicJudge:
 VALIDATION_PROMPT = """You are a visual regression detector comparing two screenshots of one page.
 The first image is the SOURCE (baseline); the second is the CANDIDATE (rebuild or new version).
 
-Your ONLY task: report visual differences a user would notice. Expected: ZERO differences.
-Ignore differences a user cannot see. Do not suggest fixes.
+Your task: report the visual differences a user would notice, score how close the CANDIDATE
+is to the SOURCE, and say what to change in the CANDIDATE to close each gap.
+Expected: ZERO differences. Ignore differences a user cannot see.
 
 Respond with JSON only, in a ```json block, with exactly this structure:
 ```json
 {
   "verdict": "PASS" | "FAIL" | "ERROR",
   "confidence": 0-100,
-  "visual_differences": [
-    {"type": "layout" | "styling" | "content" | "interaction" | "console_error",
-     "description": "Brief description", "severity": "critical" | "major" | "minor"}
+  "parityScore": 0-100,
+  "gaps": [
+    {"area": "where on the page, e.g. Hero section", "issue": "what differs",
+     "severity": "high" | "medium" | "low",
+     "type": "layout" | "styling" | "content" | "interaction" | "console_error"}
   ],
+  "recommendations": ["one concrete change to the CANDIDATE per line"],
   "summary": "One sentence summary"
 }
 ```
-PASS: no visual differences (confidence at least 80). FAIL: one or more differences.
-ERROR: you could not compare (an image is blank, cut off or missing)."""
+parityScore: 100 means identical, 0 means nothing alike.
+PASS: no visual differences (an empty gaps list; confidence at least 80).
+FAIL: one or more differences, each one gap. ERROR: you could not compare (an image is
+blank, cut off or missing). Give exactly one verdict.
+Do not change anything yourself: report and recommend only."""
 
 
 def _image_block(image: Image.Image) -> dict[str, Any]:
@@ -121,8 +134,13 @@ def _image_block(image: Image.Image) -> dict[str, Any]:
 class VisionJudge:
     """Claude compares the two screenshots, through the caller's ``anthropic`` client.
 
-    The answer is read by :func:`parse_validation_response`; any failure to get or read one
-    is an ERROR verdict (which the retry logic retries).
+    It asks for seed 001's verdict and seed 000's parity report in one JSON answer
+    (:data:`VALIDATION_PROMPT`) and reads it with :func:`parse_judge_answer`: the judgement
+    carries the verdict and a :class:`ParityReport` (score, located gaps, recommendations)
+    for the auto-verify loop's fix step. An answer that cannot be read is an ERROR verdict
+    with no report (which the retry logic retries); a failed request raises. It uses a copy
+    of ``client`` without the client's own retries: :func:`judge_with_retry` makes the
+    attempts, within the total time limit.
     """
 
     name = "vision"
@@ -137,12 +155,17 @@ class VisionJudge:
     ) -> None:
         from askcache.agent import DEFAULT_MODEL
 
-        self.client = client.with_options(timeout=config.judge_timeout_seconds)
+        # The judge's attempts (judge_with_retry) replace the client's own retries, which
+        # would otherwise repeat a timed-out request past the total time limit.
+        self.client = client.with_options(timeout=config.judge_timeout_seconds, max_retries=0)
         self.model = model or DEFAULT_MODEL
         self.config = config
         self.max_tokens = max_tokens
 
-    def judge(self, source: Image.Image, candidate: Image.Image) -> Judgement:
+    def judge(
+        self, source: Image.Image, candidate: Image.Image, *, timeout: float | None = None
+    ) -> Judgement:
+        """One request; ``timeout`` (seconds) caps it below ``config.judge_timeout_seconds``."""
         content: list[Any] = [
             {"type": "text", "text": "SOURCE:"},
             _image_block(source),
@@ -150,10 +173,13 @@ class VisionJudge:
             _image_block(candidate),
             {"type": "text", "text": VALIDATION_PROMPT},
         ]
+        limit = self.config.judge_timeout_seconds
         response = self.client.messages.create(
             model=self.model,
             max_tokens=self.max_tokens,
             messages=[{"role": "user", "content": content}],
+            timeout=limit if timeout is None else min(limit, timeout),
         )
         text = "".join(getattr(block, "text", "") for block in response.content)
-        return Judgement(verdict=parse_validation_response(text, self.config))
+        answer = parse_judge_answer(text, self.config)
+        return Judgement(verdict=answer.verdict, report=answer.report)

@@ -33,7 +33,7 @@ from askcache.replay import (
 )
 from askcache.run_record import record_runs
 from askcache.settings import CacheStrategy, CachingSettings
-from askcache.speakers import AgentSpeaker
+from askcache.speakers import DEFAULT_MODEL, AgentSpeaker
 from askcache.storage import CacheStorage, LocalCacheStorage, load_cache_file
 from askcache.tools.base import Tool, ToolCollection
 from askcache.tools.computer import ComputerTool, ToolVersion
@@ -42,9 +42,6 @@ if TYPE_CHECKING:
     import anthropic
 
 __all__ = ["DEFAULT_MODEL", "ActResult", "Agent", "VisionAgent"]
-
-DEFAULT_MODEL = "claude-sonnet-5-5"
-"""Model used when none is given."""
 
 DEFAULT_SYSTEM = (
     "You operate a computer through the computer tool to complete the user's task. Take a "

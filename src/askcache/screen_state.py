@@ -149,14 +149,9 @@ class Thumbnail:
 
     @classmethod
     def of(cls, image: Image.Image, config: ScreenStateConfig) -> Thumbnail:
-        """The thumbnail of ``image`` (a partial block at the right or bottom edge counts)."""
-        grey = np.asarray(image.convert("L"), dtype=np.float32)
-        block = config.block
-        height, width = grey.shape
-        rows, columns = -(-height // block), -(-width // block)
-        padded = np.pad(grey, ((0, rows * block - height), (0, columns * block - width)), "edge")
-        means = padded.reshape(rows, block, columns, block).mean(axis=(1, 3))
-        return cls(np.rint(means).astype(np.uint8), config)
+        """The thumbnail of ``image`` (a partial block at the right or bottom edge is the
+        average of its pixels)."""
+        return cls(np.asarray(image.convert("L").reduce(config.block)), config)
 
     @classmethod
     def from_end_state(cls, state: EndState, config: ScreenStateConfig) -> Thumbnail:

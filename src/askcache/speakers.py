@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AGENT_SPEAKER",
+    "DEFAULT_MODEL",
     "AgentSpeaker",
     "Speaker",
     "SpeakerResult",
@@ -40,6 +41,9 @@ logger = logging.getLogger(__name__)
 
 AGENT_SPEAKER = "agent"
 """Default name of the model speaker."""
+
+DEFAULT_MODEL = "claude-sonnet-5-5"
+"""Model used when none is given."""
 
 SpeakerStatus = Literal["continue", "switch_speaker", "done", "failed"]
 """``continue``: run the tool calls just added and ask the same speaker again;

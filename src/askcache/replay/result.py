@@ -43,6 +43,9 @@ class StepRecord(BaseModel):
     nothing near its point when recorded), ``not_checked``."""
     waited_seconds: float = 0.0
     """Seconds spent waiting for the screen before the step and for its effect after it."""
+    seconds: float | None = None
+    """Seconds from the start of the step (looking at the screen) until its result was read
+    and its effect verified: what one replayed step costs, action included."""
     note: str | None = None
     """Why the step was not checked, or what the check said."""
 

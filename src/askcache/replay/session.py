@@ -44,7 +44,7 @@ from askcache.messages import MessageParam, TextBlockParam, ToolUseBlockParam
 from askcache.parameters import substitute
 from askcache.replay.result import EndStateVerdict, ReplayResult, StepRecord
 from askcache.scaling import same_aspect, scale_step_input
-from askcache.screen_state import Thumbnail, compare_tiles
+from askcache.screen_state import ScreenStateConfig, Thumbnail, compare_tiles
 from askcache.settings import CacheExecutionSettings
 from askcache.visual import (
     StepFingerprint,
@@ -97,7 +97,7 @@ Command = Emit | HandBack | Finished
 """What the executor does next."""
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Screen:
     """A screen the replay looks at."""
 
@@ -105,6 +105,13 @@ class _Screen:
     """As the model sees it (the current size)."""
     recorded: Image.Image
     """Brought to the size the trajectory was recorded at."""
+    _thumbnail: Thumbnail | None = None
+
+    def thumbnail(self, config: ScreenStateConfig) -> Thumbnail:
+        """Its thumbnail in recorded space, computed once."""
+        if self._thumbnail is None:
+            self._thumbnail = Thumbnail.of(self.recorded, config)
+        return self._thumbnail
 
 
 @dataclass(frozen=True)
@@ -136,6 +143,8 @@ class _Pending:
     """The step it replays (``None``: a screenshot request)."""
     before: Thumbnail | None = None
     """The screen just before the step, in recorded space."""
+    started: float = 0.0
+    """When the step's observation began (the replay's clock)."""
 
 
 class ReplaySession:
@@ -178,6 +187,7 @@ class ReplaySession:
         self._started = clock()
         self._first_step = True
         self._screenshot_asked_for: int | None = None
+        self._step_started = clock()
         meta = cache_file.metadata
         self._space = (
             (meta.coordinate_space.width, meta.coordinate_space.height)
@@ -204,6 +214,7 @@ class ReplaySession:
         if not self._first_step and self.settings.delay_time_between_action:
             self._sleep(self.settings.delay_time_between_action)
         self._first_step = False
+        self._step_started = self._clock()
         if not _needs_screen(action):
             return self._act(step, _Checked(self._unchecked(step, action), None, None), 0.0)
         screen = self._observe(messages)
@@ -239,6 +250,7 @@ class ReplaySession:
         if failed is not None:
             return HandBack(pending.step, failed, executed=True)
         problem = self._verify(pending, messages)
+        self.result.steps[-1].seconds = self._clock() - pending.started
         if problem is not None:
             return HandBack(pending.step, problem, executed=True)
         self.index = pending.step + 1
@@ -288,7 +300,7 @@ class ReplaySession:
         if done(outcome) or not self._can_watch():
             return outcome, 0.0
         config = self.file.metadata.screen_state
-        last = Thumbnail.of(screen.recorded, config) if config is not None else None
+        last = screen.thumbnail(config) if config is not None else None
         still_since = started
         while True:
             now = self._clock()
@@ -300,7 +312,7 @@ class ReplaySession:
             if done(outcome):
                 break
             now = self._clock()
-            current = Thumbnail.of(screen.recorded, config) if config is not None else None
+            current = screen.thumbnail(config) if config is not None else None
             if _moved(last, current, self._volatile()):
                 last, still_since = current, now
             elif now - still_since >= self.settings.settle_quiet_period:
@@ -380,7 +392,7 @@ class ReplaySession:
         effect = step.effect
         if config is None or not self.settings.check_effects:
             return _Checked(record, screen, None)
-        thumbnail = Thumbnail.of(screen.recorded, config)
+        thumbnail = screen.thumbnail(config)
         if effect is None or not effect.tiles:
             return _Checked(record, screen, thumbnail)
         try:
@@ -440,7 +452,7 @@ class ReplaySession:
                 "input": self._fit(step.input, checked.screen),
             }
         )
-        self._pending = _Pending(call.id, self.index, checked.thumbnail)
+        self._pending = _Pending(call.id, self.index, checked.thumbnail, self._step_started)
         return Emit(call)
 
     def _fit(self, arguments: dict[str, Any], screen: _Screen | None) -> dict[str, Any]:
@@ -478,7 +490,7 @@ class ReplaySession:
         tiles = set(effect.tiles)
 
         def evaluate(seen: _Screen) -> str | None:
-            now = Thumbnail.of(seen.recorded, config)
+            now = seen.thumbnail(config)
             if not tiles & set(before.changed_tiles(now)):
                 return (
                     f"the action had no effect: when recorded it changed {len(tiles)} tiles "
@@ -520,7 +532,7 @@ class ReplaySession:
         skip = set(state.volatile) | set(state.parameter_tiles)
 
         def evaluate(seen: _Screen) -> EndStateVerdict:
-            now = Thumbnail.of(seen.recorded, config)
+            now = seen.thumbnail(config)
             total = now.rows * now.columns
             differing = [i for i in now.differing_tiles(end) if i not in skip]
             return EndStateVerdict(

@@ -92,9 +92,10 @@ class ComputerBackend(Protocol):
 
 
 def encode_png(image: Image.Image) -> str:
-    """Base64 text of ``image`` as PNG."""
+    """Base64 text of ``image`` as PNG (fastest compression: a screenshot is taken after
+    every action, and the model's tokens depend on its pixels, not its bytes)."""
     buffer = io.BytesIO()
-    image.save(buffer, format="PNG")
+    image.save(buffer, format="PNG", compress_level=1)
     return base64.b64encode(buffer.getvalue()).decode("ascii")
 
 

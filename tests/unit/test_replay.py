@@ -385,3 +385,36 @@ def test_a_detail_threshold_override_lets_a_rescaled_screen_replay(
     assert (result.status, result.validated) == ("completed", 3)
     assert all(s.detail_threshold == 256 for s in result.steps if s.validated)
     assert app.saved == [{"name": "Ada Lovelace", "email": ""}]
+
+
+class BrokenScreenApp(SimulatedFormApp):
+    """A form whose screenshots fail after the first ``working`` ones."""
+
+    def __init__(self, working: int) -> None:
+        super().__init__()
+        self.working = working
+
+    def screenshot(self) -> Image.Image:
+        if self.working <= 0:
+            raise OSError("the X server closed the connection")
+        self.working -= 1
+        return super().screenshot()
+
+
+@pytest.mark.parametrize("working", [0, 1, 2, 3])
+def test_a_screen_that_cannot_be_read_hands_back_and_never_acts_blind(
+    storage: LocalCacheStorage, working: int
+) -> None:
+    record_form(storage)
+    app = BrokenScreenApp(working)
+    tool = ComputerTool(app)
+    executor = CacheExecutor(screen=tool.capture, sleep=lambda s: None)
+    executor.activate_cache_execution(load_cache_file(storage, "form.json"), "form.json")
+    agent = FinishingSpeaker()
+    Conversation([executor, agent], ToolCollection([tool]), first_speaker=executor.name).run(GOAL)
+    result = executor.result
+    assert result is not None
+    assert result.status == "handed_back"
+    # every action that ran was checked on a screen that could be read before it
+    assert len(app.events) <= working
+    assert result.validated == len(app.events)

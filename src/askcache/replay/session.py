@@ -39,7 +39,7 @@ from askcache.actions import (
     parse_action,
 )
 from askcache.cache_file import CacheFile
-from askcache.errors import InvalidHashError
+from askcache.errors import AskCacheError, InvalidHashError
 from askcache.messages import MessageParam, TextBlockParam, ToolUseBlockParam
 from askcache.parameters import substitute
 from askcache.replay.result import EndStateVerdict, ReplayResult, StepRecord
@@ -201,12 +201,25 @@ class ReplaySession:
     # The engine -------------------------------------------------------------------------
 
     def next(self, messages: list[MessageParam]) -> Command:
-        """The next command, given the conversation so far."""
-        if self._pending is not None:
-            pending, self._pending = self._pending, None
-            stop = self._after(pending, messages)
-            if stop is not None:
-                return stop
+        """The next command, given the conversation so far. A screen that cannot be read
+        (a capture that fails, a screenshot that is not an image) hands back: fail closed."""
+        executed: int | None = None
+        try:
+            if self._pending is not None:
+                pending, self._pending = self._pending, None
+                executed = pending.step
+                stop = self._after(pending, messages)
+                if stop is not None:
+                    return stop
+                executed = None
+            return self._next_step(messages)
+        except (AskCacheError, OSError, ValueError) as exc:
+            problem = f"the screen could not be read ({type(exc).__name__}: {exc})"
+            if executed is not None:
+                return HandBack(executed, problem, executed=True)
+            return HandBack(self.index, problem)
+
+    def _next_step(self, messages: list[MessageParam]) -> Command:
         if self.index >= len(self.steps):
             return self._finish(messages)
         step = self.steps[self.index]

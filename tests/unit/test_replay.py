@@ -417,4 +417,4 @@ def test_a_screen_that_cannot_be_read_hands_back_and_never_acts_blind(
     assert result.status == "handed_back"
     # every action that ran was checked on a screen that could be read before it
     assert len(app.events) <= working
-    assert result.validated == len(app.events)
+    assert {s.action for s in result.steps if not s.validated} <= {"screenshot"}

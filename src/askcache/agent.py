@@ -34,6 +34,7 @@ from askcache.replay import (
 from askcache.run_record import record_runs
 from askcache.settings import CacheStrategy, CachingSettings
 from askcache.speakers import DEFAULT_MODEL, AgentSpeaker
+from askcache.step_view import StepView
 from askcache.storage import CacheStorage, LocalCacheStorage, load_cache_file
 from askcache.tools.base import Tool, ToolCollection
 from askcache.tools.computer import ComputerTool, ToolVersion
@@ -62,6 +63,9 @@ class ActResult:
     """The strategy applied (``auto`` resolved to what it did)."""
     regions: dict[int, Image.Image] = field(default_factory=dict)
     """Per checked step of the last replay, the screen region it was checked on."""
+    views: dict[int, StepView] = field(default_factory=dict)
+    """Per checked step of the last replay, what it was checked on (region, action point,
+    the whole screen), for reports."""
     ledger_entries: list[str] = field(default_factory=list)
     """Names of the run-ledger entries this call wrote (one per replay)."""
 
@@ -183,6 +187,7 @@ class Agent:
             replays=executor.history,
             strategy=strategy,
             regions=dict(executor.regions),
+            views=dict(executor.views),
             ledger_entries=entries,
         )
 

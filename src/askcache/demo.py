@@ -18,8 +18,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from askcache.agent import DEFAULT_MODEL, ActResult, Agent
+from askcache.ledger import RunRecord
 from askcache.replay import ReplayResult
-from askcache.report import ReplaySection, recorded_regions, write_html_report
+from askcache.report import (
+    ReplaySection,
+    model_actions,
+    recorded_views,
+    savings_text,
+    write_html_report,
+)
 from askcache.settings import (
     CacheExecutionSettings,
     CacheStrategy,
@@ -173,10 +180,23 @@ def run_demo(
 
 
 def _report(outcome: DemoOutcome, output_dir: Path) -> Path:
-    cache_file = load_cache_file(LocalCacheStorage(output_dir), CACHE_NAME)
-    recorded = recorded_regions(outcome.record.conversation.messages, cache_file)
+    storage = LocalCacheStorage(output_dir)
+    cache_file = load_cache_file(storage, CACHE_NAME)
+    recorded = recorded_views(outcome.record.conversation.messages, cache_file)
+
+    def saved(run: ActResult) -> str | None:
+        for entry in run.ledger_entries:
+            return savings_text(RunRecord.model_validate_json(storage.read(entry)))
+        return None
+
     sections = [
-        ReplaySection(title, run.replay, run.regions)
+        ReplaySection(
+            title,
+            run.replay,
+            views=run.views,
+            model_steps=model_actions(run.conversation.messages),
+            saved=saved(run),
+        )
         for title, run in (
             ("Replay on the unchanged application", outcome.replay),
             ("Replay after the application changed (a notice banner)", outcome.changed),

@@ -27,6 +27,7 @@ from askcache.replay.result import ReplayResult
 from askcache.replay.session import Emit, Finished, HandBack, ReplaySession
 from askcache.settings import CacheExecutionSettings
 from askcache.speakers import AGENT_SPEAKER, SpeakerResult
+from askcache.step_view import StepView
 
 if TYPE_CHECKING:
     from askcache.conversation import Conversation
@@ -87,6 +88,11 @@ class CacheExecutor:
     def result(self) -> ReplayResult | None:
         """The current (or last) replay's result."""
         return self.session.result if self.session is not None else None
+
+    @property
+    def views(self) -> dict[int, StepView]:
+        """Per checked step of the current (or last) replay: what it was checked on."""
+        return self.session.views if self.session is not None else {}
 
     @property
     def regions(self) -> dict[int, Image.Image]:

@@ -46,6 +46,7 @@ from askcache.replay.result import EndStateVerdict, ReplayResult, StepRecord
 from askcache.scaling import same_aspect, scale_step_input
 from askcache.screen_state import ScreenStateConfig, Thumbnail, compare_tiles
 from askcache.settings import CacheExecutionSettings
+from askcache.step_view import StepView
 from askcache.visual import (
     StepFingerprint,
     check_step_representation,
@@ -179,8 +180,8 @@ class ReplaySession:
         self.result = ReplayResult(
             cache_file=name, steps_total=len(self.steps), start_step=start_step
         )
-        self.regions: dict[int, Image.Image] = {}
-        """Per checked step: the region it was checked on (recorded space), for reports."""
+        self.views: dict[int, StepView] = {}
+        """Per checked step: what it was checked on (recorded space), for reports."""
         self.suspended = False
         """True after a hand-back: the replay may re-join later."""
         self._pending: _Pending | None = None
@@ -339,9 +340,15 @@ class ReplaySession:
     # check ------------------------------------------------------------------------------
 
     def _check(
-        self, step: ToolUseBlockParam, action: Action | None, screen: _Screen
+        self,
+        step: ToolUseBlockParam,
+        action: Action | None,
+        screen: _Screen,
+        *,
+        keep_view: bool = True,
     ) -> _Checked | _Refused:
-        """Whether ``step`` may run on ``screen``."""
+        """Whether ``step`` may run on ``screen`` (``keep_view``: remember what it was checked
+        on, for reports)."""
         record = StepRecord(
             step_index=self.index,
             action=action.name if action is not None else step.name,
@@ -387,8 +394,10 @@ class ReplaySession:
         record.detail_distance = check.detail_distance
         record.detail_threshold = check.detail_threshold
         record.note = check.describe()
-        if check.box is not None:
-            self.regions[self.index] = screen.recorded.crop(check.box)
+        if check.box is not None and keep_view:
+            self.views[self.index] = StepView.of(
+                screen.recorded, check.box, self.anchors[self.index] or _point(action)
+            )
         if not check.matched:
             return _Refused(
                 record,
@@ -575,7 +584,7 @@ class ReplaySession:
         if action is None or action.name not in ACTING_ACTIONS:
             return False
         screen = self._screen(decode_screenshot(found[1].source.data, "the latest screenshot"))
-        if not isinstance(self._check(step, action, screen), _Checked):
+        if not isinstance(self._check(step, action, screen, keep_view=False), _Checked):
             return False
         self.suspended = False
         self.result.rejoins += 1
@@ -589,6 +598,15 @@ class ReplaySession:
     def elapsed(self) -> float:
         """Seconds since activation."""
         return self._clock() - self._started
+
+    @property
+    def regions(self) -> dict[int, Image.Image]:
+        """Per checked step: the region it was checked on (recorded space)."""
+        return {index: view.region for index, view in self.views.items()}
+
+
+def _point(action: Action | None) -> tuple[int, int] | None:
+    return action.point if action is not None else None
 
 
 def _needs_screen(action: Action | None) -> bool:

@@ -418,3 +418,27 @@ def test_a_screen_that_cannot_be_read_hands_back_and_never_acts_blind(
     # every action that ran was checked on a screen that could be read before it
     assert len(app.events) <= working
     assert {s.action for s in result.steps if not s.validated} <= {"screenshot"}
+
+
+def test_dry_run_checks_steps_on_given_screens_without_acting(storage: LocalCacheStorage) -> None:
+    from askcache.replay import dry_run
+
+    record_form(storage)
+    cache_file = load_cache_file(storage, "form.json")
+    app = SimulatedFormApp()
+    before_click = app.screenshot()
+    app.focus, app.pointer_at = "name", app.widget("name").center
+    before_typing = app.screenshot()
+    steps = dry_run(cache_file, "form.json", {1: before_click, 2: before_typing})
+    assert [(s.step_index, s.problem) for s in steps] == [(1, None), (2, None), (3, None)]
+    assert [s.checked_on for s in steps] == [1, 2, 2]
+    changed = SimulatedFormApp(layout="banner")
+    live = dry_run(cache_file, "form.json", changed.screenshot)
+    assert live[0].problem is not None
+    assert "no longer matches" in live[0].problem
+    assert changed.events == []
+    filled = SimulatedFormApp()
+    filled.values["name"] = "Ada"
+    typed = dry_run(cache_file, "form.json", filled.screenshot)
+    assert typed[1].problem is not None
+    assert "looks different" in typed[1].problem

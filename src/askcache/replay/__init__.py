@@ -5,9 +5,11 @@
   the conversation;
 - :mod:`.handback`: what the model is told when a replay stops or finishes;
 - :mod:`.result`: :class:`ReplayResult`, :class:`StepRecord`, :class:`EndStateVerdict`;
-- :mod:`.tools`: the tools that let the model list, execute and resume trajectories.
+- :mod:`.tools`: the tools that let the model list, execute and resume trajectories;
+- :mod:`.dry_run`: what a replay would decide on given screens, without acting.
 """
 
+from askcache.replay.dry_run import DryRunStep, dry_run
 from askcache.replay.executor import CACHE_EXECUTOR, CacheExecutor
 from askcache.replay.result import EndStateVerdict, ReplayResult, ReplayStatus, StepRecord
 from askcache.replay.session import ReplaySession
@@ -21,6 +23,7 @@ from askcache.replay.tools import (
 __all__ = [
     "CACHE_EXECUTOR",
     "CacheExecutor",
+    "DryRunStep",
     "EndStateVerdict",
     "ExecuteCachedTrajectory",
     "ListCachedTrajectories",
@@ -30,4 +33,5 @@ __all__ = [
     "ResumeCachedTrajectory",
     "StepRecord",
     "describe_cache_file",
+    "dry_run",
 ]

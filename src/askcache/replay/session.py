@@ -595,6 +595,23 @@ class ReplaySession:
         logger.info("replay of %s re-joins at step %d", self.name, self.index)
         return True
 
+    def check_step(self, index: int, image: Image.Image) -> tuple[StepRecord, str | None]:
+        """The check phase of step ``index`` on ``image``, alone: no waiting, no action, no
+        state changed. Returns the step's record and why the replay would stop before it
+        (``None``: it would run)."""
+        step = self.steps[index]
+        saved, self.index = self.index, index
+        try:
+            outcome = self._check(step, parse_action(step), self._screen(image), keep_view=False)
+        finally:
+            self.index = saved
+        if isinstance(outcome, _Refused):
+            record = outcome.record or StepRecord(
+                step_index=index, action=step.name, validated=False
+            )
+            return record, outcome.problem
+        return outcome.record, None
+
     def elapsed(self) -> float:
         """Seconds since activation."""
         return self._clock() - self._started

@@ -23,10 +23,11 @@ from PIL import Image
 
 from askcache.conversation import Conversation, ConversationResult
 from askcache.recording import CacheManager
+from askcache.remote_storage import storage_for
 from askcache.replay import CacheExecutor, ReplayResult
 from askcache.settings import CacheStrategy, CachingSettings
 from askcache.speakers import AgentSpeaker, Speaker
-from askcache.storage import CacheStorage, LocalCacheStorage, load_cache_file
+from askcache.storage import CacheStorage, load_cache_file
 from askcache.tools.base import Tool, ToolCollection
 from askcache.tools.caching import ExecuteCachedTrajectory, ListCachedTrajectories
 from askcache.tools.computer import ComputerTool, ToolVersion
@@ -83,7 +84,8 @@ class Agent:
         tools: The tools the model acts with, usually one :class:`ComputerTool`.
         model: Model name.
         system: System prompt.
-        storage: Where cache files live; default: a local folder, ``cache_dir`` of the settings.
+        storage: Where cache files live; default: ``cache_dir`` of the settings, a folder or a URL
+            (:func:`~askcache.remote_storage.storage_for`).
         sleep: Used for the replay's delays (tests pass a no-op).
     """
 
@@ -114,7 +116,7 @@ class Agent:
     def act(self, goal: str, caching_settings: CachingSettings | None = None) -> ActResult:
         """Complete ``goal``, replaying or recording as ``caching_settings`` says."""
         settings = caching_settings or CachingSettings(strategy=CacheStrategy.OFF)
-        storage = self.storage or LocalCacheStorage(settings.cache_dir)
+        storage = self.storage or storage_for(settings.cache_dir)
         agent = AgentSpeaker(
             self.client, model=self.model, system=self.system, max_tokens=self.max_tokens
         )

@@ -10,4 +10,7 @@ if [ ! -x .venv/bin/python ]; then
     "$PYTHON" -m venv .venv
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip >/dev/null
+# s3fs first: its aiobotocore pins botocore, and resolved in one go with moto's unpinned boto3
+# pip backtracks through dozens of aiobotocore releases for many minutes.
+.venv/bin/python -m pip install --quiet -e ".[s3]"
 .venv/bin/python -m pip install --quiet -e ".[dev]"

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from askcache.agent import DEFAULT_MODEL, ActResult, Agent
+from askcache.errors import MissingApiKeyError
 from askcache.replay import ReplayResult
 from askcache.report import ReplaySection, recorded_regions, write_html_report
 from askcache.settings import (
@@ -127,6 +128,8 @@ def run_demo(
         if use_real:
             import anthropic
 
+            if not os.environ.get("ANTHROPIC_API_KEY"):
+                raise MissingApiKeyError("the demo with Claude", "askcache demo --offline")
             client = anthropic.Anthropic()
             mode = f"Claude ({model or DEFAULT_MODEL}) through the Anthropic API"
         else:

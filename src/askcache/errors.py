@@ -20,6 +20,7 @@ __all__ = [
     "InvalidHashError",
     "InvalidScreenshotError",
     "InvalidSettingsError",
+    "MissingApiKeyError",
     "MissingDependencyError",
     "RemoteStorageError",
     "UnsupportedCacheVersionError",
@@ -203,3 +204,20 @@ class RemoteStorageError(AskCacheError, OSError):
         self.kept_at: PurePath | None = None
         target = f"{url}/{name}" if name else url
         super().__init__(f"could not {operation} {target}: {reason}")
+
+
+class MissingApiKeyError(AskCacheError, RuntimeError):
+    """Claude was asked for, but ``ANTHROPIC_API_KEY`` is not set.
+
+    Attributes:
+        what: What needed the key.
+        offline: How to run the same thing without a key, if there is a way.
+    """
+
+    def __init__(self, what: str, offline: str | None = None) -> None:
+        self.what = what
+        self.offline = offline
+        alternative = f", or run offline: {offline}" if offline else ""
+        super().__init__(
+            f"{what} needs ANTHROPIC_API_KEY: export ANTHROPIC_API_KEY=...{alternative}"
+        )

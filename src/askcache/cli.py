@@ -74,8 +74,13 @@ def _demo(args: argparse.Namespace) -> int:
     if args.online and not os.environ.get("ANTHROPIC_API_KEY"):
         raise MissingApiKeyError("askcache demo --online", "askcache demo --offline")
     offline = True if args.offline else (False if args.online else None)
-    outcome = run_demo(Path(args.output), offline=offline, model=args.model, screen=args.screen)
-    print(format_summary(outcome))
+    outcome = run_demo(
+        Path(args.output),
+        offline=offline,
+        model=args.model,
+        screen=args.screen,
+        progress=lambda line: print(f"askcache demo: {line}", file=sys.stderr, flush=True),
+    )
     ok = (
         outcome.record.status == "done"
         and outcome.replay.model_calls == 0
@@ -83,6 +88,33 @@ def _demo(args: argparse.Namespace) -> int:
         and outcome.changed.replay.status == "handed_back"
         and outcome.changed.status == "done"
     )
+    if args.json:
+        emit_json(
+            {
+                "ok": ok,
+                "mode": outcome.mode,
+                "report": str(outcome.report_path),
+                "cache_file": str(outcome.cache_path),
+                "runs": [
+                    {
+                        "run": name,
+                        "status": run.status,
+                        "model_calls": run.model_calls,
+                        "tokens": run.conversation.usage.total_tokens,
+                        "seconds": round(seconds, 3),
+                        "replay": None if run.replay is None else run.replay.status,
+                    }
+                    for name, run, seconds in zip(
+                        ("record", "replay", "replay_changed"),
+                        (outcome.record, outcome.replay, outcome.changed),
+                        outcome.seconds,
+                        strict=True,
+                    )
+                ],
+            }
+        )
+    else:
+        print(format_summary(outcome))
     return EXIT_OK if ok else EXIT_FINDINGS
 
 
@@ -146,6 +178,7 @@ def _parser() -> argparse.ArgumentParser:
         help="tk: a real Tk app on $DISPLAY or a new Xvfb (default); simulated: Pillow, no X",
     )
     demo.add_argument("--model", default=None, help="model name for Claude")
+    demo.add_argument("--json", action="store_true", help="machine-readable summary on stdout")
     demo.set_defaults(run=_demo)
     add_list_command(commands, cached)
     add_show_command(commands, cached)

@@ -194,6 +194,10 @@ class FsspecCacheStorage(CacheStorage):
         except (CacheNotFoundError, CacheExistsError, CachePathError):
             raise
         except FileNotFoundError as exc:
+            if operation == "list":  # a missing prefix lists as empty: the bucket is missing
+                raise RemoteStorageError(
+                    self.url, operation, name, f"the bucket does not exist ({_reason(exc)})"
+                ) from exc
             raise CacheNotFoundError(name, self.url) from exc
         except FileExistsError as exc:
             raise CacheExistsError(name, self.url) from exc

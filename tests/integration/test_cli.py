@@ -235,3 +235,15 @@ def test_prices_match_the_longest_prefix_and_parse() -> None:
     with pytest.raises(ValueError, match="MODEL=INPUT,OUTPUT"):
         parse_price("m=1")
     assert summarize("x", []).hit_rate is None
+
+
+def test_the_demo_reports_progress_on_stderr_and_json_on_stdout(tmp_path: Path) -> None:
+    done = _run("demo", "--offline", "--screen", "simulated", "--json", "--output", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["ok"] is True
+    assert [r["model_calls"] for r in summary["runs"]][:2] == [5, 0]
+    assert summary["runs"][2]["replay"] == "handed_back"
+    progress = done.stderr.splitlines()
+    assert progress[0].startswith("askcache demo: 1/3 recording")
+    assert progress[2].startswith("askcache demo: 3/3 replaying on the changed form")

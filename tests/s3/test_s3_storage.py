@@ -24,7 +24,7 @@ from askcache.errors import (
     CachePathError,
     RemoteStorageError,
 )
-from askcache.ledger import RunLedger
+from askcache.ledger import RunLedger, RunRecord
 from askcache.remote_storage import FsspecCacheStorage, storage_for
 from askcache.storage import load_cache_file
 from askcache.testing import FormFillingScript, MessagesApiStandIn, SimulatedFormApp
@@ -224,3 +224,22 @@ def test_listing_a_prefix_with_thousands_of_files(s3_url: str, s3_server: S3Serv
     assert names[-1] == "team-24/task-2499.json"
     assert names == sorted(names)
     assert len(storage.list_prefix(".ledger")) == 600
+
+
+def test_the_command_reads_a_shared_cache(s3_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from askcache.cli import main
+
+    _record_shared(s3_url)
+    RunLedger(storage_for(s3_url)).append(
+        RunRecord(trajectory="shared.json", status="completed", saved_model_calls=5)
+    )
+    assert main(["list", "--cache-dir", s3_url, "--json"]) == 0
+    assert [f["name"] for f in json.loads(capsys.readouterr().out)["files"]] == ["shared.json"]
+    assert main(["show", "shared", "--cache-dir", s3_url]) == 0
+    assert "shared.json: 'Save the contact {{person}}'" in capsys.readouterr().out
+    assert main(["lint", "--cache-dir", s3_url, "--strict"]) == 0
+    assert "shared.json: ok" in capsys.readouterr().out
+    assert main(["stats", "--cache-dir", s3_url, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["total"]["saved_model_calls"] == 5
+    assert main(["list", "--cache-dir", "s3://no-such-bucket-here/x"]) == 3
+    assert "askcache: error: could not list s3://no-such-bucket-here/x" in capsys.readouterr().err

@@ -88,14 +88,22 @@ def _record(cache_dir: str) -> None:
         )
 
 
-def _times(run: Callable[[], object]) -> tuple[float, float]:
-    samples = []
+def _times(
+    variants: list[tuple[str, Callable[[], object]]],
+) -> list[tuple[str, tuple[float, float]]]:
+    """Median and p90 in ms of each variant, run in turn REPEAT times (interleaved, so that
+    other load on the machine weighs on every variant alike)."""
+    samples: dict[str, list[float]] = {name: [] for name, _ in variants}
     for _ in range(REPEAT):
-        start = time.perf_counter()
-        run()
-        samples.append((time.perf_counter() - start) * 1000)
-    samples.sort()
-    return statistics.median(samples), samples[int(len(samples) * 0.9) - 1]
+        for name, run in variants:
+            start = time.perf_counter()
+            run()
+            samples[name].append((time.perf_counter() - start) * 1000)
+    result = []
+    for name, values in samples.items():
+        values.sort()
+        result.append((name, (statistics.median(values), values[int(len(values) * 0.9) - 1])))
+    return result
 
 
 def _writers(url: str) -> list[tuple[int, str, int, int, float, float]]:
@@ -169,12 +177,14 @@ def main() -> None:
             load_cache_file(shared, "contact.json")
 
         local = LocalCacheStorage(work / "local")
-        startup = [
-            ("local folder", _times(lambda: load_cache_file(local, "contact.json"))),
-            ("S3, new process, empty read-through copy (HEAD + GET)", _times(cold)),
-            ("S3, new process, file in the read-through copy (HEAD)", _times(warm_copy)),
-            ("S3, next replay in the same process (HEAD)", _times(same_process)),
-        ]
+        startup = _times(
+            [
+                ("local folder", lambda: load_cache_file(local, "contact.json")),
+                ("S3, first read of a process: new S3 client, HEAD + GET", cold),
+                ("S3, first read of a process, file in the read-through copy: HEAD", warm_copy),
+                ("S3, next replay in the same process: HEAD", same_process),
+            ]
+        )
         writers = _writers(url)
     finally:
         server.terminate()
@@ -189,7 +199,8 @@ def main() -> None:
         "The S3 server is moto's (`python -m moto.server`) in its own process on 127.0.0.1: the "
         "real S3 API over HTTP through s3fs, but on loopback, so these numbers contain no "
         "network latency; expect each request to cost a round trip more on real S3 "
-        "(a few ms in the same region).",
+        "(a few ms in the same region). A process's first read also creates the S3 client "
+        "(botocore loads its service model), which costs more than the requests.",
         "",
         f"**Replay start-up**: reading and parsing the {size:,}-byte cache file of the demo's "
         f"task before the first step, {REPEAT} times each.",

@@ -10,7 +10,10 @@ if [ ! -x .venv/bin/python ]; then
     "$PYTHON" -m venv .venv
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip >/dev/null
-# s3fs first: its aiobotocore pins botocore, and resolved in one go with moto's unpinned boto3
-# pip backtracks through dozens of aiobotocore releases for many minutes.
+# s3fs first: its aiobotocore pins botocore narrowly. Resolved in one go with the unpinned
+# boto3 of moto (the test S3 server), pip backtracks through dozens of aiobotocore releases
+# for many minutes; holding botocore where aiobotocore put it, and boto3 at or below it
+# (the two are released with the same version numbers), resolves at once.
 .venv/bin/python -m pip install --quiet -e ".[s3]"
-.venv/bin/python -m pip install --quiet -e ".[dev]"
+botocore=$(.venv/bin/python -c 'import botocore; print(botocore.__version__)')
+.venv/bin/python -m pip install --quiet -e ".[dev]" "botocore==$botocore" "boto3<=$botocore"

@@ -216,6 +216,7 @@ class FsspecCacheStorage(CacheStorage):
         hidden = any(part.startswith(".") for part in PurePosixPath(name).parts)
         if self.local_copy_dir is None or hidden:
             return self._fetch(name, path)
+        self.fs.invalidate_cache(path)  # an earlier listing's ETag may be stale
         info = self._call("read", name, lambda: self.fs.info(path))
         if info.get("type") == "directory":
             raise CachePathError(name, "is a directory")
@@ -251,6 +252,7 @@ class FsspecCacheStorage(CacheStorage):
 
     def exists(self, name: str) -> bool:
         path = self.path_for(name)
+        self.fs.invalidate_cache(path)
         return bool(self._call("exists", name, lambda: self.fs.isfile(path)))
 
     def _find(self, folder: str) -> list[str]:

@@ -71,6 +71,9 @@ def test_a_replay_fetches_each_file_once(s3_url: str, tmp_path: Path) -> None:
     writer.write("login.json", b'{"v": 2}')  # re-recorded elsewhere: the copy is stale
     assert second.read("login.json") == b'{"v": 2}'
     assert second.remote_reads == 1
+    assert second.list_names() == ["login.json"]  # a listing caches ETags in s3fs...
+    writer.write("login.json", b'{"v": 3}')
+    assert second.read("login.json") == b'{"v": 3}'  # ...which a read does not trust
     no_copy = FsspecCacheStorage(s3_url, local_copy_dir=None)
     no_copy.read("login.json")
     no_copy.read("login.json")

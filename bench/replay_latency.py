@@ -41,7 +41,7 @@ GOAL = "Type Ada Lovelace into the Name field and press Save"
 ADA = [{"name": "Ada Lovelace", "email": ""}]
 
 
-def _act(
+def _act(  # noqa: PLR0917 - one call site, read as a sentence
     client: Any,
     script: FormFillingScript,
     backend: DesktopBackend,

@@ -9,6 +9,8 @@ Values given with --param are stored as {{name}} placeholders, to be filled in a
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from collections.abc import Sequence
 
 import anthropic
@@ -25,6 +27,13 @@ def main(argv: Sequence[str] | None = None, client: anthropic.Anthropic | None =
     parser.add_argument("--display", default=None)
     parser.add_argument("--model", default=None)
     args = parser.parse_args(argv)
+    if client is None and not os.environ.get("ANTHROPIC_API_KEY"):
+        print(
+            "record.py: error: Claude needs ANTHROPIC_API_KEY: export ANTHROPIC_API_KEY=..., or "
+            "try everything offline: python examples/offline_record_replay.py",
+            file=sys.stderr,
+        )
+        return 3
     parameters = dict(item.split("=", 1) for item in args.param)
     settings = CachingSettings(
         strategy="record",

@@ -10,4 +10,10 @@ if [ ! -x .venv/bin/python ]; then
     "$PYTHON" -m venv .venv
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip >/dev/null
-.venv/bin/python -m pip install --quiet -e ".[dev]"
+# s3fs first: its aiobotocore pins botocore narrowly. Resolved in one go with the unpinned
+# boto3 of moto (the test S3 server), pip backtracks through dozens of aiobotocore releases
+# for many minutes; holding botocore where aiobotocore put it, and boto3 at or below it
+# (the two are released with the same version numbers), resolves at once.
+.venv/bin/python -m pip install --quiet -e ".[s3]"
+botocore=$(.venv/bin/python -c 'import botocore; print(botocore.__version__)')
+.venv/bin/python -m pip install --quiet -e ".[dev]" "botocore==$botocore" "boto3<=$botocore"

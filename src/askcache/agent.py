@@ -24,6 +24,7 @@ from PIL import Image
 from askcache.conversation import Conversation, ConversationResult
 from askcache.ledger import RunLedger
 from askcache.recording import CacheManager
+from askcache.remote_storage import storage_for
 from askcache.replay import (
     CacheExecutor,
     ExecuteCachedTrajectory,
@@ -35,7 +36,7 @@ from askcache.run_record import record_runs
 from askcache.settings import CacheStrategy, CachingSettings
 from askcache.speakers import DEFAULT_MODEL, AgentSpeaker
 from askcache.step_view import StepView
-from askcache.storage import CacheStorage, LocalCacheStorage, load_cache_file
+from askcache.storage import CacheStorage, load_cache_file
 from askcache.tools.base import Tool, ToolCollection
 from askcache.tools.computer import ComputerTool, ToolVersion
 
@@ -93,7 +94,8 @@ class Agent:
         tools: The tools the model acts with, usually one :class:`ComputerTool`.
         model: Model name.
         system: System prompt.
-        storage: Where cache files live; default: a local folder, ``cache_dir`` of the settings.
+        storage: Where cache files live; default: ``cache_dir`` of the settings, a folder or a URL
+            (:func:`~askcache.remote_storage.storage_for`).
         sleep: Used for the replay's waits (tests pass a no-op).
     """
 
@@ -130,7 +132,7 @@ class Agent:
                 model call or action).
         """
         settings = caching_settings or CachingSettings(strategy=CacheStrategy.OFF)
-        storage = self.storage or LocalCacheStorage(settings.cache_dir)
+        storage = self.storage or storage_for(settings.cache_dir)
         agent = AgentSpeaker(
             self.client, model=self.model, system=self.system, max_tokens=self.max_tokens
         )

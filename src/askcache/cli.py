@@ -1,28 +1,86 @@
-"""The ``askcache`` command: the demo, a look at cache files, and parity checks."""
+"""The ``askcache`` command: the demo, cache files (list, show, lint, stats), parity checks.
+
+Each subcommand is a module of :mod:`askcache.commands`; this module builds the parser, turns
+every user mistake into a one-line error and maps outcomes to the exit codes documented in
+:mod:`askcache.commands` and docs/cli.md.
+"""
 
 from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn, cast
 
-from askcache.actions import ACTING_ACTIONS, parse_action
-from askcache.errors import AskCacheError
-from askcache.ledger import RunLedger
-from askcache.replay import describe_cache_file
-from askcache.storage import LocalCacheStorage, load_cache_file
+from askcache.commands.common import (
+    EXIT_ERROR,
+    EXIT_FINDINGS,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_PIPE,
+    EXIT_USAGE,
+    add_cache_dir,
+    emit_json,
+)
+from askcache.commands.lint import add_lint_command
+from askcache.commands.listing import add_list_command
+from askcache.commands.show import add_show_command
+from askcache.commands.stats import add_stats_command
+from askcache.errors import AskCacheError, MissingApiKeyError
 
 __all__ = ["main"]
+
+_DESCRIPTION = """\
+Record computer-use agent runs once, replay them with no model calls.
+
+  askcache demo                  record, replay, change the screen, hand back (offline)
+  askcache list                  the cache files in .askcache (or --cache-dir DIR_OR_URL)
+  askcache show NAME             one cache file step by step
+  askcache lint [NAME ...]       problems in cache files
+  askcache stats [NAME]          replays, hit rate and savings from the run ledger
+  askcache parity SRC CANDIDATE  compare two renderings
+
+Every subcommand has --help; list, show, lint and stats take --json."""
+
+_EPILOG = """\
+exit codes: 0 success; 1 a problem found (lint errors, parity FAIL, demo failed);
+2 parity ERROR verdict; 3 an error to fix (missing key, folder or file, unreadable file,
+storage unreachable); 64 bad command line; 70 internal error (report it, with --debug);
+130 interrupted; 141 output closed (askcache list | head). See docs/cli.md."""
+
+
+class UsageError(Exception):
+    """A bad command line; the message is argparse's, the parser the one that failed."""
+
+    def __init__(self, parser: argparse.ArgumentParser, message: str) -> None:
+        self.parser = parser
+        super().__init__(message)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, raising instead of exiting with code 2 (2 is parity's ERROR verdict)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(self, message)
 
 
 def _demo(args: argparse.Namespace) -> int:
     from askcache.demo import format_summary, run_demo
 
+    if args.online and not os.environ.get("ANTHROPIC_API_KEY"):
+        raise MissingApiKeyError("askcache demo --online", "askcache demo --offline")
     offline = True if args.offline else (False if args.online else None)
-    outcome = run_demo(Path(args.output), offline=offline, model=args.model, screen=args.screen)
-    print(format_summary(outcome))
+    outcome = run_demo(
+        Path(args.output),
+        offline=offline,
+        model=args.model,
+        screen=args.screen,
+        progress=lambda line: print(f"askcache demo: {line}", file=sys.stderr, flush=True),
+    )
     ok = (
         outcome.record.status == "done"
         and outcome.replay.model_calls == 0
@@ -30,72 +88,83 @@ def _demo(args: argparse.Namespace) -> int:
         and outcome.changed.replay.status == "handed_back"
         and outcome.changed.status == "done"
     )
-    return 0 if ok else 1
-
-
-def _list(args: argparse.Namespace) -> int:
-    storage = LocalCacheStorage(args.cache_dir)
-    names = storage.list_names()
-    if not names:
-        print(f"no cache files in {storage.directory}")
-    for name in names:
-        try:
-            cache_file = load_cache_file(storage, name)
-        except AskCacheError as exc:
-            print(f"- {name}: unreadable: {exc}")
-            continue
-        if cache_file.metadata.is_valid or args.all:
-            print(describe_cache_file(name, cache_file))
-    return 0
-
-
-def _show(args: argparse.Namespace) -> int:
-    storage = LocalCacheStorage(args.cache_dir)
-    cache_file = load_cache_file(storage, args.name)
-    meta = cache_file.metadata
-    print(f"{args.name}: {meta.goal!r}")
-    print(
-        f"  recorded {meta.created_at:%Y-%m-%d %H:%M} at {meta.coordinate_space or 'unknown size'}"
-    )
-    rec = meta.recording
-    print(f"  recording cost: {rec.model_calls} model calls, {rec.usage.total_tokens:,} tokens")
-    if meta.visual_validation:
-        v = meta.visual_validation
-        shift = f" ±{v.shift_tolerance} px" if v.shift_tolerance else ""
-        detail = ""
-        if v.detail is not None:
-            d = v.detail
-            detail = (
-                f"; detail {d.hash_size}x{d.hash_size} hash, {d.region_size} px region, "
-                f"threshold {d.threshold}"
-            )
-        print(
-            f"  validation: {v.method}, {v.hash_size}x{v.hash_size} hash, "
-            f"{v.region_size} px region{shift}, threshold {v.threshold}{detail}"
+    if args.json:
+        emit_json(
+            {
+                "ok": ok,
+                "mode": outcome.mode,
+                "report": str(outcome.report_path),
+                "cache_file": str(outcome.cache_path),
+                "runs": [
+                    {
+                        "run": name,
+                        "status": run.status,
+                        "model_calls": run.model_calls,
+                        "tokens": run.conversation.usage.total_tokens,
+                        "seconds": round(seconds, 3),
+                        "replay": None if run.replay is None else run.replay.status,
+                    }
+                    for name, run, seconds in zip(
+                        ("record", "replay", "replay_changed"),
+                        (outcome.record, outcome.replay, outcome.changed),
+                        outcome.seconds,
+                        strict=True,
+                    )
+                ],
+            }
         )
-    runs = [r for r in RunLedger(storage).records(args.name) if r.event == "replay"]
-    done = sum(r.status == "completed" for r in runs)
-    print(f"  replays (run ledger): {len(runs)} started, {done} completed")
-    for run in [r for r in runs if r.status != "completed"][-3:]:
-        when = f"{run.started_at:%Y-%m-%d %H:%M}"
-        print(f"    {run.status} at step {run.stopped_at_step} ({when}): {run.reason}")
-    for index, step in enumerate(cache_file.trajectory):
-        fingerprint = step.visual_representation or "-"
-        if step.visual_detail:
-            fingerprint += f" + {step.visual_detail[:16]}..."
-        action = parse_action(step)
-        if step.visual_representation is None and action and action.name in ACTING_ACTIONS:
-            fingerprint = "UNCHECKED: acts without a fingerprint"
-        effect = f", effect on {len(step.effect.tiles)} tiles" if step.effect else ""
-        print(f"  {index:>3}  {step.name:<10} {step.input}  [{fingerprint}{effect}]")
-    return 0
+    else:
+        print(format_summary(outcome))
+    return EXIT_OK if ok else EXIT_FINDINGS
+
+
+def _common_options(cache: bool) -> argparse.ArgumentParser:
+    """Options every subcommand takes (after its name too)."""
+    common = _Parser(add_help=False)
+    common.add_argument(
+        "--debug",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="show the traceback of an error",
+    )
+    common.add_argument(
+        "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="log each step"
+    )
+    if cache:
+        common.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+        add_cache_dir(common)
+    return common
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="askcache", description=__doc__)
-    parser.add_argument("-v", "--verbose", action="store_true", help="log each step")
-    commands = parser.add_subparsers(dest="command", required=True)
-    demo = commands.add_parser("demo", help="record, replay, change the screen, hand back")
+    parser = _Parser(
+        prog="askcache",
+        description=_DESCRIPTION,
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="show the traceback of an error",
+    )
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="log each step"
+    )
+    commands = cast(
+        "argparse._SubParsersAction[argparse.ArgumentParser]",
+        parser.add_subparsers(dest="command", required=True, metavar="COMMAND"),
+    )
+    plain, cached = [_common_options(cache=False)], [_common_options(cache=True)]
+    demo = commands.add_parser(
+        "demo",
+        parents=plain,
+        help="record, replay, change the screen, hand back",
+        description="Record an agent filling in a form, replay it with no model calls, change "
+        "the form and watch the replay hand back to the model. Offline (a scripted model "
+        "through a local stand-in of the Messages API) unless ANTHROPIC_API_KEY is set.",
+    )
     demo.add_argument("--output", default="askcache-demo-output", help="folder for cache files")
     who = demo.add_mutually_exclusive_group()
     who.add_argument("--online", action="store_true", help="use Claude (needs ANTHROPIC_API_KEY)")
@@ -109,15 +178,12 @@ def _parser() -> argparse.ArgumentParser:
         help="tk: a real Tk app on $DISPLAY or a new Xvfb (default); simulated: Pillow, no X",
     )
     demo.add_argument("--model", default=None, help="model name for Claude")
+    demo.add_argument("--json", action="store_true", help="machine-readable summary on stdout")
     demo.set_defaults(run=_demo)
-    listing = commands.add_parser("list", help="list cache files")
-    listing.add_argument("--cache-dir", default=".askcache")
-    listing.add_argument("--all", action="store_true", help="include invalid trajectories")
-    listing.set_defaults(run=_list)
-    show = commands.add_parser("show", help="show one cache file step by step")
-    show.add_argument("name")
-    show.add_argument("--cache-dir", default=".askcache")
-    show.set_defaults(run=_show)
+    add_list_command(commands, cached)
+    add_show_command(commands, cached)
+    add_lint_command(commands, cached)
+    add_stats_command(commands, cached)
     from askcache.parity.command import add_parity_command
     from askcache.parity.verify_command import add_verify_command
 
@@ -126,19 +192,61 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _one_line(exc: BaseException) -> str:
+    lines = [line.strip(" -") for line in str(exc).splitlines() if line.strip()]
+    return "; ".join(lines) or type(exc).__name__
+
+
+def _fail(args: argparse.Namespace | None, code: int, message: str, exc: BaseException) -> int:
+    print(f"askcache: error: {message}", file=sys.stderr)
+    if args is not None and getattr(args, "json", False):
+        emit_json({"error": {"type": type(exc).__name__, "message": message}, "exit_code": code})
+    return code
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``askcache`` command."""
-    args = _parser().parse_args(argv)
-    quiet = logging.ERROR if args.command == "demo" else logging.WARNING  # the demo reports
+    """Entry point of the ``askcache`` command; returns the exit code."""
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except UsageError as exc:
+        hint = f" (see {exc.parser.prog} --help)"
+        print(f"{exc.parser.prog}: usage error: {exc}{hint}", file=sys.stderr)
+        return EXIT_USAGE
+    except SystemExit as exc:  # --help
+        return exc.code if isinstance(exc.code, int) else EXIT_OK
+    debug = getattr(args, "debug", False)
+    quiet = logging.ERROR if args.command in ("demo", "parity") else logging.WARNING
     logging.basicConfig(
-        level=logging.INFO if args.verbose else quiet,
+        level=logging.INFO if getattr(args, "verbose", False) else quiet,
         format="%(levelname)s %(name)s: %(message)s",
     )
     try:
         code: int = args.run(args)
-    except AskCacheError as exc:
-        print(f"askcache: error: {exc}", file=sys.stderr)
-        return 2
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader (head, less) went away: say nothing more, and keep Python from
+        # complaining about stdout again when it exits.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_PIPE
+    except KeyboardInterrupt:
+        print("askcache: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as exc:
+        if debug:
+            raise
+        if isinstance(exc, AskCacheError | OSError):
+            return _fail(args, EXIT_ERROR, _one_line(exc), exc)
+        if type(exc).__module__.split(".")[0] == "anthropic":
+            return _fail(args, EXIT_ERROR, f"the Anthropic API failed: {_one_line(exc)}", exc)
+        return _fail(
+            args,
+            EXIT_INTERNAL,
+            f"internal error {type(exc).__name__}: {_one_line(exc)} "
+            "(run again with --debug for the traceback, and please report it)",
+            exc,
+        )
     return code
 
 

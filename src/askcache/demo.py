@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from askcache.agent import DEFAULT_MODEL, ActResult, Agent
+from askcache.errors import MissingApiKeyError
 from askcache.ledger import RunRecord
 from askcache.replay import ReplayResult
 from askcache.report import (
@@ -120,11 +121,14 @@ def run_demo(
     offline: bool | None = None,
     model: str | None = None,
     screen: Screen = "tk",
+    progress: Callable[[str], None] | None = None,
 ) -> DemoOutcome:
     """Run the three acts with cache files and the report under ``output_dir``.
 
-    ``offline=None`` uses the real model when ``ANTHROPIC_API_KEY`` is set.
+    ``offline=None`` uses the real model when ``ANTHROPIC_API_KEY`` is set. ``progress`` is
+    called with a short line as each act starts (the command prints them on stderr).
     """
+    say = progress or (lambda _: None)
     output_dir.mkdir(parents=True, exist_ok=True)
     (output_dir / CACHE_NAME).unlink(missing_ok=True)
     use_real = bool(os.environ.get("ANTHROPIC_API_KEY")) if offline is None else not offline
@@ -134,6 +138,8 @@ def run_demo(
         if use_real:
             import anthropic
 
+            if not os.environ.get("ANTHROPIC_API_KEY"):
+                raise MissingApiKeyError("the demo with Claude", "askcache demo --offline")
             client = anthropic.Anthropic()
             mode = f"Claude ({model or DEFAULT_MODEL}) through the Anthropic API"
         else:
@@ -162,8 +168,11 @@ def run_demo(
                 time.sleep(0.2)  # let the application publish its last state
                 return result, elapsed, view.saved
 
+        say(f"1/3 recording: the model fills in the form ({mode.split(':')[0]})")
         record, t1, saved1 = act("original", CacheStrategy.RECORD)
+        say(f"2/3 replaying on the unchanged form ({t1:.1f} s so far)")
         replay, t2, saved2 = act("original", CacheStrategy.EXECUTE)
+        say("3/3 replaying on the changed form: expect a hand-back")
         changed, t3, saved3 = act("banner", CacheStrategy.EXECUTE)
     outcome = DemoOutcome(
         mode=mode,

@@ -21,6 +21,9 @@ __all__ = [
     "InvalidHashError",
     "InvalidScreenshotError",
     "InvalidSettingsError",
+    "MissingApiKeyError",
+    "MissingDependencyError",
+    "RemoteStorageError",
     "UnsupportedCacheVersionError",
 ]
 
@@ -175,3 +178,59 @@ class CacheParameterError(AskCacheError, ValueError):
         if self.unknown:
             parts.append(f"unknown parameters {', '.join(self.unknown)}")
         super().__init__(f"cache file {name!r}: {'; '.join(parts)}")
+
+
+class MissingDependencyError(AskCacheError, ImportError):
+    """A feature needs an optional package that is not installed.
+
+    Attributes:
+        feature: What needed it (``cache_dir 's3://...'``).
+        package: The missing package.
+        hint: How to install it.
+    """
+
+    def __init__(self, feature: str, package: str, hint: str) -> None:
+        self.feature = feature
+        self.package = package
+        self.hint = hint
+        super().__init__(f"{feature} needs the package {package!r}: {hint}")
+
+
+class RemoteStorageError(AskCacheError, OSError):
+    """Shared storage (S3, ...) failed: the server or the network did not answer as expected.
+
+    Nothing is half-written: an object is replaced whole or not at all.
+
+    Attributes:
+        url: The storage's URL.
+        operation: ``read``, ``write``, ``create``, ``list`` or ``exists``.
+        name: The cache file or folder involved (``""`` for the whole storage).
+        reason: What the server or network said.
+        kept_at: For a failed ``write``, the local file that keeps the unsent bytes.
+    """
+
+    def __init__(self, url: str, operation: str, name: str, reason: str) -> None:
+        self.url = url
+        self.operation = operation
+        self.name = name
+        self.reason = reason
+        self.kept_at: PurePath | None = None
+        target = f"{url}/{name}" if name else url
+        super().__init__(f"could not {operation} {target}: {reason}")
+
+
+class MissingApiKeyError(AskCacheError, RuntimeError):
+    """Claude was asked for, but ``ANTHROPIC_API_KEY`` is not set.
+
+    Attributes:
+        what: What needed the key.
+        offline: How to run the same thing without a key, if there is a way.
+    """
+
+    def __init__(self, what: str, offline: str | None = None) -> None:
+        self.what = what
+        self.offline = offline
+        alternative = f", or run offline: {offline}" if offline else ""
+        super().__init__(
+            f"{what} needs ANTHROPIC_API_KEY: export ANTHROPIC_API_KEY=...{alternative}"
+        )

@@ -64,6 +64,7 @@ DEFAULT_DETAIL_THRESHOLD = 14
 "same" pairs reach 12 at most, label changes the main hash misses start at 18."""
 
 _PARAMETER_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 
 class CacheStrategy(StrEnum):
@@ -311,9 +312,26 @@ class CachingSettings(SettingsModel):
 
     strategy: CacheStrategy = CacheStrategy.AUTO
     """What to do: ``record``, ``execute``, ``auto`` or ``off`` (see :class:`CacheStrategy`)."""
-    cache_dir: Path = Path(".askcache")
-    """Folder holding the cache files (created when the first file is written)."""
+    cache_dir: Path | str = Path(".askcache")
+    """Where the cache files live: a folder (created when the first file is written), or a
+    URL of shared storage such as ``s3://bucket/prefix`` (needs ``askcache[s3]``; see
+    docs/fleet.md), ``file:///path`` or ``memory://name``. A folder is kept as a ``Path``, a
+    URL as a ``str``."""
     writing_settings: CacheWritingSettings = Field(default_factory=CacheWritingSettings)
     """How recordings are written."""
     execution_settings: CacheExecutionSettings = Field(default_factory=CacheExecutionSettings)
     """How replays run."""
+
+    @field_validator("cache_dir", mode="before")
+    @classmethod
+    def _check_cache_dir(cls, value: object) -> object:
+        if isinstance(value, str) and _URL.match(value):
+            scheme, rest = value.split("://", 1)
+            if not rest.strip("/"):
+                raise ValueError(f"the URL names no location after {scheme}://")
+            return value
+        if isinstance(value, str):
+            if not value.strip():
+                raise ValueError("must name a folder or a URL")
+            return Path(value)
+        return value

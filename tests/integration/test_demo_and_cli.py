@@ -55,9 +55,9 @@ def test_cli_reports_bad_files_without_a_traceback(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (tmp_path / "bad.json").write_text('{"version": 99}')
-    assert main(["show", "bad.json", "--cache-dir", str(tmp_path)]) == 2
+    assert main(["show", "bad.json", "--cache-dir", str(tmp_path)]) == 3
     assert "format version 99" in capsys.readouterr().err
-    assert main(["show", "../escape.json", "--cache-dir", str(tmp_path)]) == 2
+    assert main(["show", "../escape.json", "--cache-dir", str(tmp_path)]) == 3
     assert "rejected" in capsys.readouterr().err
     assert main(["list", "--cache-dir", str(tmp_path)]) == 0
     assert "bad.json: unreadable" in capsys.readouterr().out

@@ -158,14 +158,12 @@ def test_an_unreadable_candidate_exits_2(work: Path) -> None:
     assert "missing.png" in str(_summary(work)["error"])
 
 
-def test_invalid_limits_and_usage_errors_exit_2(
+def test_invalid_limits_exit_3_and_usage_errors_64(
     work: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert _verify(work, 30, [0], "--parity-threshold", "150") == 2
+    assert _verify(work, 30, [0], "--parity-threshold", "150") == 3
     assert "parity_threshold" in capsys.readouterr().err
-    with pytest.raises(SystemExit) as usage:
-        main(["verify", str(work / "source.png"), str(work / "candidate.png")])
-    assert usage.value.code == 2
+    assert main(["verify", str(work / "source.png"), str(work / "candidate.png")]) == 64
     assert "--fix-command" in capsys.readouterr().err
 
 

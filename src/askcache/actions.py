@@ -69,8 +69,9 @@ OTHER_ACTIONS = frozenset({"screenshot", "wait", "zoom", "cursor_position"})
 KNOWN_ACTIONS = CLICK_ACTIONS | TEXT_ENTRY_ACTIONS | POINTER_ACTIONS | OTHER_ACTIONS
 """Every computer-tool action askcache knows (computer_20250124, _20251124 and the toolset)."""
 
-DEFAULT_VALIDATED_ACTIONS = CLICK_ACTIONS | frozenset({"type", "key"})
-"""Actions whose screen region is hashed when recording and checked before replaying."""
+DEFAULT_VALIDATED_ACTIONS = CLICK_ACTIONS | TEXT_ENTRY_ACTIONS
+"""Actions whose screen region is hashed when recording and checked before replaying: the
+click family and keyboard entry (``type``, ``key``, ``hold_key``)."""
 
 Point = tuple[int, int]
 """A pixel position ``(x, y)`` in the screenshot's coordinate space."""

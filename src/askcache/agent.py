@@ -124,6 +124,7 @@ class Agent:
             tool_shape=computer.shape if computer else "tool",
             screen=computer.capture if computer else None,
             sleep=self._sleep,
+            offered_tools=[tool.name for tool in self.tools],
         )
         tools = ToolCollection(self.tools)
         speakers: list[Speaker] = [agent, executor]

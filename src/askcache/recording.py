@@ -17,8 +17,15 @@ from datetime import UTC, datetime
 from askcache.actions import action_anchors, parse_action
 from askcache.cache_file import CacheFile, CacheMetadata, CoordinateSpace, RecordingStats
 from askcache.messages import ImageBlockParam, MessageParam, ToolUseBlockParam, Usage
-from askcache.parameters import parameterize
+from askcache.parameters import (
+    SECRET_PREFIX,
+    looks_like_password,
+    parameterize,
+    parameterize_input,
+)
+from askcache.redaction import register_secrets
 from askcache.settings import CacheWritingSettings
+from askcache.signing import sign_cache_file
 from askcache.storage import CacheStorage, save_cache_file
 from askcache.visual import compute_step_representation, decode_screenshot, validation_config
 
@@ -95,7 +102,10 @@ class CacheManager:
         self._started: float | None = None
 
     def start_recording(self, goal: str) -> None:
-        """Remember the goal and the start time."""
+        """Remember the goal and the start time; check that the file can be written."""
+        register_secrets(self.settings.secret_parameters)  # redacted from logs from now on
+        if self.settings.filename is not None:  # fail before any model call, not after
+            self.storage.check_writable(self.settings.filename)
         self._goal = goal
         self._started = self._clock()
 
@@ -106,6 +116,7 @@ class CacheManager:
             first = messages[0] if messages else None
             goal = first.content if first and isinstance(first.content, str) else ""
         config = validation_config(self.settings)
+        params, secrets = self.settings.parameters, dict(self.settings.secret_parameters)
         pairs = steps_with_screens(messages)
         trajectory: list[ToolUseBlockParam] = []
         space: CoordinateSpace | None = None
@@ -135,11 +146,23 @@ class CacheManager:
                     )
                 else:
                     fingerprint = compute_step_representation(image, call, config, pointer=anchor)
+            text = call.input.get("text")
+            mode = self.settings.redact_typed_text
+            typed = action is not None and action.name == "type" and isinstance(text, str)
+            if (
+                typed
+                and text
+                and (mode == "all" or (mode == "password_like" and looks_like_password(text)))
+            ):
+                secrets.setdefault(f"typed_{len(trajectory)}", text)
+                register_secrets(secrets)
             trajectory.append(
                 ToolUseBlockParam(
                     id=call.id,
                     name=call.name,
-                    input=parameterize(call.input, self.settings.parameters),
+                    input=parameterize_input(
+                        action.name if action else None, call.input, params, secrets
+                    ),
                     toolset_name=call.toolset_name,
                     visual_representation=fingerprint.region if fingerprint else None,
                     visual_detail=fingerprint.detail if fingerprint else None,
@@ -153,7 +176,7 @@ class CacheManager:
             model=self.model,
         )
         metadata = CacheMetadata(
-            goal=parameterize(goal, self.settings.parameters),
+            goal=parameterize(goal, params, secrets),
             coordinate_space=space,
             visual_validation=config,
             recording=stats,
@@ -161,12 +184,16 @@ class CacheManager:
         return CacheFile(
             metadata=metadata,
             trajectory=trajectory,
-            cache_parameters=dict.fromkeys(self.settings.parameters, ""),
+            cache_parameters={
+                **dict.fromkeys(params, ""),
+                **dict.fromkeys(secrets, f"{SECRET_PREFIX} given at replay, never stored"),
+            },
         )
 
     def finish_recording(self, messages: Sequence[MessageParam]) -> str:
         """Build the cache file from ``messages``, write it, and return its name."""
         cache_file = self.build_cache_file(messages)
+        sign_cache_file(cache_file)  # when ASKCACHE_SIGNING_KEY is set (askcache.signing)
         name = self.settings.filename or default_filename(self._goal or "trajectory")
         save_cache_file(self.storage, name, cache_file)
         logger.info(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -24,6 +24,7 @@ from askcache.cache_file import CacheFile
 from askcache.errors import AskCacheError, CacheParameterError
 from askcache.messages import MessageParam, TextBlockParam, ToolUseBlockParam
 from askcache.parameters import placeholders_in, substitute
+from askcache.replay_guard import check_replayable
 from askcache.scaling import same_aspect, scale_step_input
 from askcache.settings import CacheExecutionSettings
 from askcache.speakers import AGENT_SPEAKER, SpeakerResult
@@ -137,8 +138,11 @@ class CacheExecutor:
         screen: Callable[[], Image.Image] | None = None,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
+        offered_tools: Collection[str] | None = None,
     ) -> None:
         self.storage = storage
+        self.offered_tools = offered_tools
+        """Names of the tools this run offers (``None``: the computer tool only)."""
         self.name = name
         self.agent_speaker = agent_speaker
         self.tool_shape = tool_shape
@@ -186,6 +190,13 @@ class CacheExecutor:
         values = dict(parameter_values or {})
         if execution_settings is not None and not values:
             values = dict(execution_settings.parameter_values)
+        check_replayable(  # refuses unsafe files before anything runs (askcache.replay_guard)
+            cache_file,
+            cache_file_name,
+            offered_tools=self.offered_tools,
+            settings=execution_settings,
+            parameter_values=values,
+        )
         needed = set(cache_file.cache_parameters) | placeholders_in(
             [cache_file.metadata.goal, *(step.input for step in cache_file.trajectory)]
         )

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from askcache.conversation import Conversation
-from askcache.errors import AskCacheError, CacheParameterError
+from askcache.errors import AskCacheError, CacheFileRefusedError, CacheParameterError
 from askcache.messages import TextBlockParam
 from askcache.parameters import substitute
 from askcache.replay import CacheExecutor
@@ -138,10 +138,18 @@ def test_skip_visual_validation_counts_steps_unvalidated(storage: LocalCacheStor
     assert app.saved
 
 
-def test_file_without_visual_validation_replays_unvalidated(storage: LocalCacheStorage) -> None:
+def test_file_without_visual_validation_is_refused_unless_unchecked_steps_are_allowed(
+    storage: LocalCacheStorage,
+) -> None:
     record_form(storage, visual_verification_method="none")
     app = SimulatedFormApp()
-    executor, _, _ = _replay(storage, app)
+    with pytest.raises(CacheFileRefusedError, match=r"step 1 \(left_click\) cannot be checked"):
+        _replay(storage, app)
+    assert app.events == []
+    assert load_cache_file(storage, "form.json").metadata.execution_attempts == 0
+    executor, _, _ = _replay(
+        storage, app, execution_settings=CacheExecutionSettings(allow_unchecked_steps=True)
+    )
     assert executor.result is not None
     assert (executor.result.validated, executor.result.unvalidated) == (0, 4)
     assert app.saved
@@ -152,10 +160,15 @@ def test_tool_error_during_replay_hands_back(storage: LocalCacheStorage) -> None
     cache_file = load_cache_file(storage, "form.json")
     del cache_file.trajectory[1]  # typing without clicking the field first fails in the app
     cache_file.trajectory[1].visual_representation = None
+    cache_file.trajectory[1].visual_detail = None
     from askcache.storage import save_cache_file
 
     save_cache_file(storage, "form.json", cache_file)
-    executor, agent, _ = _replay(storage, SimulatedFormApp())
+    executor, agent, _ = _replay(
+        storage,
+        SimulatedFormApp(),
+        execution_settings=CacheExecutionSettings(allow_unchecked_steps=True),
+    )
     assert executor.result is not None
     assert (executor.result.status, executor.result.stopped_at_step) == ("handed_back", 1)
     assert "no field has the keyboard focus" in agent.turns[0]
@@ -319,10 +332,10 @@ def test_inactive_executor_hands_the_turn_to_the_agent(storage: LocalCacheStorag
     assert agent.turns == [GOAL]
 
 
-def test_substitute_fills_nested_values_and_leaves_unknown_ones() -> None:
-    assert substitute({"a": ["{{x}} and {{y}}"], "b": 3}, {"x": "1"}) == {
-        "a": ["1 and {{y}}"],
-        "b": 3,
+def test_substitute_fills_typed_text_only_literally_and_leaves_unknown_ones() -> None:
+    assert substitute({"text": "{{x}} and {{y}}", "b": "{{x}}"}, {"x": "{{y}}"}) == {
+        "text": "{{y}} and {{y}}",
+        "b": "{{x}}",
     }
 
 

@@ -18,6 +18,7 @@ A loaded file keeps its format version: saving it again writes the same version
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 import math
 import re
@@ -85,7 +86,7 @@ class DetailCheckConfig(_FileModel):
 
     hash_size: int = Field(ge=limits.MIN_HASH_SIZE, le=limits.MAX_HASH_SIZE)
     """Hash side; ``hash_size**2`` bits."""
-    region_size: int = _REGION_SIDE
+    region_size: int = Field(ge=limits.MIN_DETAIL_REGION_SIZE, le=limits.MAX_REGION_SIZE)
     """Side of the square detail region around the action point, in screenshot pixels."""
     threshold: int = Field(ge=0)
     """Largest Hamming distance of the detail hash still counted as a match, as recorded;
@@ -264,13 +265,18 @@ _STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 
 
-def _nesting(text: str) -> int:
-    """The deepest nesting of arrays and objects in JSON ``text`` (strings skipped)."""
-    deepest = depth = 0
+def _too_deep(text: str, limit: int) -> bool:
+    """True when arrays and objects in JSON ``text`` nest deeper than ``limit`` (strings
+    skipped)."""
+    depth = 0
     for char in _NOT_BRACKET.sub("", _STRING.sub('""', text)):
-        depth += 1 if char in "[{" else -1
-        deepest = max(deepest, depth)
-    return deepest
+        if char in "[{":
+            depth += 1
+            if depth > limit:
+                return True
+        else:
+            depth -= 1
+    return False
 
 
 def _reject_constant(value: str) -> Any:
@@ -353,13 +359,21 @@ def _field_keys(info: Any, field_name: str) -> list[str]:
     return keys
 
 
+@functools.cache
+def _model_keys(model: type[BaseModel]) -> dict[str, tuple[type[BaseModel] | None, bool]]:
+    """Every key ``model`` reads (aliases included) -> the model nested under it, if any."""
+    return {
+        key: _nested_model(info.annotation)
+        for field, info in model.model_fields.items()
+        for key in _field_keys(info, field)
+    }
+
+
 def _check_keys(data: Any, model: type[BaseModel], loc: tuple[int | str, ...], name: str) -> None:
     """Reject keys ``model`` does not know, naming the closest known key."""
     if not isinstance(data, dict):
         return  # the model's validation reports the wrong type
-    fields = {
-        key: field for field, info in model.model_fields.items() for key in _field_keys(info, field)
-    }
+    fields = _model_keys(model)
     for key in data:
         if key not in fields:
             known = sorted(model.model_fields)
@@ -373,7 +387,7 @@ def _check_keys(data: Any, model: type[BaseModel], loc: tuple[int | str, ...], n
                 step=_step_of((*loc, key)),
             )
     for key, value in data.items():
-        inner, listed = _nested_model(model.model_fields[fields[key]].annotation)
+        inner, listed = fields[key]
         if inner is None:
             continue
         if listed and isinstance(value, list):
@@ -395,10 +409,9 @@ def _load_json(raw: bytes | str, name: str) -> Any:
         raise CacheFileCorruptError(name, f"not UTF-8 text ({exc.reason})") from exc
     if not text.strip():
         raise CacheFileCorruptError(name, "the file is empty")
-    depth = _nesting(text)
-    if depth > limits.MAX_NESTING:
+    if _too_deep(text, limits.MAX_NESTING):
         raise CacheFileLimitError(
-            name, f"arrays and objects nested {depth} deep; the limit is {limits.MAX_NESTING}"
+            name, f"arrays and objects nested deeper than the limit, {limits.MAX_NESTING}"
         )
     try:
         return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)

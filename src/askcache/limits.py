@@ -25,6 +25,7 @@ __all__ = [
     "MAX_STRING_CHARS",
     "MAX_TOOL_NAME_CHARS",
     "MAX_WAIT_SECONDS",
+    "MIN_DETAIL_REGION_SIZE",
     "MIN_HASH_SIZE",
     "MIN_REGION_SIZE",
 ]
@@ -48,8 +49,10 @@ MAX_SCREEN_SIDE = 8192
 MAX_SCREEN_PIXELS = 8192 * 4608
 """Largest recorded screen area (an 8K screen is 7680x4320): a replay may resize the
 current screenshot to it."""
-MIN_REGION_SIZE = 8
-"""Smallest side of a hashed region, in pixels."""
+MIN_REGION_SIZE = 16
+"""Smallest side of the main hashed region, in pixels (as the writing settings allow)."""
+MIN_DETAIL_REGION_SIZE = 8
+"""Smallest side of the detail region, in pixels (as the writing settings allow)."""
 MAX_REGION_SIZE = 4096
 """Largest side of a hashed region, in pixels."""
 MIN_HASH_SIZE = 4

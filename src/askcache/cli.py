@@ -8,8 +8,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from askcache.cache_file import upgrade_cache_file
 from askcache.errors import AskCacheError
-from askcache.storage import LocalCacheStorage, load_cache_file
+from askcache.signing import SIGNING_KEY_ENV, SigningKeys, sign_cache_file, verify_cache_file
+from askcache.storage import LocalCacheStorage, load_cache_file, save_cache_file
 from askcache.tools.caching import describe_cache_file
 
 __all__ = ["main"]
@@ -82,6 +84,42 @@ def _show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sign(args: argparse.Namespace) -> int:
+    storage = LocalCacheStorage(args.cache_dir)
+    cache_file = load_cache_file(storage, args.name)
+    if not sign_cache_file(cache_file, SigningKeys.from_env()):
+        print(
+            f"askcache: error: set {SIGNING_KEY_ENV}='<key_id>:<secret>' to sign", file=sys.stderr
+        )
+        return 2
+    save_cache_file(storage, args.name, cache_file)
+    assert cache_file.signature is not None
+    print(f"signed {args.name} with key {cache_file.signature.key_id!r}")
+    return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    storage = LocalCacheStorage(args.cache_dir)
+    cache_file = load_cache_file(storage, args.name)
+    verify_cache_file(cache_file, args.name, SigningKeys.from_env())
+    assert cache_file.signature is not None
+    print(f"{args.name}: signature valid (key {cache_file.signature.key_id!r})")
+    return 0
+
+
+def _upgrade(args: argparse.Namespace) -> int:
+    storage = LocalCacheStorage(args.cache_dir)
+    cache_file = load_cache_file(storage, args.name)
+    old = cache_file.version
+    if not upgrade_cache_file(cache_file):
+        print(f"{args.name} is already format version {old}")
+        return 0
+    save_cache_file(storage, args.name, cache_file)
+    note = " (a signature is removed by upgrading: sign it again)"
+    print(f"upgraded {args.name} from format version {old} to {cache_file.version}{note}")
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="askcache", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true", help="log each step")
@@ -109,6 +147,15 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument("name")
     show.add_argument("--cache-dir", default=".askcache")
     show.set_defaults(run=_show)
+    for command, run, text in (
+        ("sign", _sign, "sign a cache file with $ASKCACHE_SIGNING_KEY"),
+        ("verify", _verify, "check a cache file's signature"),
+        ("upgrade", _upgrade, "upgrade a cache file to the current format version"),
+    ):
+        sub = commands.add_parser(command, help=text)
+        sub.add_argument("name")
+        sub.add_argument("--cache-dir", default=".askcache")
+        sub.set_defaults(run=run)
     from askcache.parity.command import add_parity_command
 
     add_parity_command(commands)

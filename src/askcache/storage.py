@@ -134,12 +134,13 @@ class LocalCacheStorage(CacheStorage):
             raise CachePathError(name, "is a directory, not a cache file") from exc
         except OSError as exc:
             raise CacheStorageError(name, str(path), _reason(exc)) from exc
-        with os.fdopen(fd, "rb") as handle:
-            info = os.fstat(fd)
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            os.close(fd)
             if stat.S_ISDIR(info.st_mode):
                 raise CachePathError(name, "is a directory, not a cache file")
-            if not stat.S_ISREG(info.st_mode):
-                raise CachePathError(name, "is not a regular file (a FIFO, socket or device)")
+            raise CachePathError(name, "is not a regular file (a FIFO, socket or device)")
+        with os.fdopen(fd, "rb") as handle:
             if info.st_size > MAX_FILE_BYTES:
                 raise CacheFileLimitError(
                     str(path),
@@ -197,7 +198,7 @@ class LocalCacheStorage(CacheStorage):
         """A directory or special file where the cache file should be is an error."""
         try:
             info = path.stat()
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             return
         except OSError as exc:
             raise CacheStorageError(name, str(path), _reason(exc)) from exc

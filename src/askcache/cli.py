@@ -85,9 +85,10 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _sign(args: argparse.Namespace) -> int:
+    keys = SigningKeys.from_env()
     storage = LocalCacheStorage(args.cache_dir)
     cache_file = load_cache_file(storage, args.name)
-    if not sign_cache_file(cache_file, SigningKeys.from_env()):
+    if not sign_cache_file(cache_file, keys):
         print(
             f"askcache: error: set {SIGNING_KEY_ENV}='<key_id>:<secret>' to sign", file=sys.stderr
         )

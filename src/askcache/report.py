@@ -18,6 +18,7 @@ from askcache.actions import action_anchors
 from askcache.cache_file import CacheFile
 from askcache.messages import MessageParam
 from askcache.recording import steps_with_screens
+from askcache.redaction import redact
 from askcache.replay import ReplayResult
 from askcache.tools.computer import encode_png
 from askcache.visual import decode_screenshot, region_box
@@ -93,7 +94,8 @@ def write_html_report(
             f"<p>{html.escape(result.status)}: {result.steps_run} steps run, "
             f"{result.validated} validated, {result.unvalidated} unvalidated"
             + (
-                f"; stopped at step {result.stopped_at_step}: {html.escape(result.reason or '')}"
+                f"; stopped at step {result.stopped_at_step}: "
+                f"{html.escape(redact(result.reason or ''))}"
                 if result.stopped_at_step is not None
                 else ""
             )
@@ -115,5 +117,5 @@ def write_html_report(
             )
         parts.append("</table>")
     parts.append("</body></html>")
-    path.write_text("\n".join(parts), encoding="utf-8")
+    path.write_text(redact("\n".join(parts)), encoding="utf-8")  # secrets never written
     return path

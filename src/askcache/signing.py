@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from askcache.cache_file import CacheFile, FileSignature, signed_content
+from askcache.cache_file import CacheFile, FileSignature, dump_cache_file, signed_content
 from askcache.errors import CacheSignatureError, InvalidSettingsError
 
 __all__ = [
@@ -105,8 +106,9 @@ def _parse(text: str, variable: str) -> tuple[str, bytes]:
 
 
 def signature_for(cache_file: CacheFile, key_id: str, secret: bytes) -> FileSignature:
-    """The signature of ``cache_file``'s signed content with one key."""
-    content = signed_content(cache_file.model_dump(mode="json"))
+    """The signature of ``cache_file``'s signed content with one key, as it is written
+    (registered secrets redacted: :func:`~askcache.cache_file.dump_cache_file`)."""
+    content = signed_content(json.loads(dump_cache_file(cache_file)))
     value = hmac.new(secret, content, hashlib.sha256).hexdigest()
     return FileSignature(key_id=key_id, value=value)
 

@@ -104,8 +104,8 @@ class CacheManager:
     def start_recording(self, goal: str) -> None:
         """Remember the goal and the start time; check that the file can be written."""
         register_secrets(self.settings.secret_parameters)  # redacted from logs from now on
-        if self.settings.filename is not None:  # fail before any model call, not after
-            self.storage.check_writable(self.settings.filename)
+        # fail before any model call, not after it:
+        self.storage.check_writable(self.settings.filename or default_filename(goal))
         self._goal = goal
         self._started = self._clock()
 

@@ -27,13 +27,14 @@ from askcache.errors import (
 )
 from askcache.limits import MAX_FILE_BYTES
 from askcache.messages import ToolUseBlockParam
+from askcache.recording import CacheManager
 from askcache.replay import CacheExecutor
 from askcache.settings import CacheExecutionSettings, CacheWritingSettings
 from askcache.speakers import SpeakerResult
 from askcache.storage import STALE_TEMP_SECONDS, LocalCacheStorage, load_cache_file
 from askcache.testing import SimulatedFormApp
 from askcache.tools import ComputerTool, Tool, ToolCollection, ToolOutput
-from tests.helpers import GOAL, record_form
+from tests.helpers import GOAL, form_calls, record_form, run_history
 
 
 def _data(storage: LocalCacheStorage, **writing: Any) -> dict[str, Any]:
@@ -396,3 +397,30 @@ def test_a_save_keeps_the_version_and_the_permissions(storage: LocalCacheStorage
     assert saved["version"] == 1
     assert saved["metadata"]["execution_attempts"] == 1
     assert stat.S_IMODE(path.stat().st_mode) == 0o644
+
+
+def test_the_model_never_supplies_a_secret_the_caller_does(storage: LocalCacheStorage) -> None:
+    from askcache.tools.caching import ExecuteCachedTrajectory
+
+    secret = "Zq-only-in-this-test-77"  # registered for redaction for the whole process
+    recording_app = SimulatedFormApp()
+    manager = CacheManager(
+        storage,
+        CacheWritingSettings(filename="form.json", secret_parameters={"password": secret}),
+    )
+    manager.start_recording(GOAL)
+    manager.finish_recording(run_history(recording_app, form_calls(recording_app, secret)))
+    assert secret.encode() not in storage.read("form.json")
+    executor = CacheExecutor(storage, sleep=lambda s: None)
+    tool = ExecuteCachedTrajectory(
+        storage, executor, CacheExecutionSettings(parameter_values={"password": "Grace Hopper"})
+    )
+    call = ToolUseBlockParam(
+        id="t",
+        name="execute_cached_trajectory",
+        input={"trajectory_file": "form.json", "parameter_values": {"password": "guess"}},
+    )
+    assert not tool.run(call).is_error
+    app = SimulatedFormApp()
+    Conversation([executor, _Stop()], ToolCollection([ComputerTool(app)])).run(GOAL)
+    assert app.saved == [{"name": "Grace Hopper", "email": ""}]

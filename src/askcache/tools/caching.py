@@ -12,7 +12,7 @@ from typing import Any
 from askcache.cache_file import CacheFile
 from askcache.errors import AskCacheError
 from askcache.messages import ToolUseBlockParam
-from askcache.parameters import placeholders_in
+from askcache.parameters import placeholders_in, secret_placeholders_in
 from askcache.replay import CacheExecutor
 from askcache.settings import CacheExecutionSettings
 from askcache.storage import CacheStorage, load_cache_file
@@ -155,6 +155,13 @@ class ExecuteCachedTrajectory(Tool):
                     f"{name} is marked invalid: {cache_file.metadata.invalidation_reason}",
                     is_error=True,
                 )
+            texts = [cache_file.metadata.goal, *(s.input for s in cache_file.trajectory)]
+            needed = set(cache_file.cache_parameters) | placeholders_in(texts)
+            given = settings.parameter_values  # the caller's values; secrets come only from here
+            values = {
+                **{k: v for k, v in given.items() if k in needed},
+                **{k: v for k, v in values.items() if k not in secret_placeholders_in(texts)},
+            }
             result = self.executor.activate_cache_execution(
                 cache_file,
                 name,

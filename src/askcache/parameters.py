@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 from askcache.limits import MAX_PARAMETER_CHARS
 
@@ -33,6 +33,7 @@ __all__ = [
     "parameterize_input",
     "placeholder",
     "placeholders_in",
+    "redacts",
     "secret_placeholders_in",
     "substitute",
     "text_problem",
@@ -160,3 +161,11 @@ def looks_like_password(text: str) -> bool:
         any(not c.isalnum() for c in text),
     ]
     return sum(classes) >= 3
+
+
+def redacts(text: object, mode: str) -> TypeGuard[str]:
+    """True when typed ``text`` is to be stored as a secret under ``redact_typed_text=mode``
+    (``off``, ``password_like`` or ``all``)."""
+    if not isinstance(text, str) or not text:
+        return False
+    return mode == "all" or (mode == "password_like" and looks_like_password(text))

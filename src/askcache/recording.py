@@ -19,9 +19,9 @@ from askcache.cache_file import CacheFile, CacheMetadata, CoordinateSpace, Recor
 from askcache.messages import ImageBlockParam, MessageParam, ToolUseBlockParam, Usage
 from askcache.parameters import (
     SECRET_PREFIX,
-    looks_like_password,
     parameterize,
     parameterize_input,
+    redacts,
 )
 from askcache.redaction import register_secrets
 from askcache.settings import CacheWritingSettings
@@ -147,14 +147,8 @@ class CacheManager:
                 else:
                     fingerprint = compute_step_representation(image, call, config, pointer=anchor)
             text = call.input.get("text")
-            mode = self.settings.redact_typed_text
-            typed = action is not None and action.name == "type" and isinstance(text, str)
-            if (
-                typed
-                and text
-                and (mode == "all" or (mode == "password_like" and looks_like_password(text)))
-            ):
-                secrets.setdefault(f"typed_{len(trajectory)}", text)
+            if action and action.name == "type" and redacts(text, self.settings.redact_typed_text):
+                secrets.setdefault(f"typed_{len(trajectory)}", text)  # a secret from now on
                 register_secrets(secrets)
             trajectory.append(
                 ToolUseBlockParam(

@@ -225,7 +225,8 @@ def _mutate_tree(data: Any, rng: random.Random, *, big: bool) -> Any:
     elif op == 5 and isinstance(parent, dict):  # an unknown key beside
         parent[_typo(str(key), rng) + "_extra"] = rng.choice(_ODD_VALUES)
     elif op == 6 and big and isinstance(value, list) and value:  # a very long list
-        parent[key] = value * rng.choice([100, 2000, 20_000])
+        size = len(json.dumps(value))  # at most ~40 MB of JSON: the mutator's own cost
+        parent[key] = value * min(rng.choice([100, 2000, 20_000]), max(2, 40_000_000 // size))
     elif op == 7:  # the validation set-up, switched off or weakened
         _weaken_validation(data, rng)
     elif op == 8:  # a step calling another tool, or another action
@@ -428,9 +429,9 @@ def fuzz(
             rng = random.Random(number)
             source = prepared[number % len(prepared)]
             report.cases += 1
+            mutant = mutate(source, rng, big=big)  # outside the bound: only askcache is timed
             try:
                 with _time_bound(time_bound):
-                    mutant = mutate(source, rng, big=big)
                     if not replay:
                         try:
                             parse_cache_file(mutant, "case.json")

@@ -424,3 +424,20 @@ def test_the_model_never_supplies_a_secret_the_caller_does(storage: LocalCacheSt
     app = SimulatedFormApp()
     Conversation([executor, _Stop()], ToolCollection([ComputerTool(app)])).run(GOAL)
     assert app.saved == [{"name": "Grace Hopper", "email": ""}]
+
+
+def test_upgrading_is_explicit(
+    storage: LocalCacheStorage, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = _data(storage)
+    data["version"] = 1
+    for step in data["trajectory"]:
+        step["visual_detail"] = None
+    data["metadata"]["visual_validation"]["detail"] = None
+    (storage.directory / "form.json").write_text(json.dumps(data))
+    folder = str(storage.directory)
+    assert main(["upgrade", "form.json", "--cache-dir", folder]) == 0
+    assert "from format version 1 to 2" in capsys.readouterr().out
+    assert json.loads(storage.read("form.json"))["version"] == 2
+    assert main(["upgrade", "form.json", "--cache-dir", folder]) == 0
+    assert "already format version 2" in capsys.readouterr().out

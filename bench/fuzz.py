@@ -92,8 +92,10 @@ def main() -> None:
         _row("load and replay", replayed),
         _row("load and replay, signed files", signed_report),
         "",
-        f"Peak memory of the whole run: {peak:.0f} MiB. The longest `wait` a replayed step "
-        f"asked for: {max(r.longest_wait for r in reports):g} s.",
+        f"Peak memory of the process: {peak:.0f} MiB, mostly the mutator's own (it builds "
+        "mutants of up to about 40 MB of JSON; askcache refuses any file over 8 MiB before "
+        f"parsing it). The longest `wait` a replayed step asked for: "
+        f"{max(r.longest_wait for r in reports):g} s.",
         "",
         "Every refusal is an `AskCacheError` subclass raised before the first action. Without "
         "a signature, a mutant that changes only the text a `type` step types (a flipped "

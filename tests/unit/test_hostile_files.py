@@ -441,3 +441,18 @@ def test_upgrading_is_explicit(
     assert json.loads(storage.read("form.json"))["version"] == 2
     assert main(["upgrade", "form.json", "--cache-dir", folder]) == 0
     assert "already format version 2" in capsys.readouterr().out
+
+
+def test_the_model_cannot_switch_the_check_off(storage: LocalCacheStorage) -> None:
+    from askcache.tools.caching import ExecuteCachedTrajectory
+
+    record_form(storage)
+    executor = CacheExecutor(storage, sleep=lambda s: None)
+    call = ToolUseBlockParam(
+        id="t",
+        name="execute_cached_trajectory",
+        input={"trajectory_file": "form.json", "visual_validation_threshold": 64},
+    )
+    output = ExecuteCachedTrajectory(storage, executor).run(call)
+    assert output.is_error
+    assert not executor.is_active

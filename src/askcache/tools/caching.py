@@ -155,6 +155,13 @@ class ExecuteCachedTrajectory(Tool):
                     f"{name} is marked invalid: {cache_file.metadata.invalidation_reason}",
                     is_error=True,
                 )
+            visual = cache_file.metadata.visual_validation
+            if threshold is not None and visual is not None and threshold >= visual.hash_size**2:
+                return ToolOutput.text(
+                    f"visual_validation_threshold {threshold} would accept any screen: the "
+                    f"file's hashes have {visual.hash_size**2} bits.",
+                    is_error=True,
+                )
             texts = [cache_file.metadata.goal, *(s.input for s in cache_file.trajectory)]
             needed = set(cache_file.cache_parameters) | placeholders_in(texts)
             given = settings.parameter_values  # the caller's values; secrets come only from here

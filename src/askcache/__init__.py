@@ -13,15 +13,20 @@ from askcache.cache_file import (
     DetailCheckConfig,
     VisualValidationConfig,
     parse_cache_file,
+    upgrade_cache_file,
 )
 from askcache.conversation import Conversation, ConversationResult
 from askcache.errors import (
     AskCacheError,
     CacheExistsError,
     CacheFileCorruptError,
+    CacheFileLimitError,
+    CacheFileRefusedError,
     CacheNotFoundError,
     CacheParameterError,
     CachePathError,
+    CacheSignatureError,
+    CacheStorageError,
     InvalidHashError,
     InvalidScreenshotError,
     InvalidSettingsError,
@@ -30,6 +35,7 @@ from askcache.errors import (
 from askcache.messages import MessageParam, ToolResultBlockParam, ToolUseBlockParam
 from askcache.recording import CacheManager
 from askcache.replay import CacheExecutor, ReplayResult
+from askcache.replay_guard import check_replayable
 from askcache.settings import (
     CacheExecutionSettings,
     CacheStrategy,
@@ -37,6 +43,7 @@ from askcache.settings import (
     CachingSettings,
     VisualMethod,
 )
+from askcache.signing import SigningKeys, sign_cache_file, verify_cache_file
 from askcache.speakers import AgentSpeaker, Speaker, SpeakerResult
 from askcache.storage import CacheStorage, LocalCacheStorage, load_cache_file, save_cache_file
 from askcache.tools import ComputerTool, Tool, ToolCollection, ToolOutput
@@ -55,12 +62,16 @@ __all__ = [
     "CacheExistsError",
     "CacheFile",
     "CacheFileCorruptError",
+    "CacheFileLimitError",
+    "CacheFileRefusedError",
     "CacheManager",
     "CacheMetadata",
     "CacheNotFoundError",
     "CacheParameterError",
     "CachePathError",
+    "CacheSignatureError",
     "CacheStorage",
+    "CacheStorageError",
     "CacheStrategy",
     "CacheWritingSettings",
     "CachingSettings",
@@ -74,6 +85,7 @@ __all__ = [
     "LocalCacheStorage",
     "MessageParam",
     "ReplayResult",
+    "SigningKeys",
     "Speaker",
     "SpeakerResult",
     "Tool",
@@ -86,8 +98,12 @@ __all__ = [
     "VisualMethod",
     "VisualValidationConfig",
     "__version__",
+    "check_replayable",
     "load_cache_file",
     "parse_action",
     "parse_cache_file",
     "save_cache_file",
+    "sign_cache_file",
+    "upgrade_cache_file",
+    "verify_cache_file",
 ]

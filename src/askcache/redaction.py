@@ -21,7 +21,14 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["RedactingFilter", "known_secret_count", "redact", "redact_value", "register_secrets"]
+__all__ = [
+    "RedactingFilter",
+    "known_secret_count",
+    "mark",
+    "redact",
+    "redact_value",
+    "register_secrets",
+]
 
 _lock = threading.Lock()
 _secrets: dict[str, str] = {}

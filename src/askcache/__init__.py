@@ -13,16 +13,21 @@ from askcache.cache_file import (
     DetailCheckConfig,
     VisualValidationConfig,
     parse_cache_file,
+    upgrade_cache_file,
 )
 from askcache.conversation import Conversation, ConversationResult
 from askcache.errors import (
     AskCacheError,
     CacheExistsError,
     CacheFileCorruptError,
+    CacheFileLimitError,
+    CacheFileRefusedError,
     CacheInvalidatedError,
     CacheNotFoundError,
     CacheParameterError,
     CachePathError,
+    CacheSignatureError,
+    CacheStorageError,
     InvalidHashError,
     InvalidScreenshotError,
     InvalidSettingsError,
@@ -32,6 +37,7 @@ from askcache.ledger import RunLedger, RunRecord
 from askcache.messages import MessageParam, ToolResultBlockParam, ToolUseBlockParam
 from askcache.recording import CacheManager
 from askcache.replay import CacheExecutor, EndStateVerdict, ReplayResult, ReplaySession
+from askcache.replay_guard import check_replayable
 from askcache.settings import (
     CacheExecutionSettings,
     CacheStrategy,
@@ -39,6 +45,7 @@ from askcache.settings import (
     CachingSettings,
     VisualMethod,
 )
+from askcache.signing import SigningKeys, sign_cache_file, verify_cache_file
 from askcache.speakers import AgentSpeaker, Speaker, SpeakerResult
 from askcache.storage import CacheStorage, LocalCacheStorage, load_cache_file, save_cache_file
 from askcache.tools import ComputerTool, Tool, ToolCollection, ToolOutput
@@ -57,13 +64,17 @@ __all__ = [
     "CacheExistsError",
     "CacheFile",
     "CacheFileCorruptError",
+    "CacheFileLimitError",
+    "CacheFileRefusedError",
     "CacheInvalidatedError",
     "CacheManager",
     "CacheMetadata",
     "CacheNotFoundError",
     "CacheParameterError",
     "CachePathError",
+    "CacheSignatureError",
     "CacheStorage",
+    "CacheStorageError",
     "CacheStrategy",
     "CacheWritingSettings",
     "CachingSettings",
@@ -81,6 +92,7 @@ __all__ = [
     "ReplaySession",
     "RunLedger",
     "RunRecord",
+    "SigningKeys",
     "Speaker",
     "SpeakerResult",
     "Tool",
@@ -93,8 +105,12 @@ __all__ = [
     "VisualMethod",
     "VisualValidationConfig",
     "__version__",
+    "check_replayable",
     "load_cache_file",
     "parse_action",
     "parse_cache_file",
     "save_cache_file",
+    "sign_cache_file",
+    "upgrade_cache_file",
+    "verify_cache_file",
 ]

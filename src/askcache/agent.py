@@ -139,7 +139,10 @@ class Agent:
         computer = self._computer()
         capture = computer.capture if computer else None
         executor = CacheExecutor(
-            tool_shape=computer.shape if computer else "tool", screen=capture, sleep=self._sleep
+            tool_shape=computer.shape if computer else "tool",
+            screen=capture,
+            sleep=self._sleep,
+            offered_tools=[tool.name for tool in self.tools],
         )
         tools = ToolCollection(self.tools)
         first = agent.name

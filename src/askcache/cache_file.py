@@ -1,21 +1,40 @@
 """The cache file format: versioned JSON with ``metadata``, ``trajectory``, ``cache_parameters``.
 
-Reading goes through :func:`parse_cache_file`, which migrates older versions, rejects newer
-ones, and turns every parse or validation problem into a
-:class:`~askcache.errors.CacheFileCorruptError` naming the file and the field.
+Reading goes through :func:`parse_cache_file`, which is strict and total: a file is fully
+validated before anything may act on it. It checks the documented limits
+(:mod:`askcache.limits`: size, nesting, lengths, numbers) before and while parsing, rejects
+unknown keys (naming the closest known one), migrates older versions, rejects newer ones,
+and checks every step (:func:`askcache.file_checks.check_cache_file`: known actions, hashes
+of the declared size, thresholds below the bit count, coordinates on the recorded screen,
+placeholders only in typed text). Every problem is one
+:class:`~askcache.errors.CacheFileCorruptError` (or its subclass
+:class:`~askcache.errors.CacheFileLimitError`) naming the file, the field and the step;
+no other exception escapes, whatever the input.
+
+A loaded file keeps its format version: saving it again writes the same version
+(:func:`upgrade_cache_file` upgrades explicitly).
 """
 
 from __future__ import annotations
 
+import difflib
+import functools
 import json
+import math
+import re
+import types
+import typing
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
-from askcache.errors import CacheFileCorruptError, UnsupportedCacheVersionError
+from askcache import limits
+from askcache.errors import CacheFileCorruptError, CacheFileLimitError, UnsupportedCacheVersionError
+from askcache.file_checks import check_cache_file
 from askcache.messages import ToolUseBlockParam, Usage
+from askcache.redaction import redact, redact_value
 from askcache.screen_state import EndState, ScreenStateConfig
 
 __all__ = [
@@ -25,11 +44,14 @@ __all__ = [
     "CoordinateSpace",
     "DetailCheckConfig",
     "ExecutionFailure",
+    "FileSignature",
     "LegacyReplayStats",
     "RecordingStats",
     "VisualValidationConfig",
     "dump_cache_file",
     "parse_cache_file",
+    "signed_content",
+    "upgrade_cache_file",
 ]
 
 FORMAT_VERSION = 3
@@ -50,7 +72,10 @@ def _now() -> datetime:
 
 
 class _FileModel(BaseModel):
-    model_config = ConfigDict(extra="ignore", populate_by_name=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, use_attribute_docstrings=True)
+
+
+_REGION_SIDE = Field(ge=limits.MIN_REGION_SIZE, le=limits.MAX_REGION_SIZE)
 
 
 class DetailCheckConfig(_FileModel):
@@ -61,12 +86,13 @@ class DetailCheckConfig(_FileModel):
     coarse hash of a 100 px region cannot. Same method and shift tolerance as the main one.
     """
 
-    hash_size: int = Field(gt=0)
+    hash_size: int = Field(ge=limits.MIN_HASH_SIZE, le=limits.MAX_HASH_SIZE)
     """Hash side; ``hash_size**2`` bits."""
-    region_size: int = Field(gt=0)
+    region_size: int = Field(ge=limits.MIN_DETAIL_REGION_SIZE, le=limits.MAX_REGION_SIZE)
     """Side of the square detail region around the action point, in screenshot pixels."""
     threshold: int = Field(ge=0)
-    """Largest Hamming distance of the detail hash still counted as a match, as recorded."""
+    """Largest Hamming distance of the detail hash still counted as a match, as recorded;
+    below ``hash_size**2``."""
 
 
 class VisualValidationConfig(_FileModel):
@@ -74,12 +100,13 @@ class VisualValidationConfig(_FileModel):
 
     method: Literal["phash", "ahash", "dhash", "whash"]
     """Perceptual hash method."""
-    hash_size: int = LEGACY_HASH_SIZE
+    hash_size: int = Field(LEGACY_HASH_SIZE, ge=limits.MIN_HASH_SIZE, le=limits.MAX_HASH_SIZE)
     """Hash side; ``hash_size**2`` bits. Files from before this field used 8."""
-    region_size: int
+    region_size: int = _REGION_SIDE
     """Side of the square region around the action point, in screenshot pixels."""
-    threshold: int = LEGACY_THRESHOLD
-    """Largest Hamming distance still counted as a match, as recorded."""
+    threshold: int = Field(LEGACY_THRESHOLD, ge=0)
+    """Largest Hamming distance still counted as a match, as recorded; below
+    ``hash_size**2``."""
     shift_tolerance: int = Field(0, ge=0, le=8)
     """Pixels the current region may be moved each way at replay; files from before this
     field were checked at the exact position (0)."""
@@ -91,9 +118,9 @@ class VisualValidationConfig(_FileModel):
 class CoordinateSpace(_FileModel):
     """Size of the screenshots the trajectory's coordinates refer to."""
 
-    width: int = Field(gt=0)
+    width: int = Field(gt=0, le=limits.MAX_SCREEN_SIDE)
     """Width in pixels."""
-    height: int = Field(gt=0)
+    height: int = Field(gt=0, le=limits.MAX_SCREEN_SIDE)
     """Height in pixels."""
 
     def __str__(self) -> str:
@@ -103,11 +130,11 @@ class CoordinateSpace(_FileModel):
 class RecordingStats(_FileModel):
     """What the recording cost: what a successful replay saves."""
 
-    model_calls: int = 0
+    model_calls: int = Field(0, ge=0)
     """Model calls the recorded run made."""
     usage: Usage = Field(default_factory=Usage)
     """Tokens of those calls."""
-    duration_seconds: float | None = None
+    duration_seconds: float | None = Field(None, ge=0, allow_inf_nan=False)
     """Wall time from the start of the recording to the written file."""
     model: str | None = None
     """Model name used for the recording, when known."""
@@ -116,7 +143,7 @@ class RecordingStats(_FileModel):
 class ExecutionFailure(_FileModel):
     """One replay that stopped before the end (kept by files of versions 0 to 2)."""
 
-    step_index: int
+    step_index: int = Field(ge=0)
     """Index of the step that was not executed."""
     reason: str
     """Why the replay stopped."""
@@ -169,6 +196,17 @@ class CacheMetadata(_FileModel):
     """Replay counts of a file written before version 3 (see :class:`LegacyReplayStats`)."""
 
 
+class FileSignature(_FileModel):
+    """An HMAC over the file's signed content (see :mod:`askcache.signing`)."""
+
+    algorithm: Literal["hmac-sha256"] = "hmac-sha256"
+    """The MAC: HMAC-SHA256 over :func:`signed_content`."""
+    key_id: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")
+    """Which key signed it (``ASKCACHE_SIGNING_KEY="<key_id>:<secret>"``); never the key."""
+    value: str = Field(pattern=r"^[0-9a-f]{64}$")
+    """The MAC, 64 lowercase hex digits."""
+
+
 class CacheFile(_FileModel):
     """A recorded trajectory and everything needed to replay it."""
 
@@ -179,13 +217,16 @@ class CacheFile(_FileModel):
     trajectory: list[ToolUseBlockParam]
     """The recorded tool calls, in order, with their visual representations and effects."""
     cache_parameters: dict[str, str] = Field(default_factory=dict)
-    """Parameter name -> description; steps and goal refer to them as ``{{name}}``."""
+    """Parameter name -> description; typed text and goal refer to them as ``{{name}}``
+    (``{{secret:name}}`` for a secret, whose value is never stored)."""
+    signature: FileSignature | None = None
+    """HMAC of the signed content, when the recording had a signing key; checked at replay."""
 
     def invalidate(self, reason: str) -> None:
         """Mark the trajectory unusable; it is then hidden from the model's listing and
         ``execute`` refuses it unless forced."""
         self.metadata.is_valid = False
-        self.metadata.invalidation_reason = reason
+        self.metadata.invalidation_reason = redact(reason)[: limits.MAX_STRING_CHARS]
 
 
 def _migrate_v0(data: dict[str, Any]) -> dict[str, Any]:
@@ -233,43 +274,284 @@ def _field_path(loc: tuple[int | str, ...]) -> str:
     return path
 
 
-def parse_cache_file(raw: bytes | str, name: str) -> CacheFile:
-    """Parse, migrate and validate the text of a cache file.
+def _step_of(loc: tuple[int | str, ...]) -> int | None:
+    if len(loc) > 1 and loc[0] == "trajectory" and isinstance(loc[1], int):
+        return loc[1]
+    return None
 
-    Raises:
-        CacheFileCorruptError: not JSON, truncated, or a field is missing or wrong.
-        UnsupportedCacheVersionError: written by a newer format version.
-    """
+
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+
+
+def _too_deep(text: str, limit: int) -> bool:
+    """True when arrays and objects in JSON ``text`` nest deeper than ``limit`` (strings
+    skipped)."""
+    depth = 0
+    for char in _NOT_BRACKET.sub("", _STRING.sub('""', text)):
+        if char in "[{":
+            depth += 1
+            if depth > limit:
+                return True
+        else:
+            depth -= 1
+    return False
+
+
+def _reject_constant(value: str) -> Any:
+    raise ValueError(f"{value} is not a number a cache file may hold")
+
+
+def _finite_float(value: str) -> float:
+    number = float(value)
+    if not math.isfinite(number):
+        raise ValueError(f"{value} is too large a number")
+    return number
+
+
+def _loc_text(loc: tuple[int | str, ...]) -> str:
+    return _field_path(loc) or "the top level"
+
+
+def _check_values(value: Any, loc: tuple[int | str, ...], name: str) -> None:
+    """Enforce the limits on every value: lengths, sizes, numbers, valid Unicode."""
+    problem = None
+    if isinstance(value, str):
+        if len(value) > limits.MAX_STRING_CHARS:
+            problem = f"a string of {len(value)} characters; the limit is {limits.MAX_STRING_CHARS}"
+        else:
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                problem = "a string with a lone surrogate (\\ud800-\\udfff): not valid Unicode"
+    elif isinstance(value, bool) or value is None:
+        return
+    elif isinstance(value, (int, float)):
+        if abs(value) > limits.MAX_COUNT:
+            problem = f"the number {value:.3g} is larger than {limits.MAX_COUNT}"
+    elif isinstance(value, list):
+        if len(value) > limits.MAX_LIST_ITEMS:
+            problem = f"a list of {len(value)} items; the limit is {limits.MAX_LIST_ITEMS}"
+        else:
+            for index, item in enumerate(value):
+                _check_values(item, (*loc, index), name)
+    elif isinstance(value, dict):
+        if len(value) > limits.MAX_OBJECT_KEYS:
+            problem = f"an object with {len(value)} keys; the limit is {limits.MAX_OBJECT_KEYS}"
+        else:
+            for key, item in value.items():
+                if len(key) > 256:
+                    problem = f"a key of {len(key)} characters"
+                    break
+                _check_values(key, loc, name)
+                _check_values(item, (*loc, key), name)
+    if problem is not None:
+        where = _loc_text(loc)
+        raise CacheFileLimitError(
+            name, f"{where}: {problem}", field=_field_path(loc) or None, step=_step_of(loc)
+        )
+
+
+def _nested_model(annotation: Any) -> tuple[type[BaseModel] | None, bool]:
+    """The model inside ``annotation`` (``X``, ``X | None``, ``list[X]``) and whether listed."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation, False
+    origin = typing.get_origin(annotation)
+    if origin is list:
+        inner, _ = _nested_model(typing.get_args(annotation)[0])
+        return inner, True
+    if isinstance(annotation, types.UnionType) or origin is typing.Union:
+        for arg in typing.get_args(annotation):
+            found = _nested_model(arg)
+            if found[0] is not None:
+                return found
+    return None, False
+
+
+def _field_keys(info: Any, field_name: str) -> list[str]:
+    keys = [field_name]
+    alias = info.validation_alias
+    if isinstance(alias, AliasChoices):
+        keys += [choice for choice in alias.choices if isinstance(choice, str)]
+    elif isinstance(alias, str):
+        keys.append(alias)
+    return keys
+
+
+@functools.cache
+def _model_keys(model: type[BaseModel]) -> dict[str, tuple[type[BaseModel] | None, bool]]:
+    """Every key ``model`` reads (aliases included) -> the model nested under it, if any."""
+    return {
+        key: _nested_model(info.annotation)
+        for field, info in model.model_fields.items()
+        for key in _field_keys(info, field)
+    }
+
+
+def _check_keys(data: Any, model: type[BaseModel], loc: tuple[int | str, ...], name: str) -> None:
+    """Reject keys ``model`` does not know, naming the closest known key."""
+    if not isinstance(data, dict):
+        return  # the model's validation reports the wrong type
+    fields = _model_keys(model)
+    for key in data:
+        if key not in fields:
+            known = sorted(model.model_fields)
+            close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            where = _field_path((*loc, key))
+            raise CacheFileCorruptError(
+                name,
+                f"{where}: unknown key{hint}; known keys of {model.__name__}: {', '.join(known)}",
+                field=where,
+                step=_step_of((*loc, key)),
+            )
+    for key, value in data.items():
+        inner, listed = fields[key]
+        if inner is None:
+            continue
+        if listed and isinstance(value, list):
+            for index, item in enumerate(value):
+                _check_keys(item, inner, (*loc, key, index), name)
+        elif not listed:
+            _check_keys(value, inner, (*loc, key), name)
+
+
+def _load_json(raw: bytes | str, name: str) -> Any:
+    size = len(raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw)
+    if size > limits.MAX_FILE_BYTES:
+        raise CacheFileLimitError(
+            name, f"the file is {size:,} bytes; the limit is {limits.MAX_FILE_BYTES:,}"
+        )
     try:
         text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
-        data = json.loads(text)
     except UnicodeDecodeError as exc:
         raise CacheFileCorruptError(name, f"not UTF-8 text ({exc.reason})") from exc
+    if not text.strip():
+        raise CacheFileCorruptError(name, "the file is empty")
+    if _too_deep(text, limits.MAX_NESTING):
+        raise CacheFileLimitError(
+            name, f"arrays and objects nested deeper than the limit, {limits.MAX_NESTING}"
+        )
+    try:
+        return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
     except json.JSONDecodeError as exc:
         detail = f"not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"
         if text.lstrip().startswith("{") and not text.rstrip().endswith("}"):
             detail += "; the file looks truncated"
         raise CacheFileCorruptError(name, detail) from exc
+    except (ValueError, RecursionError) as exc:  # huge integers, NaN, Infinity
+        raise CacheFileLimitError(name, f"not a JSON document askcache reads: {exc}") from exc
+
+
+def parse_cache_file(raw: bytes | str, name: str) -> CacheFile:
+    """Parse, check and migrate the text of a cache file: strict and total.
+
+    Raises:
+        CacheFileLimitError: a documented limit is exceeded (size, nesting, lengths).
+        CacheFileCorruptError: not JSON, truncated, an unknown key, a field missing or
+            wrong, a step that could not be replayed as written.
+        UnsupportedCacheVersionError: written by a newer format version.
+    """
+    data = _load_json(raw, name)
     if not isinstance(data, dict):
         raise CacheFileCorruptError(name, f"top level is {type(data).__name__}, expected object")
+    _check_values(data, (), name)
     version = data.get("version", 0)
     if isinstance(version, bool) or not isinstance(version, int) or version < 0:
-        raise CacheFileCorruptError(name, f"version: expected a whole number, got {version!r}")
+        raise CacheFileCorruptError(
+            name, f"version: expected a whole number, got {version!r}", field="version"
+        )
     if version > FORMAT_VERSION:
         raise UnsupportedCacheVersionError(name, version, FORMAT_VERSION)
+    original = version
     while version < FORMAT_VERSION:
         data = _MIGRATIONS[version](data)
         version += 1
+    _check_keys(data, CacheFile, (), name)  # after migrating: old keys have moved
     try:
-        return CacheFile.model_validate(data)
+        cache_file = CacheFile.model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(f"{_field_path(err['loc'])}: {err['msg']}" for err in exc.errors()[:5])
+        errors = exc.errors()
+        problems = "; ".join(f"{_field_path(err['loc'])}: {err['msg']}" for err in errors[:5])
         more = exc.error_count() - 5
         raise CacheFileCorruptError(
-            name, problems + (f" (and {more} more)" if more > 0 else "")
+            name,
+            problems + (f" (and {more} more)" if more > 0 else ""),
+            field=_field_path(errors[0]["loc"]) or None,
+            step=_step_of(errors[0]["loc"]),
         ) from exc
+    cache_file.version = original
+    check_cache_file(cache_file, name)
+    return cache_file
+
+
+def upgrade_cache_file(cache_file: CacheFile) -> bool:
+    """Mark ``cache_file`` as the current format version; True when it was older.
+
+    Loading never upgrades a file: a version 1 file saved again stays version 1. Upgrading
+    is this explicit step (``askcache upgrade NAME``). It changes the signed content, so a
+    signed file must be signed again (``askcache sign NAME``).
+    """
+    if cache_file.version >= FORMAT_VERSION:
+        return False
+    cache_file.version = FORMAT_VERSION
+    cache_file.signature = None
+    return True
+
+
+_BOOKKEEPING = frozenset(
+    {
+        "execution_attempts",
+        "successes",
+        "failures",
+        "last_executed_at",
+        "is_valid",
+        "invalidation_reason",
+    }
+)
+"""Metadata a replay updates; left out of the signed content."""
+
+
+def _without_nulls(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(item) for item in value]
+    return value
+
+
+def signed_content(data: dict[str, Any]) -> bytes:
+    """The canonical bytes a file's signature covers, from its JSON data.
+
+    Everything but ``signature`` and the replay bookkeeping (``execution_attempts``,
+    ``successes``, ``failures``, ``last_executed_at``, ``is_valid``,
+    ``invalidation_reason``), ``null`` values left out, keys sorted, compact, ASCII.
+    """
+    content = {key: value for key, value in data.items() if key != "signature"}
+    metadata = content.get("metadata")
+    if isinstance(metadata, dict):
+        content["metadata"] = {k: v for k, v in metadata.items() if k not in _BOOKKEEPING}
+    text = json.dumps(_without_nulls(content), sort_keys=True, separators=(",", ":"))
+    return text.encode("ascii")
+
+
+_FREE_TEXT_STEP_FIELDS = ("input",)
 
 
 def dump_cache_file(cache_file: CacheFile) -> bytes:
-    """The file's JSON text, as written to storage (cache-only fields kept)."""
-    return cache_file.model_dump_json(indent=2).encode("utf-8") + b"\n"
+    """The file's JSON text, as written to storage (cache-only fields kept).
+
+    Registered secret values (:mod:`askcache.redaction`) are redacted from the free text:
+    the goal, the steps' input, failure reasons and the invalidation reason.
+    """
+    data: dict[str, Any] = cache_file.model_dump(mode="json")
+    metadata = data["metadata"]
+    metadata["goal"] = redact(metadata["goal"])
+    for failure in (metadata.get("legacy_stats") or {}).get("failures", []):
+        failure["reason"] = redact(failure["reason"])
+    if metadata.get("invalidation_reason"):
+        metadata["invalidation_reason"] = redact(metadata["invalidation_reason"])
+    for step in data["trajectory"]:
+        for key in _FREE_TEXT_STEP_FIELDS:
+            step[key] = redact_value(step[key])
+    return json.dumps(data, indent=2, ensure_ascii=False).encode("utf-8") + b"\n"

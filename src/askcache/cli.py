@@ -29,6 +29,7 @@ from askcache.commands.common import (
 from askcache.commands.lint import add_lint_command
 from askcache.commands.listing import add_list_command
 from askcache.commands.show import add_show_command
+from askcache.commands.signing import add_signing_commands
 from askcache.commands.stats import add_stats_command
 from askcache.errors import AskCacheError, MissingApiKeyError
 
@@ -43,14 +44,17 @@ Record computer-use agent runs once, replay them with no model calls.
   askcache lint [NAME ...]       problems in cache files
   askcache stats [NAME]          replays, hit rate and savings from the run ledger
   askcache parity SRC CANDIDATE  compare two renderings
+  askcache verify SRC CANDIDATE --fix-command CMD   the auto-verify loop
+  askcache sign NAME | check-signature NAME | upgrade NAME   signed files, format upgrades
 
-Every subcommand has --help; list, show, lint and stats take --json."""
+Every subcommand has --help; the cache commands take --json."""
 
 _EPILOG = """\
-exit codes: 0 success; 1 a problem found (lint errors, parity FAIL, demo failed);
-2 parity ERROR verdict; 3 an error to fix (missing key, folder or file, unreadable file,
-storage unreachable); 64 bad command line; 70 internal error (report it, with --debug);
-130 interrupted; 141 output closed (askcache list | head). See docs/cli.md."""
+exit codes: 0 success; 1 a problem found (lint errors, parity FAIL or parity not reached,
+demo failed); 2 parity ERROR verdict or a failed verify loop; 3 an error to fix (missing
+key, folder or file, unreadable or refused file, storage unreachable); 64 bad command
+line; 70 internal error (report it, with --debug); 130 interrupted; 141 output closed
+(askcache list | head). See docs/cli.md."""
 
 
 class UsageError(Exception):
@@ -184,6 +188,7 @@ def _parser() -> argparse.ArgumentParser:
     add_show_command(commands, cached)
     add_lint_command(commands, cached)
     add_stats_command(commands, cached)
+    add_signing_commands(commands, cached)
     from askcache.parity.command import add_parity_command
     from askcache.parity.verify_command import add_verify_command
 

@@ -14,10 +14,14 @@ __all__ = [
     "AskCacheError",
     "CacheExistsError",
     "CacheFileCorruptError",
+    "CacheFileLimitError",
+    "CacheFileRefusedError",
     "CacheInvalidatedError",
     "CacheNotFoundError",
     "CacheParameterError",
     "CachePathError",
+    "CacheSignatureError",
+    "CacheStorageError",
     "InvalidHashError",
     "InvalidScreenshotError",
     "InvalidSettingsError",
@@ -108,12 +112,77 @@ class CacheFileCorruptError(AskCacheError, ValueError):
     Attributes:
         name: The file's name (or path).
         detail: What was wrong, naming the field where known.
+        field: The offending field's path (``trajectory[2].input.coordinate``), when known.
+        step: Index of the offending step, when the problem is inside one.
     """
 
-    def __init__(self, name: str | PurePath, detail: str) -> None:
+    def __init__(
+        self,
+        name: str | PurePath,
+        detail: str,
+        *,
+        field: str | None = None,
+        step: int | None = None,
+    ) -> None:
         self.name = str(name)
         self.detail = detail
+        self.field = field
+        self.step = step
         super().__init__(f"cache file {self.name!r} is not a valid askcache file: {detail}")
+
+
+class CacheFileLimitError(CacheFileCorruptError):
+    """A cache file exceeds one of the documented limits (size, nesting, steps, lengths).
+
+    The limits are in :mod:`askcache.cache_file` (``MAX_FILE_BYTES`` ...) and
+    docs/cache-format.md; they keep a hostile file from exhausting memory or time.
+    """
+
+
+class CacheFileRefusedError(AskCacheError, ValueError):
+    """A well-formed cache file that this replay refuses to execute, before any action runs.
+
+    Raised when a step the file wants checked cannot be checked (no validation set-up, no
+    hash), when a step calls a tool this run does not allow, or when parameter values are
+    unsafe. The replay never meets such a file: it is refused up front.
+
+    Attributes:
+        name: The file's name.
+        reason: Why it was refused.
+        field: The offending field's path, when known.
+        step: Index of the offending step, when known.
+    """
+
+    def __init__(
+        self, name: str, reason: str, *, field: str | None = None, step: int | None = None
+    ) -> None:
+        self.name = name
+        self.reason = reason
+        self.field = field
+        self.step = step
+        super().__init__(f"cache file {name!r} refused: {reason}")
+
+
+class CacheSignatureError(CacheFileRefusedError):
+    """Signature verification failed: the file is unsigned, signed with an unknown key, or
+    its content changed after signing (see docs/cache-format.md, "Signed files")."""
+
+
+class CacheStorageError(AskCacheError, OSError):
+    """The storage could not read or write a name: permissions, a directory or a FIFO
+    where a file should be, a full disk.
+
+    Attributes:
+        name: The cache file's name.
+        where: The path or location involved.
+        reason: What went wrong.
+    """
+
+    def __init__(self, name: str, where: str, reason: str) -> None:
+        self.name = name
+        self.where = where
+        self.reason = reason
+        super().__init__(f"cache file {name!r} at {where}: {reason}")
 
 
 class UnsupportedCacheVersionError(AskCacheError, ValueError):

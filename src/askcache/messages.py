@@ -209,13 +209,13 @@ class Usage(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    input_tokens: int = 0
+    input_tokens: int = Field(0, ge=0)
     """Uncached input tokens."""
-    output_tokens: int = 0
+    output_tokens: int = Field(0, ge=0)
     """Generated tokens."""
-    cache_creation_input_tokens: int = 0
+    cache_creation_input_tokens: int = Field(0, ge=0)
     """Input tokens written to Anthropic's prompt cache."""
-    cache_read_input_tokens: int = 0
+    cache_read_input_tokens: int = Field(0, ge=0)
     """Input tokens read from Anthropic's prompt cache."""
 
     @property

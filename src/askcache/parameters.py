@@ -1,54 +1,171 @@
 """Cache parameters: values recorded as ``{{name}}`` placeholders and filled in at replay.
 
-Recording turns each given value into its placeholder (:func:`parameterize`); replay finds
-which placeholders a trajectory needs (:func:`placeholders_in`) and fills them in
-(:func:`substitute`). All three walk nested JSON values: strings, lists and dicts.
+Placeholders live only where text goes: in the text of ``type`` steps and in the goal. Never
+in action names, keys, coordinates or anything else, so a parameter value can change what
+is typed but never which action runs or where (the loader refuses a file with a placeholder
+anywhere else).
+
+A *secret* parameter is written ``{{secret:name}}``: its value is never stored (not in the
+file, its failures, logs or reports) and must come from the caller at replay.
+
+Recording turns each given value into its placeholder (:func:`parameterize`,
+:func:`parameterize_input`); replay finds which placeholders a trajectory needs
+(:func:`placeholders_in`) and fills them in (:func:`substitute`), literally: a value that
+itself looks like a placeholder is typed as it is.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
-__all__ = ["PLACEHOLDER", "parameterize", "placeholders_in", "substitute"]
+from askcache.limits import MAX_PARAMETER_CHARS
 
-PLACEHOLDER = re.compile(r"\{\{([A-Za-z_][A-Za-z0-9_]*)\}\}")
-"""A ``{{name}}`` placeholder; the name is an identifier."""
+__all__ = [
+    "PARAMETER_NAME",
+    "PLACEHOLDER",
+    "SECRET_PREFIX",
+    "looks_like_password",
+    "parameter_value_problem",
+    "parameterize",
+    "parameterize_input",
+    "placeholder",
+    "placeholders_in",
+    "redacts",
+    "secret_placeholders_in",
+    "substitute",
+    "text_problem",
+]
+
+PARAMETER_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+"""A parameter's name: an identifier of at most 64 characters."""
+
+PLACEHOLDER = re.compile(r"\{\{(secret:)?([A-Za-z_][A-Za-z0-9_]*)\}\}")
+"""A ``{{name}}`` or ``{{secret:name}}`` placeholder; the name is an identifier."""
+
+SECRET_PREFIX = "secret:"
+"""Marks a secret parameter's placeholder: ``{{secret:password}}``."""
+
+_ALLOWED_CONTROLS = frozenset("\n\t")
 
 
-def parameterize(value: Any, parameters: Mapping[str, str]) -> Any:
-    """Replace every occurrence of each parameter's value by ``{{name}}`` (longest value first)."""
-    if isinstance(value, str):
-        for name, sample in sorted(parameters.items(), key=lambda item: -len(item[1])):
-            value = value.replace(sample, f"{{{{{name}}}}}")
-        return value
-    if isinstance(value, dict):
-        return {key: parameterize(item, parameters) for key, item in value.items()}
-    if isinstance(value, list):
-        return [parameterize(item, parameters) for item in value]
-    return value
+def placeholder(name: str, *, secret: bool = False) -> str:
+    """The placeholder text for ``name``: ``{{name}}`` or ``{{secret:name}}``."""
+    return "{{" + (SECRET_PREFIX if secret else "") + name + "}}"
+
+
+def text_problem(text: str, *, allow: frozenset[str] = _ALLOWED_CONTROLS) -> str | None:
+    """Why ``text`` may not be typed (a control character other than ``allow``, a lone
+    surrogate), or ``None``. Names the character by position and code, never shows the text."""
+    for index, char in enumerate(text):
+        category = unicodedata.category(char)
+        if (category == "Cc" and char not in allow) or category == "Cs":
+            return f"character {index} is U+{ord(char):04X}, a control character"
+    return None
+
+
+def parameter_value_problem(value: object) -> str | None:
+    """Why ``value`` may not be a parameter value, or ``None``; never quotes the value."""
+    if not isinstance(value, str):
+        return f"must be a string, not {type(value).__name__}"
+    if not value:
+        return "is empty"
+    if len(value) > MAX_PARAMETER_CHARS:
+        return f"is {len(value)} characters long; the limit is {MAX_PARAMETER_CHARS}"
+    return text_problem(value, allow=frozenset())
+
+
+def parameterize(
+    text: str, parameters: Mapping[str, str], secrets: Mapping[str, str] | None = None
+) -> str:
+    """``text`` with each value replaced by its placeholder, longest value first; secret
+    values become ``{{secret:name}}``."""
+    replacements = [(value, placeholder(name)) for name, value in parameters.items()]
+    replacements += [
+        (value, placeholder(name, secret=True)) for name, value in (secrets or {}).items()
+    ]
+    for value, mark in sorted(replacements, key=lambda item: -len(item[0])):
+        if value:
+            text = text.replace(value, mark)
+    return text
+
+
+def parameterize_input(
+    action: str | None,
+    arguments: dict[str, Any],
+    parameters: Mapping[str, str],
+    secrets: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """A step's input with parameter values replaced in its typed text only.
+
+    ``action`` is the computer action (``None`` for another tool); only a ``type`` step's
+    ``text`` is parameterized. Everything else is returned unchanged.
+    """
+    text = arguments.get("text")
+    if action != "type" or not isinstance(text, str):
+        return dict(arguments)
+    return {**arguments, "text": parameterize(text, parameters, secrets)}
 
 
 def substitute(value: Any, values: Mapping[str, str]) -> Any:
-    """Fill ``{{name}}`` placeholders from ``values``; unknown names are left as they are."""
+    """Fill placeholders from ``values`` (keyed by name, secret or not), in one pass.
+
+    A string is filled in everywhere; a dict (a step's input) only in its ``text`` string,
+    the one place a loaded file may hold placeholders. Anything else is returned as it is.
+    Unknown names are left as they are; a value is inserted literally, never re-expanded.
+    """
     if isinstance(value, str):
-        return PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), value)
+        return PLACEHOLDER.sub(lambda m: values.get(m.group(2), m.group(0)), value)
     if isinstance(value, dict):
-        return {key: substitute(item, values) for key, item in value.items()}
-    if isinstance(value, list):
-        return [substitute(item, values) for item in value]
+        text = value.get("text")
+        if isinstance(text, str):
+            return {**value, "text": substitute(text, values)}
+        return dict(value)
     return value
 
 
-def placeholders_in(values: Iterable[Any]) -> set[str]:
-    """Names of the placeholders in strings nested anywhere in ``values``."""
-    found: set[str] = set()
+def _strings(values: Iterable[Any]) -> Iterable[str]:
     for value in values:
         if isinstance(value, str):
-            found.update(PLACEHOLDER.findall(value))
+            yield value
         elif isinstance(value, dict):
-            found |= placeholders_in(value.values())
+            yield from _strings(value.values())
         elif isinstance(value, list | tuple):
-            found |= placeholders_in(value)
-    return found
+            yield from _strings(value)
+
+
+def placeholders_in(values: Iterable[Any]) -> set[str]:
+    """Names of the placeholders (secret or not) in strings nested anywhere in ``values``."""
+    return {m.group(2) for text in _strings(values) for m in PLACEHOLDER.finditer(text)}
+
+
+def secret_placeholders_in(values: Iterable[Any]) -> set[str]:
+    """Names of the secret placeholders (``{{secret:name}}``) nested anywhere in ``values``."""
+    return {
+        m.group(2) for text in _strings(values) for m in PLACEHOLDER.finditer(text) if m.group(1)
+    }
+
+
+def looks_like_password(text: str) -> bool:
+    """True for typed text that looks like a password: 8 to 128 characters, no whitespace,
+    and at least three of lower case, upper case, digits and symbols. A heuristic for
+    ``CacheWritingSettings.redact_typed_text="password_like"``."""
+    if not 8 <= len(text) <= 128 or any(char.isspace() for char in text):
+        return False
+    classes = [
+        any(c.islower() for c in text),
+        any(c.isupper() for c in text),
+        any(c.isdigit() for c in text),
+        any(not c.isalnum() for c in text),
+    ]
+    return sum(classes) >= 3
+
+
+def redacts(text: object, mode: str) -> TypeGuard[str]:
+    """True when typed ``text`` is to be stored as a secret under ``redact_typed_text=mode``
+    (``off``, ``password_like`` or ``all``)."""
+    if not isinstance(text, str) or not text:
+        return False
+    return mode == "all" or (mode == "password_like" and looks_like_password(text))

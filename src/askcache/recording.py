@@ -20,9 +20,16 @@ from PIL import Image
 from askcache.actions import ACTING_ACTIONS, Point, action_anchors, parse_action
 from askcache.cache_file import CacheFile, CacheMetadata, CoordinateSpace, RecordingStats
 from askcache.messages import ImageBlockParam, MessageParam, ToolUseBlockParam, Usage
-from askcache.parameters import parameterize
+from askcache.parameters import (
+    SECRET_PREFIX,
+    parameterize,
+    parameterize_input,
+    redacts,
+)
+from askcache.redaction import register_secrets
 from askcache.screen_state import EndState, ScreenStateConfig, StepEffect, Thumbnail, effect_of
 from askcache.settings import CacheWritingSettings
+from askcache.signing import sign_cache_file
 from askcache.storage import CacheStorage, save_cache_file
 from askcache.visual import compute_step_representation, decode_screenshot, validation_config
 
@@ -137,7 +144,10 @@ class CacheManager:
         self._captured: dict[str, Image.Image] = {}
 
     def start_recording(self, goal: str) -> None:
-        """Remember the goal and the start time."""
+        """Remember the goal and the start time; check that the file can be written."""
+        register_secrets(self.settings.secret_parameters)  # redacted from logs from now on
+        # fail before any model call, not after it:
+        self.storage.check_writable(self.settings.filename or default_filename(goal))
         self._goal = goal
         self._started = self._clock()
         self._captured = {}
@@ -159,6 +169,7 @@ class CacheManager:
             first = messages[0] if messages else None
             goal = first.content if first and isinstance(first.content, str) else ""
         config = validation_config(self.settings)
+        params, secrets = self.settings.parameters, dict(self.settings.secret_parameters)
         recorded = steps_with_screens(messages)
         anchors = action_anchors(step.call for step in recorded)
         screens = _Screens(self._captured)
@@ -182,7 +193,13 @@ class CacheManager:
                         len(trajectory),
                         action.name,
                     )
-            inputs = parameterize(step.call.input, self.settings.parameters)
+            text = step.call.input.get("text")
+            if action and action.name == "type" and redacts(text, self.settings.redact_typed_text):
+                secrets.setdefault(f"typed_{len(trajectory)}", text)  # a secret from now on
+                register_secrets(secrets)
+            inputs = parameterize_input(
+                action.name if action else None, step.call.input, params, secrets
+            )
             effect = tracker.step(
                 before,
                 after,
@@ -210,7 +227,7 @@ class CacheManager:
             model=self.model,
         )
         metadata = CacheMetadata(
-            goal=parameterize(goal, self.settings.parameters),
+            goal=parameterize(goal, params, secrets),
             coordinate_space=screens.space,
             visual_validation=config,
             screen_state=tracker.config,
@@ -220,12 +237,16 @@ class CacheManager:
         return CacheFile(
             metadata=metadata,
             trajectory=trajectory,
-            cache_parameters=dict.fromkeys(self.settings.parameters, ""),
+            cache_parameters={
+                **dict.fromkeys(params, ""),
+                **dict.fromkeys(secrets, f"{SECRET_PREFIX} given at replay, never stored"),
+            },
         )
 
     def finish_recording(self, messages: Sequence[MessageParam]) -> str:
         """Build the cache file from ``messages``, write it, and return its name."""
         cache_file = self.build_cache_file(messages)
+        sign_cache_file(cache_file)  # when ASKCACHE_SIGNING_KEY is set (askcache.signing)
         name = self.settings.filename or default_filename(self._goal or "trajectory")
         save_cache_file(self.storage, name, cache_file)
         logger.info(

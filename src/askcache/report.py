@@ -22,6 +22,7 @@ from askcache.cache_file import CacheFile
 from askcache.ledger import RunRecord
 from askcache.messages import MessageParam, TextBlockParam
 from askcache.recording import steps_with_screens
+from askcache.redaction import redact
 from askcache.replay import ReplayResult
 from askcache.step_view import StepView
 from askcache.tools.computer import encode_png
@@ -185,7 +186,7 @@ def write_html_report(
     for section in sections:
         parts.extend(_section(section, recorded))
     parts.append("</body></html>")
-    path.write_text("\n".join(parts), encoding="utf-8")
+    path.write_text(redact("\n".join(parts)), encoding="utf-8")  # secrets never written
     return path
 
 

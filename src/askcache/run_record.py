@@ -20,6 +20,7 @@ from askcache.conversation import ConversationResult
 from askcache.errors import AskCacheError
 from askcache.ledger import RunLedger, RunRecord, RunStatus
 from askcache.messages import Usage
+from askcache.redaction import redact
 from askcache.replay.session import ReplaySession
 from askcache.settings import CacheExecutionSettings
 from askcache.storage import CacheStorage, load_cache_file, save_cache_file
@@ -51,7 +52,7 @@ def run_record(session: ReplaySession, outcome: ConversationResult, *, last: boo
         steps_run=result.steps_run,
         start_step=result.start_step,
         stopped_at_step=result.stopped_at_step,
-        reason=result.reason,
+        reason=None if result.reason is None else redact(result.reason),
         rejoins=result.rejoins,
         model_calls=calls,
         usage=outcome.usage if last else Usage(),

@@ -14,6 +14,7 @@ import difflib
 import re
 import types
 import typing
+import unicodedata
 from enum import StrEnum
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
@@ -30,6 +31,7 @@ from pydantic import (
 
 from askcache.actions import ACTION_ALIASES, DEFAULT_VALIDATED_ACTIONS, KNOWN_ACTIONS
 from askcache.errors import InvalidSettingsError
+from askcache.parameters import PARAMETER_NAME, parameter_value_problem
 
 __all__ = [
     "DEFAULT_DETAIL_HASH_SIZE",
@@ -63,8 +65,56 @@ DEFAULT_DETAIL_THRESHOLD = 14
 """Largest distance of the detail hash still counted as unchanged. From bench/accuracy.py:
 "same" pairs reach 12 at most, label changes the main hash misses start at 18."""
 
-_PARAMETER_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+MAX_NAME_COMPONENT_BYTES = 255
+"""Longest part of a cache file name between slashes, in UTF-8 bytes (the usual file system
+limit), ``.json`` included."""
+MAX_NAME_CHARS = 1024
+"""Longest cache file name, folders included."""
+
+_SENSITIVE_FIELDS = frozenset({"parameters", "secret_parameters", "parameter_values"})
+"""Fields whose values an error message never shows."""
+
+
+def check_cache_name(value: str) -> str:
+    """A cache file name made safe to use, ``.json`` appended if missing.
+
+    Raises:
+        ValueError: the name is empty, absolute, climbs with ``..``, holds a control
+            character (NUL included), has a hidden part (``.ledger``: askcache's own), or is
+            too long for a file system.
+    """
+    if not value.strip():
+        raise ValueError("must not be empty")
+    for index, char in enumerate(value):
+        if unicodedata.category(char) == "Cc":
+            raise ValueError(f"character {index} is U+{ord(char):04X}, a control character")
+    path = PurePosixPath(value.replace("\\", "/"))
+    if path.is_absolute() or ".." in path.parts:
+        raise ValueError("must be a relative path inside cache_dir, without '..'")
+    if any(part.startswith(".") for part in path.parts):
+        raise ValueError("no part may start with '.' (hidden names are askcache's own, .ledger/)")
+    name = value if value.endswith(".json") else f"{value}.json"
+    if len(name) > MAX_NAME_CHARS:
+        raise ValueError(f"is {len(name)} characters long; the limit is {MAX_NAME_CHARS}")
+    for part in PurePosixPath(name.replace("\\", "/")).parts:
+        if len(part.encode("utf-8", "surrogatepass")) > MAX_NAME_COMPONENT_BYTES:
+            raise ValueError(
+                f"the part {part[:40]!r}... is longer than {MAX_NAME_COMPONENT_BYTES} bytes"
+            )
+    return name
+
+
+def _check_values(value: dict[str, str], what: str) -> dict[str, str]:
+    for name, sample in value.items():
+        if not PARAMETER_NAME.match(name):
+            raise ValueError(
+                f"{what} name {name[:80]!r} must be an identifier (64 characters at most)"
+            )
+        problem = parameter_value_problem(sample)
+        if problem:
+            raise ValueError(f"the value of {what} {name!r} {problem}")
+    return value
 
 
 class CacheStrategy(StrEnum):
@@ -131,7 +181,10 @@ def _describe(error: ValidationError, model: type[SettingsModel]) -> list[tuple[
             )
         else:
             message = item["msg"].removeprefix("Value error, ")
-            problems.append((path, f"{message} (got {item.get('input')!r})"))
+            if _SENSITIVE_FIELDS & set(loc):
+                problems.append((path, message))  # never echo parameter values
+            else:
+                problems.append((path, f"{message} (got {item.get('input')!r})"))
     return problems
 
 
@@ -155,7 +208,8 @@ class CacheWritingSettings(SettingsModel):
     filename: str | None = None
     """Cache file name, relative to ``cache_dir`` (``.json`` is appended if missing). ``None``:
     a name is made from the goal and the time when recording, and the model chooses among
-    the cached trajectories when executing."""
+    the cached trajectories when executing. Checked here, before any model call: no
+    control characters, no ``..``, no hidden part, each part at most 255 bytes."""
     visual_verification_method: VisualMethod = VisualMethod.PHASH
     """Perceptual hash stored for validated steps; ``none`` records no visual validation."""
     visual_validation_region_size: int = Field(DEFAULT_REGION_SIZE, ge=16, le=4096)
@@ -184,28 +238,33 @@ class CacheWritingSettings(SettingsModel):
     validated_actions: frozenset[str] = DEFAULT_VALIDATED_ACTIONS
     """Actions whose region is hashed: by default every acting action (the click family and
     drags, ``type``, ``key``, ``hold_key``, ``scroll``). A step that acts without a hash is
-    handed back at replay unless ``CacheExecutionSettings.unchecked_steps="run"``. The
-    design's words are accepted as aliases and expanded: ``click`` (the click family) and
-    ``text_entry`` (``type``, ``key``, ``hold_key``)."""
+    handed back at replay (``CacheExecutionSettings.unchecked_steps``). The design's words
+    are accepted as aliases and expanded: ``click`` (the click family) and ``text_entry``
+    (``type``, ``key``, ``hold_key``)."""
     record_screen_state: bool = True
     """Also record, per acting step, the tiles near its point that it changed (before and
     after) and the final screen, as 1/8-scale grey thumbnails (:mod:`askcache.screen_state`):
     replays then check that the area an action affects looks as recorded before acting, that
     the action had its effect, and that the run ended as recorded. The thumbnails show layout,
     not readable text; ``False`` stores none of them (and the replay skips those checks)."""
-    parameters: dict[str, str] = Field(default_factory=dict)
+    parameters: dict[str, str] = Field(default_factory=dict, repr=False)
     """Cache parameters: name -> the value used in this recording. Every occurrence of the
-    value in the goal and in step inputs is stored as ``{{name}}``, to be filled in at replay."""
+    value in the goal and in typed text is stored as ``{{name}}``, to be filled in at
+    replay. Values are at most 4096 characters, without control characters."""
+    secret_parameters: dict[str, str] = Field(default_factory=dict, repr=False)
+    """Secret parameters: name -> the value typed in this recording (a password). The value
+    is never written: typed text and goal store ``{{secret:name}}``, and it is redacted from
+    failures, logs and reports. The replay's caller gives it again in ``parameter_values``."""
+    redact_typed_text: Literal["off", "password_like", "all"] = "off"
+    """Also treat typed text as secret without declaring it: ``password_like`` redacts typed
+    text that looks like a password (8+ characters, no spaces, at least three of lower
+    case, upper case, digits and symbols); ``all`` every typed text. Each becomes
+    ``{{secret:typed_<step>}}``, a value the replay's caller must give."""
 
     @field_validator("filename")
     @classmethod
     def _check_filename(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        path = PurePosixPath(value.replace("\\", "/"))
-        if not value.strip() or path.is_absolute() or ".." in path.parts:
-            raise ValueError("must be a relative path inside cache_dir, without '..'")
-        return value if value.endswith(".json") else f"{value}.json"
+        return None if value is None else check_cache_name(value)
 
     @field_validator("validated_actions")
     @classmethod
@@ -223,15 +282,18 @@ class CacheWritingSettings(SettingsModel):
     @field_validator("parameters")
     @classmethod
     def _check_parameters(cls, value: dict[str, str]) -> dict[str, str]:
-        for name, sample in value.items():
-            if not _PARAMETER_NAME.match(name):
-                raise ValueError(f"parameter name {name!r} must be an identifier")
-            if not sample:
-                raise ValueError(f"parameter {name!r} has an empty value")
-        return value
+        return _check_values(value, "parameter")
+
+    @field_validator("secret_parameters")
+    @classmethod
+    def _check_secrets(cls, value: dict[str, str]) -> dict[str, str]:
+        return _check_values(value, "secret parameter")
 
     @model_validator(mode="after")
     def _check_hash(self) -> CacheWritingSettings:
+        both = sorted(self.parameters.keys() & self.secret_parameters.keys())
+        if both:
+            raise ValueError(f"{', '.join(both)}: both a parameter and a secret parameter")
         hashes = [("hash_size", self.hash_size, "visual_validation_threshold")]
         if self.visual_validation_detail_region_size is not None:
             hashes.append(
@@ -270,12 +332,24 @@ class CacheExecutionSettings(SettingsModel):
     """Overrides the detail hash's threshold stored in the file; ``None`` uses the file's."""
     skip_visual_validation: bool = False
     """Replay without checking the screen at all. Every step then counts as unvalidated."""
-    unchecked_steps: Literal["hand_back", "run"] = "hand_back"
+    unchecked_steps: Literal["refuse", "hand_back", "run"] = "hand_back"
     """What to do with a step that acts (click, type, key, drag, scroll) but carries no
-    fingerprint (files recorded with method ``none``, or before every acting step was
-    fingerprinted): ``hand_back`` (default) stops before it; ``run`` runs it unchecked."""
-    parameter_values: dict[str, str] = Field(default_factory=dict)
-    """Values for the trajectory's ``{{name}}`` parameters, when the replay starts at once."""
+    fingerprint (files recorded with method ``none``, or older files whose first step came
+    before any screenshot): ``refuse`` the whole file before any step runs; ``hand_back``
+    (default) replay the checked steps before it and stop before it; ``run`` it unchecked.
+    (A step whose stored hash cannot be checked, such as hashes without the file's
+    validation set-up, is always refused.)"""
+    parameter_values: dict[str, str] = Field(default_factory=dict, repr=False)
+    """Values for the trajectory's ``{{name}}`` and ``{{secret:name}}`` parameters, when the
+    replay starts at once. Typed literally; at most 4096 characters, no control characters.
+    Secret ones are redacted from everything askcache writes."""
+    replay_tools: frozenset[str] = frozenset()
+    """Tools other than the computer tool that replayed steps may call, when this run also
+    offers them. Empty: a file with a step calling any other tool is refused, so a shared
+    cache file is never a way to run commands."""
+    require_signature: bool | None = None
+    """Refuse files without a valid signature (docs/cache-format.md, "Signed files").
+    ``None``: required when a signing key is set (``ASKCACHE_SIGNING_KEY``)."""
     auto_wait: bool = Field(True, validation_alias=AliasChoices("auto_wait", "wait_for_settle"))
     """Watch the screen instead of sleeping, where a screen can be watched (the agent's
     computer tool): before a step, go as soon as its region matches; hand back only once it
@@ -305,6 +379,11 @@ class CacheExecutionSettings(SettingsModel):
     invalidate_after: int | None = Field(3, ge=1, le=1000)
     """Mark a file invalid once this many replays in a row handed back at the same step
     (counted in the run ledger); ``None``: never."""
+
+    @field_validator("parameter_values")
+    @classmethod
+    def _check_parameter_values(cls, value: dict[str, str]) -> dict[str, str]:
+        return _check_values(value, "parameter")
 
 
 class CachingSettings(SettingsModel):

@@ -2,13 +2,22 @@
 
 Storage deals in bytes and names; parsing is :mod:`askcache.cache_file`'s job. The two meet
 in :func:`load_cache_file` and :func:`save_cache_file`.
+
+:class:`LocalCacheStorage` is a good citizen on disk: it reads only regular files (a FIFO or
+a directory where a file should be is a clear error, never a blocked read), never reads more
+than the file size limit, keeps a file's permissions when it replaces it, removes the
+temporary files of writes that were killed (after an hour), and turns every operating
+system error into a :class:`~askcache.errors.CacheStorageError` naming the path.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import stat
 import tempfile
+import time
 from abc import ABC, abstractmethod
 from pathlib import Path, PurePosixPath
 
@@ -16,11 +25,24 @@ from askcache.cache_file import CacheFile, dump_cache_file, parse_cache_file
 from askcache.errors import (
     CacheExistsError,
     CacheFileCorruptError,
+    CacheFileLimitError,
     CacheNotFoundError,
     CachePathError,
+    CacheStorageError,
 )
+from askcache.limits import MAX_FILE_BYTES
 
-__all__ = ["CacheStorage", "LocalCacheStorage", "load_cache_file", "save_cache_file"]
+__all__ = [
+    "STALE_TEMP_SECONDS",
+    "CacheStorage",
+    "LocalCacheStorage",
+    "load_cache_file",
+    "save_cache_file",
+]
+
+STALE_TEMP_SECONDS = 3600.0
+"""Age after which a temporary file of a write (``.<name>.<random>.tmp``) counts as left
+behind by a killed process and is removed."""
 
 
 class CacheStorage(ABC):
@@ -68,6 +90,15 @@ class CacheStorage(ABC):
     def describe(self, name: str) -> str:
         """Where ``name`` lives, for messages (a path for local storage)."""
 
+    def check_writable(self, name: str) -> None:  # noqa: B027 (optional, no-op by default)
+        """Raise now if ``name`` clearly cannot be written later (recording calls it before
+        the first model call, so a recording is not lost at the end). The default checks
+        nothing.
+
+        Raises:
+            CachePathError, CacheStorageError: the name or the place cannot be written.
+        """
+
 
 class LocalCacheStorage(CacheStorage):
     """Cache files as ``*.json`` files under one directory (sub-folders allowed).
@@ -95,49 +126,127 @@ class LocalCacheStorage(CacheStorage):
 
     def read(self, name: str) -> bytes:
         path = self.path_for(name)
-        try:
-            return path.read_bytes()
+        try:  # O_NONBLOCK: opening a FIFO must not wait for a writer
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
         except FileNotFoundError as exc:
             raise CacheNotFoundError(name, str(self.directory)) from exc
         except IsADirectoryError as exc:
-            raise CachePathError(name, "is a directory") from exc
+            raise CachePathError(name, "is a directory, not a cache file") from exc
+        except OSError as exc:
+            raise CacheStorageError(name, str(path), _reason(exc)) from exc
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            os.close(fd)
+            if stat.S_ISDIR(info.st_mode):
+                raise CachePathError(name, "is a directory, not a cache file")
+            raise CachePathError(name, "is not a regular file (a FIFO, socket or device)")
+        with os.fdopen(fd, "rb") as handle:
+            if info.st_size > MAX_FILE_BYTES:
+                raise CacheFileLimitError(
+                    str(path),
+                    f"the file is {info.st_size:,} bytes; the limit is {MAX_FILE_BYTES:,}",
+                )
+            try:
+                data = handle.read(MAX_FILE_BYTES + 1)
+            except OSError as exc:
+                raise CacheStorageError(name, str(path), _reason(exc)) from exc
+        if len(data) > MAX_FILE_BYTES:  # grew while being read
+            raise CacheFileLimitError(str(path), f"the file is over {MAX_FILE_BYTES:,} bytes")
+        return data
 
     def write(self, name: str, data: bytes) -> None:
         path = self.path_for(name)
-        tmp = self._write_temp(path, data)
+        self._check_target(name, path)
+        tmp = self._write_temp(name, path, data)
         try:
             os.replace(tmp, path)
-        except BaseException:
+        except BaseException as exc:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
+            if isinstance(exc, OSError) and not isinstance(exc, CacheStorageError):
+                raise CacheStorageError(name, str(path), _reason(exc)) from exc
             raise
 
     def create(self, name: str, data: bytes) -> None:
         path = self.path_for(name)
-        tmp = self._write_temp(path, data)
+        tmp = self._write_temp(name, path, data)
         try:
             os.link(tmp, path)  # atomic and exclusive: readers never see a partial entry
         except FileExistsError as exc:
             raise CacheExistsError(name, str(self.directory)) from exc
+        except OSError as exc:
+            raise CacheStorageError(name, str(path), _reason(exc)) from exc
         finally:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
 
+    def check_writable(self, name: str) -> None:
+        path = self.path_for(name)
+        self._check_target(name, path)
+        folder = path.parent
+        while not folder.exists() and folder != folder.parent:
+            folder = folder.parent
+        if not folder.is_dir():
+            raise CacheStorageError(name, str(folder), "is not a directory")
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise CacheStorageError(name, str(folder), "the folder is not writable")
+        if path.exists() and not os.access(path.parent, os.W_OK):
+            raise CacheStorageError(name, str(path.parent), "the folder is not writable")
+
     @staticmethod
-    def _write_temp(path: Path, data: bytes) -> str:
-        """``data`` written and synced to a hidden temporary file beside ``path``."""
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    def _check_target(name: str, path: Path) -> None:
+        """A directory or special file where the cache file should be is an error."""
+        try:
+            info = path.stat()
+        except (FileNotFoundError, NotADirectoryError):
+            return
+        except OSError as exc:
+            raise CacheStorageError(name, str(path), _reason(exc)) from exc
+        if stat.S_ISDIR(info.st_mode):
+            raise CachePathError(name, "is a directory, not a cache file")
+        if not stat.S_ISREG(info.st_mode):
+            raise CachePathError(name, "is not a regular file (a FIFO, socket or device)")
+
+    def _write_temp(self, name: str, path: Path, data: bytes) -> str:
+        """``data`` written and synced to a hidden temporary file beside ``path``, with the
+        permissions ``path`` has (or a new file's usual ones)."""
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.clean_stale_temp_files(path.parent)
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        except OSError as exc:
+            raise CacheStorageError(name, str(path), _reason(exc)) from exc
         try:
             with os.fdopen(fd, "wb") as handle:
+                os.fchmod(handle.fileno(), _mode_for(path))
                 handle.write(data)
                 handle.flush()
                 os.fsync(handle.fileno())
-        except BaseException:
+        except BaseException as exc:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
+            if isinstance(exc, OSError):
+                raise CacheStorageError(name, str(path), _reason(exc)) from exc
             raise
         return tmp
+
+    @staticmethod
+    def clean_stale_temp_files(folder: Path, max_age: float = STALE_TEMP_SECONDS) -> int:
+        """Remove the temporary files of writes older than ``max_age`` seconds in ``folder``
+        (left behind by killed processes); return how many. Younger ones may belong to a
+        write in progress and are kept."""
+        removed = 0
+        cutoff = time.time() - max_age
+        with contextlib.suppress(OSError):
+            for entry in os.scandir(folder):
+                if not (entry.name.startswith(".") and entry.name.endswith(".tmp")):
+                    continue
+                with contextlib.suppress(OSError):
+                    info = entry.stat(follow_symlinks=False)
+                    if stat.S_ISREG(info.st_mode) and info.st_mtime < cutoff:
+                        os.unlink(entry.path)
+                        removed += 1
+        return removed
 
     def list_names(self) -> list[str]:
         if not self.directory.is_dir():
@@ -162,6 +271,33 @@ class LocalCacheStorage(CacheStorage):
 
     def describe(self, name: str) -> str:
         return str(self.path_for(name))
+
+
+def _reason(exc: OSError) -> str:
+    text = exc.strerror or str(exc)
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        text += " (check the folder's permissions, or choose another cache_dir)"
+    return text
+
+
+def _mode_for(path: Path) -> int:
+    """The permission bits a write of ``path`` keeps: the file's own, or 0o666 less the
+    umask for a new file, as ``open()`` would create it."""
+    try:
+        return stat.S_IMODE(path.stat().st_mode)
+    except OSError:
+        return 0o666 & ~_umask()
+
+
+def _umask() -> int:
+    """The process umask, read without changing it where Linux allows."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return umask
 
 
 def load_cache_file(storage: CacheStorage, name: str) -> CacheFile:

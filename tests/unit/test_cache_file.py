@@ -17,6 +17,7 @@ from askcache.cache_file import (
     VisualValidationConfig,
     dump_cache_file,
     parse_cache_file,
+    upgrade_cache_file,
 )
 from askcache.errors import CacheFileCorruptError, UnsupportedCacheVersionError
 from askcache.messages import ToolUseBlockParam
@@ -24,47 +25,72 @@ from askcache.parameters import placeholders_in
 
 SCHEMA = Path(__file__).parents[2] / "docs" / "cache-format.schema.json"
 
-json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**31), 2**31) | st.text(max_size=20),
-    lambda inner: (
-        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
-    ),
-    max_leaves=8,
+texts = st.text(
+    st.characters(blacklist_categories=["Cc", "Cs"]) | st.sampled_from("\n\t"), max_size=20
 )
-steps = st.builds(
-    ToolUseBlockParam,
-    id=st.text(min_size=1, max_size=12),
-    name=st.sampled_from(["computer", "left_click", "type", "custom"]),
-    input=st.dictionaries(st.text(max_size=8), json_values, max_size=4),
-    toolset_name=st.none() | st.just("computer"),
-    visual_representation=st.none() | st.text("0123456789abcdef", min_size=16, max_size=16),
-)
-cache_files = st.builds(
-    CacheFile,
-    metadata=st.builds(
-        CacheMetadata,
-        goal=st.text(max_size=40),
-        coordinate_space=st.none()
-        | st.builds(CoordinateSpace, width=st.integers(1, 8000), height=st.integers(1, 8000)),
-        visual_validation=st.none()
+
+
+@st.composite
+def steps(draw: st.DrawFn, hashed: bool, hash_size: int = 8) -> ToolUseBlockParam:
+    action = draw(st.sampled_from(["left_click", "type", "key", "screenshot", "scroll", "wait"]))
+    arguments: dict[str, object] = {}
+    if action in ("left_click", "scroll"):
+        arguments["coordinate"] = [draw(st.integers(0, 639)), draw(st.integers(0, 399))]
+    if action == "type":
+        arguments["text"] = draw(texts)
+    if action == "key":
+        arguments["text"] = draw(st.sampled_from(["Return", "ctrl+s", "Tab"]))
+    if action == "wait":
+        arguments["duration"] = draw(st.integers(0, 60) | st.floats(0, 60))
+    toolset = draw(st.booleans())
+    digits = hash_size * hash_size // 4
+    return ToolUseBlockParam(
+        id=draw(st.text("abcdef0123456789_", min_size=1, max_size=12)),
+        name=action if toolset else "computer",
+        input=arguments if toolset else {"action": action, **arguments},
+        toolset_name="computer" if toolset else None,
+        visual_representation=draw(
+            st.none() | st.text("0123456789abcdef", min_size=digits, max_size=digits)
+        )
+        if hashed
+        else None,
+    )
+
+
+@st.composite
+def cache_files(draw: st.DrawFn) -> CacheFile:
+    visual = draw(
+        st.none()
         | st.builds(
             VisualValidationConfig,
             method=st.sampled_from(["phash", "ahash", "dhash", "whash"]),
             hash_size=st.sampled_from([8, 16]),
             region_size=st.integers(16, 400),
             threshold=st.integers(0, 60),
+        )
+    )
+    hash_size = visual.hash_size if visual is not None else 8
+    return CacheFile(
+        metadata=CacheMetadata(
+            goal=draw(texts),
+            coordinate_space=draw(
+                st.none()
+                | st.builds(
+                    CoordinateSpace, width=st.integers(640, 8000), height=st.integers(400, 4000)
+                )
+            ),
+            visual_validation=visual,
+            is_valid=draw(st.booleans()),
         ),
-        is_valid=st.booleans(),
-    ),
-    trajectory=st.lists(steps, max_size=5),
-    cache_parameters=st.dictionaries(
-        st.from_regex(r"[a-z_]{1,8}", fullmatch=True), st.text(max_size=10), max_size=3
-    ),
-)
+        trajectory=draw(st.lists(steps(visual is not None, hash_size), max_size=5)),
+        cache_parameters=draw(
+            st.dictionaries(st.from_regex(r"[a-z_]{1,8}", fullmatch=True), texts, max_size=3)
+        ),
+    )
 
 
 @settings(max_examples=60, deadline=None)
-@given(cache_files)
+@given(cache_files())
 def test_round_trip(cache_file: CacheFile) -> None:
     assert parse_cache_file(dump_cache_file(cache_file), "x.json") == cache_file
 
@@ -94,6 +120,8 @@ def test_seed_era_file_without_version_or_hash_size_loads() -> None:
         ],
     }
     cache_file = parse_cache_file(json.dumps(old), "old.json")
+    assert cache_file.version == 0  # kept: loading never upgrades a file
+    assert upgrade_cache_file(cache_file)
     assert cache_file.version == FORMAT_VERSION
     assert cache_file.metadata.visual_validation == VisualValidationConfig(
         method="phash", hash_size=8, region_size=100, threshold=10
@@ -128,7 +156,7 @@ def test_version_1_file_reads_as_version_2_without_a_detail_hash() -> None:
         ],
     }
     cache_file = parse_cache_file(json.dumps(v1), "v1.json")
-    assert cache_file.version == FORMAT_VERSION
+    assert cache_file.version == 1
     assert cache_file.metadata.visual_validation is not None
     assert cache_file.metadata.visual_validation.detail is None
     assert cache_file.trajectory[0].visual_detail is None
@@ -212,8 +240,11 @@ def test_version_2_replay_counts_move_to_legacy_stats() -> None:
     assert (legacy.execution_attempts, legacy.successes, legacy.failures[0].step_index) == (7, 5, 2)
     assert cache_file.metadata.end_state is None
     written = json.loads(dump_cache_file(cache_file))
-    assert written["version"] == 3
+    assert written["version"] == 2  # saving never upgrades; `askcache upgrade` does
     assert "execution_attempts" not in written["metadata"]
+    again = parse_cache_file(json.dumps(written), "v2.json").metadata.legacy_stats
+    assert again is not None
+    assert (again.execution_attempts, again.successes) == (7, 5)
 
 
 def test_placeholders_are_found_in_nested_values() -> None:

@@ -9,7 +9,7 @@ import pytest
 from PIL import Image
 
 from askcache.conversation import Conversation
-from askcache.errors import AskCacheError, CacheParameterError
+from askcache.errors import AskCacheError, CacheFileRefusedError, CacheParameterError
 from askcache.messages import TextBlockParam
 from askcache.parameters import substitute
 from askcache.replay import CacheExecutor
@@ -153,6 +153,9 @@ def test_file_without_fingerprints_hands_back_unless_told_to_run_unchecked(
     assert (executor.result.status, executor.result.stopped_at_step) == ("handed_back", 1)
     assert "stores no fingerprint" in agent.turns[0]
     assert app.events == []
+    with pytest.raises(CacheFileRefusedError, match=r"step 1 \(left_click\) cannot be checked"):
+        _replay(storage, app, execution_settings=CacheExecutionSettings(unchecked_steps="refuse"))
+    assert app.events == []
     executor, _, _ = _replay(
         storage, app, execution_settings=CacheExecutionSettings(unchecked_steps="run")
     )
@@ -166,6 +169,7 @@ def test_tool_error_during_replay_hands_back(storage: LocalCacheStorage) -> None
     cache_file = load_cache_file(storage, "form.json")
     del cache_file.trajectory[1]  # typing without clicking the field first fails in the app
     cache_file.trajectory[1].visual_representation = None
+    cache_file.trajectory[1].visual_detail = None
     from askcache.storage import save_cache_file
 
     save_cache_file(storage, "form.json", cache_file)
@@ -363,10 +367,10 @@ def test_inactive_executor_hands_the_turn_to_the_agent(storage: LocalCacheStorag
     assert agent.turns == [GOAL]
 
 
-def test_substitute_fills_nested_values_and_leaves_unknown_ones() -> None:
-    assert substitute({"a": ["{{x}} and {{y}}"], "b": 3}, {"x": "1"}) == {
-        "a": ["1 and {{y}}"],
-        "b": 3,
+def test_substitute_fills_typed_text_only_literally_and_leaves_unknown_ones() -> None:
+    assert substitute({"text": "{{x}} and {{y}}", "b": "{{x}}"}, {"x": "{{y}}"}) == {
+        "text": "{{y}} and {{y}}",
+        "b": "{{x}}",
     }
 
 

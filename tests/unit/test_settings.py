@@ -82,7 +82,7 @@ def test_invalid_strategy_lists_the_valid_ones() -> None:
         ({"filename": "/etc/passwd"}, "relative path inside cache_dir"),
         ({"validated_actions": frozenset({"left_click", "clik"})}, "unknown actions clik"),
         ({"parameters": {"user name": "x"}}, "must be an identifier"),
-        ({"parameters": {"user": ""}}, "empty value"),
+        ({"parameters": {"user": ""}}, "is empty"),
     ],
 )
 def test_bad_writing_values_are_rejected_naming_the_field(

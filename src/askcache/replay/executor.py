@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import TYPE_CHECKING
 
 from PIL import Image
@@ -22,9 +22,11 @@ from askcache.cache_file import CacheFile
 from askcache.errors import AskCacheError, CacheInvalidatedError, CacheParameterError
 from askcache.messages import MessageParam, TextBlockParam
 from askcache.parameters import placeholders_in
+from askcache.redaction import redact
 from askcache.replay.handback import finished_text, hand_back_text
 from askcache.replay.result import ReplayResult
 from askcache.replay.session import Emit, Finished, HandBack, ReplaySession
+from askcache.replay_guard import check_replayable
 from askcache.settings import CacheExecutionSettings
 from askcache.speakers import AGENT_SPEAKER, SpeakerResult
 from askcache.step_view import StepView
@@ -49,6 +51,9 @@ class CacheExecutor:
         tool_shape: Shape of the computer tool, for screenshot requests.
         screen: Takes a screenshot as the model sees it; lets the replay watch the screen
             (auto-wait, effects) instead of sleeping.
+        offered_tools: Names of the tools this run offers; a file with a step calling a
+            tool outside them (or, other than the computer tool, outside
+            ``CacheExecutionSettings.replay_tools``) is refused. ``None``: the computer tool.
         sleep, clock: Injected for tests.
     """
 
@@ -59,10 +64,12 @@ class CacheExecutor:
         agent_speaker: str = AGENT_SPEAKER,
         tool_shape: ToolShape = "tool",
         screen: Callable[[], Image.Image] | None = None,
+        offered_tools: Collection[str] | None = None,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.name = name
+        self.offered_tools = offered_tools
         self.agent_speaker = agent_speaker
         self.tool_shape = tool_shape
         self.screen = screen
@@ -119,6 +126,8 @@ class CacheExecutor:
         """Prepare to replay ``cache_file``; no action runs until the conversation asks.
 
         Raises:
+            CacheFileRefusedError, CacheSignatureError: the file may not run here
+                (:func:`~askcache.replay_guard.check_replayable`).
             CacheParameterError: parameter values are missing or unknown.
             CacheInvalidatedError: the file is marked invalid (and the settings do not
                 allow it).
@@ -130,6 +139,13 @@ class CacheExecutor:
             values = dict(settings.parameter_values)
         if not cache_file.metadata.is_valid and not settings.allow_invalidated:
             raise CacheInvalidatedError(cache_file_name, cache_file.metadata.invalidation_reason)
+        check_replayable(
+            cache_file,
+            cache_file_name,
+            offered_tools=self.offered_tools,
+            settings=settings,
+            parameter_values=values,
+        )
         needed = set(cache_file.cache_parameters) | placeholders_in(
             [cache_file.metadata.goal, *(step.input for step in cache_file.trajectory)]
         )
@@ -225,7 +241,10 @@ class CacheExecutor:
             can_resume=session.settings.rejoin,
         )
         logger.warning(
-            "replay of %s handed back at step %d: %s", session.name, command.step, command.problem
+            "replay of %s handed back at step %d: %s",
+            session.name,
+            command.step,
+            redact(command.problem),
         )
         return SpeakerResult(
             "switch_speaker",

@@ -15,7 +15,7 @@ from askcache.cache_file import CacheFile
 from askcache.errors import AskCacheError
 from askcache.ledger import RunLedger
 from askcache.messages import MessageParam, ToolUseBlockParam
-from askcache.parameters import placeholders_in
+from askcache.parameters import placeholders_in, secret_placeholders_in
 from askcache.replay.executor import CacheExecutor
 from askcache.settings import CacheExecutionSettings
 from askcache.storage import CacheStorage, load_cache_file
@@ -161,6 +161,20 @@ class ExecuteCachedTrajectory(Tool):
                     **{**settings.model_dump(), "visual_validation_threshold": threshold}
                 )
             cache_file = load_cache_file(self.storage, name)
+            visual = cache_file.metadata.visual_validation
+            if threshold is not None and visual is not None and threshold >= visual.hash_size**2:
+                return ToolOutput.text(
+                    f"visual_validation_threshold {threshold} would accept any screen: the "
+                    f"file's hashes have {visual.hash_size**2} bits.",
+                    is_error=True,
+                )
+            texts = [cache_file.metadata.goal, *(s.input for s in cache_file.trajectory)]
+            needed = set(cache_file.cache_parameters) | placeholders_in(texts)
+            given = settings.parameter_values  # the caller's values; secrets come only from here
+            values = {
+                **{k: v for k, v in given.items() if k in needed},
+                **{k: v for k, v in values.items() if k not in secret_placeholders_in(texts)},
+            }
             result = self.executor.activate_cache_execution(
                 cache_file,
                 name,

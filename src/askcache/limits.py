@@ -1,0 +1,71 @@
+"""The documented limits of a cache file: what a file may contain before it is refused.
+
+A cache file is input: users share it, commit it, pull it from shared storage. These limits
+keep a careless or hostile file from exhausting memory or time, and every one of them is
+checked when the file is loaded, before any action runs (docs/cache-format.md lists them).
+Breaking one raises :class:`~askcache.errors.CacheFileLimitError` naming the field.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "MAX_COUNT",
+    "MAX_FILE_BYTES",
+    "MAX_HASH_SIZE",
+    "MAX_LIST_ITEMS",
+    "MAX_NESTING",
+    "MAX_OBJECT_KEYS",
+    "MAX_PARAMETERS",
+    "MAX_PARAMETER_CHARS",
+    "MAX_REGION_SIZE",
+    "MAX_REPEAT",
+    "MAX_SCREEN_PIXELS",
+    "MAX_SCREEN_SIDE",
+    "MAX_STEPS",
+    "MAX_STRING_CHARS",
+    "MAX_TOOL_NAME_CHARS",
+    "MAX_WAIT_SECONDS",
+    "MIN_DETAIL_REGION_SIZE",
+    "MIN_HASH_SIZE",
+    "MIN_REGION_SIZE",
+]
+
+MAX_FILE_BYTES = 8 * 1024 * 1024
+"""Largest cache file read, in bytes (8 MiB; a recorded step takes about 400 bytes)."""
+MAX_NESTING = 16
+"""Deepest nesting of JSON arrays and objects (a valid file needs 5)."""
+MAX_STEPS = 5_000
+"""Most steps in a trajectory."""
+MAX_LIST_ITEMS = MAX_STEPS
+"""Most items in any JSON array."""
+MAX_OBJECT_KEYS = 64
+"""Most keys in any JSON object."""
+MAX_STRING_CHARS = 20_000
+"""Longest string anywhere in the file (goal, typed text, failure reasons)."""
+MAX_COUNT = 2**53 - 1
+"""Largest whole number anywhere in the file (counters, token counts)."""
+MAX_SCREEN_SIDE = 8192
+"""Largest width or height of the recorded screen, in pixels."""
+MAX_SCREEN_PIXELS = 8192 * 4608
+"""Largest recorded screen area (an 8K screen is 7680x4320): a replay may resize the
+current screenshot to it."""
+MIN_REGION_SIZE = 16
+"""Smallest side of the main hashed region, in pixels (as the writing settings allow)."""
+MIN_DETAIL_REGION_SIZE = 8
+"""Smallest side of the detail region, in pixels (as the writing settings allow)."""
+MAX_REGION_SIZE = 4096
+"""Largest side of a hashed region, in pixels."""
+MIN_HASH_SIZE = 4
+"""Smallest hash side (``hash_size**2`` bits)."""
+MAX_HASH_SIZE = 32
+"""Largest hash side (1024 bits)."""
+MAX_WAIT_SECONDS = 60.0
+"""Longest ``wait`` or ``hold_key`` duration a step may ask for, in seconds."""
+MAX_REPEAT = 100
+"""Largest ``scroll_amount`` or key ``repeat`` of a step."""
+MAX_TOOL_NAME_CHARS = 64
+"""Longest tool name a step may call (the Messages API's own limit)."""
+MAX_PARAMETERS = 64
+"""Most cache parameters in a file."""
+MAX_PARAMETER_CHARS = 4096
+"""Longest parameter value, at recording and at replay."""

@@ -32,6 +32,7 @@ from askcache.actions import (
 from askcache.errors import CacheFileCorruptError, CacheFileLimitError
 from askcache.messages import ToolUseBlockParam
 from askcache.parameters import PARAMETER_NAME, PLACEHOLDER, text_problem
+from askcache.screen_state import Thumbnail
 
 if TYPE_CHECKING:
     from askcache.cache_file import CacheFile, VisualValidationConfig
@@ -319,6 +320,7 @@ def check_cache_file(cache_file: CacheFile, name: str) -> None:
         for index, (step, anchor) in enumerate(zip(steps, action_anchors(steps), strict=True)):
             _check_step(step, f"trajectory[{index}]", anchor, meta.visual_validation, size)
         _check_parameters(cache_file, steps)
+        _check_screen_state(cache_file)
     except _ProblemError as problem:
         error = CacheFileLimitError if problem.limit else CacheFileCorruptError
         match = re.match(r"trajectory\[(\d+)\]", problem.field)
@@ -328,6 +330,67 @@ def check_cache_file(cache_file: CacheFile, name: str) -> None:
             field=problem.field,
             step=int(match.group(1)) if match else None,
         ) from None
+
+
+def _check_screen_state(cache_file: CacheFile) -> None:
+    """Effects and the end state must fit the thumbnails of the recorded screen."""
+    meta = cache_file.metadata
+    config, space = meta.screen_state, meta.coordinate_space
+    stored = [i for i, s in enumerate(cache_file.trajectory) if s.effect and s.effect.tiles]
+    if config is None:
+        if stored or meta.end_state is not None:
+            field = f"trajectory[{stored[0]}].effect" if stored else "metadata.end_state"
+            raise _ProblemError(field, "stored without metadata.screen_state: cannot be checked")
+        return
+    if space is None:
+        if stored or meta.end_state is not None:
+            raise _ProblemError("metadata.coordinate_space", "needed by the effects: missing")
+        return
+    width = -(-space.width // config.block)
+    height = -(-space.height // config.block)
+    tiles = (-(-width // config.tile)) * (-(-height // config.tile))
+    per_tile = config.tile * config.tile
+    for index in stored:
+        effect = cache_file.trajectory[index].effect
+        assert effect is not None
+        where = f"trajectory[{index}].effect"
+        if sorted(set(effect.tiles)) != effect.tiles or not all(
+            0 <= t < tiles for t in effect.tiles
+        ):
+            raise _ProblemError(f"{where}.tiles", f"must be distinct, ascending, below {tiles}")
+        for part in ("before", "after"):
+            text = getattr(effect, part)
+            if len(text) != 2 * per_tile * len(effect.tiles) or not _is_hex(text):
+                raise _ProblemError(
+                    f"{where}.{part}",
+                    f"must be {2 * per_tile * len(effect.tiles)} hex digits "
+                    f"({len(effect.tiles)} tiles of {per_tile} values)",
+                )
+        for part in ("parameter_before", "parameter_after"):
+            if not set(getattr(effect, part)) <= set(effect.tiles):
+                raise _ProblemError(f"{where}.{part}", "names tiles the effect does not have")
+    end = meta.end_state
+    if end is not None:
+        if (end.width, end.height) != (width, height):
+            raise _ProblemError(
+                "metadata.end_state",
+                f"is {end.width}x{end.height}; the recorded screen's thumbnail is {width}x{height}",
+            )
+        if len(end.data) != 4 * -(-width * height // 3):
+            raise _ProblemError(
+                "metadata.end_state.data", f"must be base64 of {width * height} values"
+            )
+        try:
+            Thumbnail.from_end_state(end, config)
+        except ValueError as exc:
+            raise _ProblemError("metadata.end_state.data", str(exc)) from None
+        for part in ("volatile", "parameter_tiles"):
+            if not all(0 <= t < tiles for t in getattr(end, part)):
+                raise _ProblemError(f"metadata.end_state.{part}", f"tiles must be below {tiles}")
+
+
+def _is_hex(text: str) -> bool:
+    return all(char in "0123456789abcdef" for char in text)
 
 
 class UncheckedStep(NamedTuple):

@@ -40,8 +40,9 @@ MAX_LIST_ITEMS = MAX_STEPS
 """Most items in any JSON array."""
 MAX_OBJECT_KEYS = 64
 """Most keys in any JSON object."""
-MAX_STRING_CHARS = 20_000
-"""Longest string anywhere in the file (goal, typed text, failure reasons)."""
+MAX_STRING_CHARS = 262_144
+"""Longest string anywhere in the file (goal, typed text, failure reasons; the end state's
+thumbnail of a 4K screen is about 173,000 characters of base64)."""
 MAX_COUNT = 2**53 - 1
 """Largest whole number anywhere in the file (counters, token counts)."""
 MAX_SCREEN_SIDE = 8192

@@ -22,9 +22,10 @@ The checks, by ``check`` name:
 
 from __future__ import annotations
 
+import json
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from askcache.actions import ACTING_ACTIONS, parse_action
 from askcache.cache_file import CacheFile
@@ -216,10 +217,16 @@ def lint_cache_file(cache_file: CacheFile) -> list[LintProblem]:
 
 
 def lint_stored(storage: CacheStorage, name: str) -> list[LintProblem]:
-    """:func:`lint_cache_file` of a stored file; a file that does not parse is one
-    ``schema`` error. A missing file raises :class:`~askcache.errors.CacheNotFoundError`."""
+    """:func:`lint_cache_file` of a stored file. A file the strict loader refuses is a
+    ``schema`` error (the loader's first problem); when its structure still reads, every
+    other problem is listed too, so one lint shows all there is to fix. A missing file
+    raises :class:`~askcache.errors.CacheNotFoundError`."""
     try:
-        cache_file = load_cache_file(storage, name)
+        return lint_cache_file(load_cache_file(storage, name))
     except (CacheFileCorruptError, UnsupportedCacheVersionError) as exc:
-        return [LintProblem(level="error", check="schema", message=str(exc))]
-    return lint_cache_file(cache_file)
+        refused = LintProblem(level="error", check="schema", message=str(exc))
+    try:
+        lenient = CacheFile.model_validate(json.loads(storage.read(name)))
+    except (ValueError, ValidationError):
+        return [refused]
+    return [refused, *lint_cache_file(lenient)]

@@ -159,7 +159,12 @@ def test_lint_names_each_problem(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert [p["check"] for p in report["broken.json"]] == ["schema"]
     found = {(p["level"], p["check"], p["step"]) for p in report["login.json"]}
     assert found == {
-        ("error", "threshold", None),  # 64 of 64 bits accepts anything
+        ("error", "schema", None),  # the strict loader refuses it (its first problem) ...
+        (
+            "error",
+            "threshold",
+            None,
+        ),  # ... and lint lists every problem  # 64 of 64 bits accepts anything
         ("error", "parameters", None),  # {{password}} undeclared
         ("warning", "parameters", None),  # 'unused' unused
         ("error", "hash", 1),  # 'xyz' is not hex
@@ -169,7 +174,7 @@ def test_lint_names_each_problem(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert main(["lint", "login", "--cache-dir", str(tmp_path)]) == 1
     text = capsys.readouterr().out
     assert "error: [screen] step 2: left_click at (900, 10) lies outside" in text
-    assert "1 file(s): 4 error(s), 2 warning(s)" in text
+    assert "1 file(s): 5 error(s), 2 warning(s)" in text
 
 
 def test_lint_passes_a_fresh_recording(demo_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -12,9 +12,10 @@ import pytest
 from askcache import Agent, CacheExecutionSettings, CacheWritingSettings, CachingSettings
 from askcache.cli import main
 from askcache.errors import CacheSignatureError, InvalidSettingsError
+from askcache.ledger import RunLedger
 from askcache.report import ReplaySection, write_html_report
 from askcache.signing import SigningKeys
-from askcache.storage import LocalCacheStorage, load_cache_file
+from askcache.storage import LocalCacheStorage
 from askcache.testing import FormFillingScript, MessagesApiStandIn, SimulatedFormApp
 from askcache.tools import ComputerTool
 
@@ -80,12 +81,22 @@ def test_a_secret_is_never_written_to_files_failures_logs_or_reports(
 
         echoing = _EchoingApp()
         script.app = echoing
-        failed = _act(api, echoing, tmp_path, "execute", parameter_values={"password": SECRET})
+        failed = _act(
+            api,
+            echoing,
+            tmp_path,
+            "execute",
+            parameter_values={"password": SECRET},
+            rejoin=False,
+        )
         result = failed.replay  # type: ignore[attr-defined]
         assert result.status == "handed_back"
         assert result.stopped_at_step == 2
-    meta = load_cache_file(LocalCacheStorage(tmp_path), "login.json").metadata
-    assert "the field rejected '[secret:password]'" in meta.failures[-1].reason
+    entry = RunLedger(LocalCacheStorage(tmp_path)).records("login.json")[-1]
+    assert "the field rejected '[secret:password]'" in (entry.reason or "")
+    assert SECRET not in "".join(
+        (tmp_path / name).read_text() for name in LocalCacheStorage(tmp_path).list_prefix(".ledger")
+    )
     assert SECRET not in (tmp_path / "login.json").read_text()
     ours = [r for r in caplog.records if r.name.startswith("askcache")]
     logged = "\n".join(r.getMessage() + (r.exc_text or "") for r in ours)
@@ -153,11 +164,11 @@ def test_signed_files_verify_and_changed_or_unsigned_ones_are_refused(
         with pytest.raises(CacheSignatureError, match="key 'team-2026q4', which is not among"):
             _act(api, untouched, tmp_path, "execute")
         monkeypatch.setenv("ASKCACHE_SIGNING_VERIFY_KEYS", KEY)
-        assert main(["verify", "login.json", "--cache-dir", str(tmp_path)]) == 0
+        assert main(["check-signature", "login.json", "--cache-dir", str(tmp_path)]) == 0
         assert main(["sign", "login.json", "--cache-dir", str(tmp_path)]) == 0
         assert json.loads(path.read_text())["signature"]["key_id"] == "team-2027q1"
         monkeypatch.delenv("ASKCACHE_SIGNING_VERIFY_KEYS")
-        assert main(["verify", "login.json", "--cache-dir", str(tmp_path)]) == 0
+        assert main(["check-signature", "login.json", "--cache-dir", str(tmp_path)]) == 0
         assert KEY.split(":")[1] not in capsys.readouterr().out
 
         monkeypatch.delenv("ASKCACHE_SIGNING_KEY")
@@ -175,7 +186,7 @@ def test_a_malformed_key_is_a_settings_error_that_does_not_show_it(
         SigningKeys.from_env()
     assert "0123456789abcdef" not in str(info.value)
     monkeypatch.setenv("ASKCACHE_SIGNING_KEY", "short:abc")
-    assert main(["sign", "x.json", "--cache-dir", str(tmp_path)]) == 2
+    assert main(["sign", "x.json", "--cache-dir", str(tmp_path)]) == 3
     err = capsys.readouterr().err
     assert "shorter than 16" in err
     assert "abc" not in err.replace("abcdef", "")

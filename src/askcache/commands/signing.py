@@ -30,10 +30,11 @@ def add_signing_commands(
 
 
 def _sign(args: argparse.Namespace) -> int:
+    keys = SigningKeys.from_env()  # a malformed key is the first thing to hear of
     storage = open_storage(args.cache_dir)
     name = resolve_name(storage, args.name)
     cache_file = load_cache_file(storage, name)
-    if not sign_cache_file(cache_file, SigningKeys.from_env()):
+    if not sign_cache_file(cache_file, keys):
         raise AskCacheError(f"set {SIGNING_KEY_ENV}='<key_id>:<secret>' to sign")
     save_cache_file(storage, name, cache_file)
     assert cache_file.signature is not None
@@ -46,10 +47,11 @@ def _sign(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
+    keys = SigningKeys.from_env()
     storage = open_storage(args.cache_dir)
     name = resolve_name(storage, args.name)
     cache_file = load_cache_file(storage, name)
-    verify_cache_file(cache_file, name, SigningKeys.from_env())
+    verify_cache_file(cache_file, name, keys)
     assert cache_file.signature is not None
     key = cache_file.signature.key_id
     if args.json:

@@ -97,6 +97,13 @@ Command = Emit | HandBack | Finished
 """What the executor does next."""
 
 
+class _CaptureFailedError(Exception):
+    """The replay's own screenshot failed: the phase that needed it cannot decide."""
+
+    def __init__(self, cause: Exception) -> None:
+        super().__init__(f"no screenshot could be taken: {type(cause).__name__}: {cause}")
+
+
 @dataclass(frozen=True)
 class _Screen:
     """A screen the replay looks at."""
@@ -206,6 +213,14 @@ class ReplaySession:
         self._first_step = False
         if not _needs_screen(action):
             return self._act(step, _Checked(self._unchecked(step, action), None, None), 0.0)
+        try:
+            return self._observe_and_check(step, action, messages)
+        except _CaptureFailedError as exc:
+            return HandBack(self.index, str(exc))
+
+    def _observe_and_check(
+        self, step: ToolUseBlockParam, action: Action | None, messages: list[MessageParam]
+    ) -> Command:
         screen = self._observe(messages)
         if screen is None:
             self._screenshot_asked_for = self.index
@@ -238,7 +253,10 @@ class ReplaySession:
             return None
         if failed is not None:
             return HandBack(pending.step, failed, executed=True)
-        problem = self._verify(pending, messages)
+        try:
+            problem = self._verify(pending, messages)
+        except _CaptureFailedError as exc:
+            problem = f"its effect cannot be checked: {exc}"
         if problem is not None:
             return HandBack(pending.step, problem, executed=True)
         self.index = pending.step + 1
@@ -263,8 +281,14 @@ class ReplaySession:
         return self.settings.auto_wait and self.capture is not None
 
     def _capture(self) -> _Screen:
+        """A fresh screenshot. Raises :class:`_CaptureFailedError` when it fails, so the
+        phase that needed it hands back (fails closed) instead of ending the conversation."""
         assert self.capture is not None
-        return self._screen(self.capture())
+        try:
+            image = self.capture()
+        except Exception as exc:
+            raise _CaptureFailedError(exc) from exc
+        return self._screen(image)
 
     def _screen(self, image: Image.Image) -> _Screen:
         space = self._space
@@ -505,7 +529,13 @@ class ReplaySession:
 
     # end state --------------------------------------------------------------------------
 
-    def _finish(self, messages: list[MessageParam]) -> Finished:
+    def _finish(self, messages: list[MessageParam]) -> Finished | HandBack:
+        try:
+            return self._end_state(messages)
+        except _CaptureFailedError as exc:
+            return HandBack(len(self.steps), f"the end state cannot be checked: {exc}")
+
+    def _end_state(self, messages: list[MessageParam]) -> Finished:
         end, config = self._end, self.file.metadata.screen_state
         state = self.file.metadata.end_state
         if self.settings.end_state == "off" or end is None or config is None or state is None:

@@ -60,6 +60,10 @@ logger = logging.getLogger(__name__)
 POLL_SECONDS = 0.02
 """Pause between two looks at the screen while waiting."""
 
+_BLINK_STATES = 4
+"""Distinct screens remembered while waiting: coming back to one of them is not a change
+(a text caret blinks between two), so a screen that only blinks settles."""
+
 T = TypeVar("T")
 
 
@@ -312,7 +316,10 @@ class ReplaySession:
         if done(outcome) or not self._can_watch():
             return outcome, 0.0
         config = self.file.metadata.screen_state
-        last = Thumbnail.of(screen.recorded, config) if config is not None else None
+        first = Thumbnail.of(screen.recorded, config) if config is not None else None
+        # the distinct screens seen lately: coming back to one of them (a blinking caret)
+        # is no move
+        seen = [first] if first is not None else []
         still_since = started
         while True:
             now = self._clock()
@@ -325,8 +332,10 @@ class ReplaySession:
                 break
             now = self._clock()
             current = Thumbnail.of(screen.recorded, config) if config is not None else None
-            if _moved(last, current, self._volatile()):
-                last, still_since = current, now
+            if _moved(seen, current, self._volatile()):
+                assert current is not None
+                seen = [*seen[-(_BLINK_STATES - 1) :], current]
+                still_since = now
             elif now - still_since >= self.settings.settle_quiet_period:
                 break
         return outcome, self._clock() - started
@@ -605,10 +614,11 @@ def _passes(outcome: _Checked | _Refused) -> bool:
     return isinstance(outcome, _Checked) or outcome.final
 
 
-def _moved(last: Thumbnail | None, current: Thumbnail | None, ignore: set[int]) -> bool:
-    if last is None or current is None:
+def _moved(seen: list[Thumbnail], current: Thumbnail | None, ignore: set[int]) -> bool:
+    """True when ``current`` differs (outside ``ignore``) from every screen in ``seen``."""
+    if current is None:
         return True
-    return any(index not in ignore for index in last.changed_tiles(current))
+    return all(any(index not in ignore for index in last.changed_tiles(current)) for last in seen)
 
 
 def _is_fresh(screenshot_index: int, messages: list[MessageParam]) -> bool:

@@ -203,11 +203,13 @@ class ReplaySession:
 
     def next(self, messages: list[MessageParam]) -> Command:
         """The next command, given the conversation so far."""
+        just_acted = False
         if self._pending is not None:
             pending, self._pending = self._pending, None
             stop = self._after(pending, messages)
             if stop is not None:
                 return stop
+            just_acted = pending.step is not None
         if self.index >= len(self.steps):
             return self._finish(messages)
         step = self.steps[self.index]
@@ -218,14 +220,18 @@ class ReplaySession:
         if not _needs_screen(action):
             return self._act(step, _Checked(self._unchecked(step, action), None, None), 0.0)
         try:
-            return self._observe_and_check(step, action, messages)
+            return self._observe_and_check(step, action, messages, just_acted)
         except _CaptureFailedError as exc:
             return HandBack(self.index, str(exc))
 
     def _observe_and_check(
-        self, step: ToolUseBlockParam, action: Action | None, messages: list[MessageParam]
+        self,
+        step: ToolUseBlockParam,
+        action: Action | None,
+        messages: list[MessageParam],
+        just_acted: bool,
     ) -> Command:
-        screen = self._observe(messages)
+        screen = self._observe(messages, just_acted)
         if screen is None:
             self._screenshot_asked_for = self.index
             self.result.screenshots_taken += 1
@@ -268,11 +274,18 @@ class ReplaySession:
 
     # observe ----------------------------------------------------------------------------
 
-    def _observe(self, messages: list[MessageParam]) -> _Screen | None:
+    def _observe(self, messages: list[MessageParam], just_acted: bool = False) -> _Screen | None:
         """The screen to check the next step on: the history's latest screenshot when no
         action came after it, else a fresh capture; ``None`` to ask the conversation for one
-        (asked once per step: after that, the newest screenshot is used)."""
+        (asked once per step: after that, the newest screenshot is used).
+
+        Right after a replayed step (``just_acted``) a fresh capture is preferred when the
+        screen can be watched: the step's result screenshot was taken the moment it ran, and
+        the application may still be reacting to it (its effect can be complete while the
+        layout changes under the next step's point)."""
         found = find_recent_screenshot_block(messages)
+        if just_acted and self._can_watch():
+            return self._capture()
         if found is not None and _is_fresh(found[0], messages):
             return self._screen(decode_screenshot(found[1].source.data, f"message {found[0]}"))
         if self._can_watch():

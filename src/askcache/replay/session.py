@@ -591,7 +591,9 @@ class ReplaySession:
 
     def try_rejoin(self, messages: list[MessageParam]) -> bool:
         """After a hand-back: True (and the replay resumes) when the latest screenshot, taken
-        after the model's last action, passes every check of the step the replay stopped at."""
+        after the model's last action, passes every check of the step the replay stopped at,
+        and (when the screen can be watched) so does the screen once it has settled (stayed
+        unchanged for the quiet period)."""
         if not self.suspended or self.index >= len(self.steps):
             return False
         found = find_recent_screenshot_block(messages)
@@ -604,6 +606,15 @@ class ReplaySession:
         screen = self._screen(decode_screenshot(found[1].source.data, "the latest screenshot"))
         if not isinstance(self._check(step, action, screen), _Checked):
             return False
+        if self._can_watch():
+            # the screenshot was taken a moment after the model's action: a slow application
+            # may not have answered yet. Re-join only if the settled screen still passes.
+            try:
+                settled, _ = self._watch(self._capture(), lambda seen: seen, lambda _: False)
+            except _CaptureFailedError:
+                return False
+            if not isinstance(self._check(step, action, settled), _Checked):
+                return False
         self.suspended = False
         self.result.rejoins += 1
         self.result.status = "running"

@@ -6,9 +6,12 @@ returns the next :data:`Command` for the executor — emit a tool call, hand bac
 Each step goes through named phases, each returning a typed outcome:
 
 ``observe``  the latest screen: the history's screenshot when none was taken since the last
-             action, else a fresh capture (or a screenshot request through the conversation)
+             action, else a fresh capture (or a screenshot request through the conversation);
+             right after a replayed step, a fresh capture when the screen can be watched (the
+             step's result screenshot was taken the moment it ran)
 ``wait``     watch the screen until the step's checks pass (go at once), or until it has stayed
-             unchanged and still different for the quiet period, or a timeout
+             unchanged and still different for the quiet period, or a timeout (a screen that
+             comes back to one it showed lately, a blinking caret, has not changed)
 ``check``    the step's fingerprint (perceptual hashes of the regions at its point) and the
              area it changed when recorded, as it looked before the action
 ``act``      emit the step, its point scaled to the current screen
@@ -16,7 +19,10 @@ Each step goes through named phases, each returning a typed outcome:
              changed its area then but changes nothing now did not land
 
 and after the last step, the **end state**: the final screen against the recording's. A phase
-that cannot decide fails closed: a step that should be checked but cannot be is not run.
+that cannot decide fails closed: a step that should be checked but cannot be is not run, and
+a screenshot the replay takes itself that fails is a hand-back, not an exception. After a
+hand-back the replay re-joins when the model's last screenshot, and then the settled screen,
+pass the stopped step's checks.
 """
 
 from __future__ import annotations

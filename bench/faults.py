@@ -101,8 +101,8 @@ class Fault:
 FAULTS: list[Fault] = [
     Fault("none (healthy app)", status="completed", rejoins=0),
     Fault("layout changed before step 1", form_args=("--change-after", "0")),
-    Fault("layout changed before step 2", form_args=("--change-after", "1")),
-    Fault("layout changed before step 3", form_args=("--change-after", "13")),
+    Fault("layout changes as step 1 (click Name) lands", form_args=("--change-after", "1")),
+    Fault("layout changes as step 2 (type) lands", form_args=("--change-after", "13")),
     Fault(
         "dialog appears before step 3 (over Save)",
         form_args=("--dialog-after", "13"),
@@ -565,12 +565,26 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _section(text: str, where: str) -> str:
-    uname = subprocess.run(
-        ["uname", "-srm"], check=False, capture_output=True, text=True
-    ).stdout.strip()
+    def run(*command: str) -> str:
+        return subprocess.run(command, check=False, capture_output=True, text=True).stdout.strip()
+
     return f"""## Fault injection (`bench/faults.py`)
 
-{where} `uname -srm`: {uname}.
+{where} `uname -srm`: {run("uname", "-srm")}; `nproc`: {run("nproc")}.
+
+Each row: the task recorded once on the healthy application under Xvfb (the Tk form: click
+Name, type "Ada Lovelace", click Save, 4 steps with the first screenshot; xcalc: click 1 2 +
+3 0 =, 7 steps), replayed with `strategy="execute"` and the default settings on the faulty
+one. When the replay hands back, a scripted model closes what covers the form, finishes the
+task, or stops when the form ignores input (xcalc: stops). **Wrong actions**: actions the
+replay executed on a screen that no longer matched the recording, read from the application
+just before each one (the Tk form's published state: a changed layout, a dialog or backdrop
+on screen, input already ignored, a click over another widget than when recorded, typing
+into a field not empty; xcalc: a click on the relabelled key). *Stopped at step*: where the
+replay handed back (its effect did not appear when the step ran; not run otherwise). *Model
+calls*: every call of the run; *after re-join*: calls after the replay took over again.
+*Seconds*: the whole `Agent.act`, model turns included (the stand-in answers at once), plus
+50 ms per replayed action for reading the form's state.
 
 {text}
 """

@@ -52,7 +52,17 @@ def _describe(outcome: Outcome) -> str:
     )
 
 
-@pytest.mark.parametrize("fault", FAULTS, ids=[f.name for f in FAULTS])
+@pytest.mark.parametrize(
+    "fault",
+    [
+        pytest.param(
+            f,
+            id=f.name,
+            marks=[pytest.mark.xfail(strict=True, reason=f.weakness)] if f.weakness else [],
+        )
+        for f in FAULTS
+    ],
+)
 def test_no_wrong_action_and_a_true_status(runs: Runs, fault: Fault) -> None:
     outcome = runs.run(fault)
     summary = _describe(outcome)
@@ -95,3 +105,13 @@ def test_a_screenshot_failing_inside_the_replay_hands_back_instead_of_raising(
     assert outcome.handbacks >= 1, _describe(outcome)
     assert outcome.wrong == []
     assert outcome.saved == [ADA]
+
+
+def test_an_invisible_rebinding_is_clicked_and_the_display_shows_another_result(
+    runs: Runs,
+) -> None:
+    # Measured, not endorsed: the strict xfail above fails the day the replay catches it.
+    outcome = runs.named("xcalc: key 3 rebound")
+    assert outcome.wrong_actions == 1, _describe(outcome)  # the rebound key, clicked once
+    assert outcome.display == "differs from the recording"  # 12+70=82, not 42
+    assert runs.named("none").display == ""  # (the Tk rows have no display)

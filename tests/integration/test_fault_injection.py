@@ -113,5 +113,5 @@ def test_an_invisible_rebinding_is_clicked_and_the_display_shows_another_result(
     # Measured, not endorsed: the strict xfail above fails the day the replay catches it.
     outcome = runs.named("xcalc: key 3 rebound")
     assert outcome.wrong_actions == 1, _describe(outcome)  # the rebound key, clicked once
-    assert outcome.display == "differs from the recording"  # 12+70=82, not 42
+    assert outcome.display == "differs from the recording"  # another result than 42
     assert runs.named("none").display == ""  # (the Tk rows have no display)

@@ -191,6 +191,8 @@ class Outcome:
     """Model calls after the first re-join (``None``: no re-join)."""
     rejoins: int
     handbacks: int
+    handed_back_at: list[int]
+    """The step of each hand-back, in order (from the messages the model was given)."""
     seconds: float
     saved: list[dict[str, str]] = field(default_factory=list)
     """What the Tk form saved (empty for xcalc)."""
@@ -494,6 +496,20 @@ def calls_after_rejoin(messages: list[MessageParam]) -> int | None:
     return None
 
 
+def _handed_back_at(messages: list[MessageParam]) -> list[int]:
+    steps = []
+    for message in messages:
+        if message.role == "user" and not isinstance(message.content, str):
+            for block in message.content:
+                found = re.match(
+                    r"Replay of cached trajectory .* stopped at step (\d+)",
+                    getattr(block, "text", "") or "",
+                )
+                if found:
+                    steps.append(int(found.group(1)))
+    return steps
+
+
 def _outcome(
     fault: Fault, result: ActResult, wrong: list[str], seconds: float, **extra: Any
 ) -> Outcome:
@@ -510,6 +526,7 @@ def _outcome(
         calls_after_rejoin=calls_after_rejoin(result.conversation.messages),
         rejoins=replay.rejoins,
         handbacks=replay.handbacks,
+        handed_back_at=_handed_back_at(result.conversation.messages),
         seconds=seconds,
         **extra,
     )
@@ -547,8 +564,9 @@ def table(outcomes: list[Outcome]) -> str:
     ]
     for o in outcomes:
         stopped = "-" if o.stopped_at_step is None else str(o.stopped_at_step)
-        if o.handbacks and o.status != "handed_back":
-            stopped = f"{stopped} (handed back, re-joined)"
+        if o.rejoins:
+            at = ", ".join(map(str, o.handed_back_at))
+            stopped = f"- (handed back at {at}, re-joined)"
         after = "-" if o.calls_after_rejoin is None else str(o.calls_after_rejoin)
         rows.append(
             f"| {o.fault.name} | {o.wrong_actions} | {o.status} | {stopped} | {o.model_calls} "

@@ -86,8 +86,6 @@ class _FormWindow:
         self.modal: dict[str, Any] = {}
         """The modal boxes on screen: ``dialog`` and/or ``backdrop``, by name."""
         self.dimmed: list[tuple[Any, dict[str, str]]] = []
-        self.placed: list[tuple[Any, str]] = []
-        """Widgets placed by the layout: (widget, role), re-placed when the layout changes."""
         self._label("Contacts - New entry", (0, 0, 640, 36), bg="#34495e", fg="white", padx=12)
         notice = "Update: a new version of Contacts is installed."
         self.banner = self.tk.Label(

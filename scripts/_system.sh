@@ -5,18 +5,16 @@
 #     the Python in use lacks them
 # and, for the tests (ASKCACHE_TEST_PACKAGES=1):
 #   x11-apps: xcalc, a real application the tests drive
+#   x11-utils: xwininfo, which finds xcalc's buttons (the fault-injection tests), and
+#     xmessage, a real dialog the accuracy benchmark measures
 #   chromium: headless Chromium, which renders pages for parity checks
-# and, for the accuracy benchmark (ASKCACHE_BENCH_PACKAGES=1):
-#   x11-utils: xmessage, a real dialog it measures, and xwininfo, which finds its buttons
 set -euo pipefail
 missing=()
 command -v Xvfb >/dev/null 2>&1 || missing+=(xvfb)
 if [ "${ASKCACHE_TEST_PACKAGES:-0}" = 1 ]; then
     command -v xcalc >/dev/null 2>&1 || missing+=(x11-apps)
-    command -v chromium >/dev/null 2>&1 || missing+=(chromium)
-fi
-if [ "${ASKCACHE_BENCH_PACKAGES:-0}" = 1 ]; then
     command -v xwininfo >/dev/null 2>&1 || missing+=(x11-utils)
+    command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 fi
 [ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || missing+=(fonts-dejavu-core)
 "${PYTHON:-python3}" -c 'import tkinter' >/dev/null 2>&1 || missing+=(python3-tk)

@@ -2,17 +2,17 @@
 # Set up askcache in .venv with the benchmark extras (and Xvfb, the X programs the accuracy
 # benchmark drives, fonts, if missing) and run one benchmark; it rewrites its section of
 # docs/benchmarks.md.
-#   bash scripts/bench.sh accuracy [--reuse] | speed | savings | storage | fuzz [PARSE REPLAY SIGNED]
+#   bash scripts/bench.sh accuracy [--reuse] | speed | savings | storage | fuzz [PARSE REPLAY SIGNED] | faults
 set -euo pipefail
 cd "$(dirname "$0")/.."
 case "${1:-}" in
-    accuracy | speed | savings | storage | fuzz) ;;
+    accuracy | speed | savings | storage | fuzz | faults) ;;
     *)
-        echo "usage: bash scripts/bench.sh accuracy [--reuse] | speed | savings | storage | fuzz [PARSE REPLAY SIGNED]" >&2
+        echo "usage: bash scripts/bench.sh accuracy [--reuse] | speed | savings | storage | fuzz [PARSE REPLAY SIGNED] | faults" >&2
         exit 2
         ;;
 esac
-export ASKCACHE_TEST_PACKAGES=1 ASKCACHE_BENCH_PACKAGES=1
+export ASKCACHE_TEST_PACKAGES=1
 source scripts/_system.sh
 source scripts/_venv.sh
 .venv/bin/python -m pip install --quiet -e ".[dev,bench]"

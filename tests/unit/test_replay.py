@@ -446,3 +446,65 @@ def test_dry_run_checks_steps_on_given_screens_without_acting(storage: LocalCach
     typed = dry_run(cache_file, "form.json", filled.screenshot)
     assert typed[1].problem is not None
     assert "looks different" in typed[1].problem
+
+
+class BlinkingApp(SimulatedFormApp):
+    """The banner form with a caret that blinks: every other screenshot shows it."""
+
+    frames = 0
+
+    def screenshot(self) -> Image.Image:
+        self.frames += 1
+        image = super().screenshot()
+        if self.frames % 2:
+            image.paste((0, 0, 0), (300, 200, 302, 230))
+        return image
+
+
+def test_a_blinking_screen_counts_as_still_so_the_hand_back_is_not_delayed(
+    storage: LocalCacheStorage,
+) -> None:
+    record_form(storage)
+    app = BlinkingApp(layout="banner")
+    now = [0.0]
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds
+
+    tool = ComputerTool(app)
+    executor = CacheExecutor(screen=tool.capture, sleep=sleep, clock=lambda: now[0])
+    settings = CacheExecutionSettings(settle_quiet_period=0.5, settle_timeout=5)
+    executor.activate_cache_execution(
+        load_cache_file(storage, "form.json"), "form.json", execution_settings=settings
+    )
+    Conversation(
+        [executor, FinishingSpeaker()], ToolCollection([tool]), first_speaker=executor.name
+    ).run(GOAL)
+    result = executor.result
+    assert result is not None
+    assert (result.status, result.stopped_at_step) == ("handed_back", 1)
+    assert 0.5 <= result.steps[-1].waited_seconds < 0.6  # the quiet period, not the timeout
+    assert app.events == []
+
+
+def test_a_screenshot_the_replay_takes_that_fails_is_a_hand_back(
+    storage: LocalCacheStorage,
+) -> None:
+    record_form(storage)
+    app = SimulatedFormApp()
+
+    def broken() -> Image.Image:
+        raise OSError("the display went away")
+
+    executor = CacheExecutor(screen=broken, sleep=lambda s: None)
+    executor.activate_cache_execution(load_cache_file(storage, "form.json"), "form.json")
+    agent = FinishingSpeaker()
+    Conversation(
+        [executor, agent], ToolCollection([ComputerTool(app)]), first_speaker=executor.name
+    ).run(GOAL)
+    result = executor.result
+    assert result is not None
+    assert (result.status, result.stopped_at_step) == ("handed_back", 1)
+    assert result.reason == "no screenshot could be taken: OSError: the display went away"
+    assert app.events == []  # the click was not run unchecked
+    assert len(agent.turns) == 1

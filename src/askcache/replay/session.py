@@ -6,9 +6,12 @@ returns the next :data:`Command` for the executor — emit a tool call, hand bac
 Each step goes through named phases, each returning a typed outcome:
 
 ``observe``  the latest screen: the history's screenshot when none was taken since the last
-             action, else a fresh capture (or a screenshot request through the conversation)
+             action, else a fresh capture (or a screenshot request through the conversation);
+             right after a replayed step, a fresh capture when the screen can be watched (the
+             step's result screenshot was taken the moment it ran)
 ``wait``     watch the screen until the step's checks pass (go at once), or until it has stayed
-             unchanged and still different for the quiet period, or a timeout
+             unchanged and still different for the quiet period, or a timeout (a screen that
+             comes back to one it showed lately, a blinking caret, has not changed)
 ``check``    the step's fingerprint (perceptual hashes of the regions at its point) and the
              area it changed when recorded, as it looked before the action
 ``act``      emit the step, its point scaled to the current screen
@@ -16,7 +19,10 @@ Each step goes through named phases, each returning a typed outcome:
              changed its area then but changes nothing now did not land
 
 and after the last step, the **end state**: the final screen against the recording's. A phase
-that cannot decide fails closed: a step that should be checked but cannot be is not run.
+that cannot decide fails closed: a step that should be checked but cannot be is not run, and
+a screenshot the replay takes itself that fails is a hand-back, not an exception. After a
+hand-back the replay re-joins when the model's last screenshot, and then the settled screen,
+pass the stopped step's checks.
 """
 
 from __future__ import annotations
@@ -61,6 +67,10 @@ logger = logging.getLogger(__name__)
 POLL_SECONDS = 0.02
 """Pause between two looks at the screen while waiting."""
 
+_BLINK_STATES = 4
+"""Distinct screens remembered while waiting: coming back to one of them is not a change
+(a text caret blinks between two), so a screen that only blinks settles."""
+
 T = TypeVar("T")
 
 
@@ -96,6 +106,13 @@ class Finished:
 
 Command = Emit | HandBack | Finished
 """What the executor does next."""
+
+
+class _CaptureFailedError(Exception):
+    """The replay's own screenshot failed: the phase that needed it cannot decide."""
+
+    def __init__(self, cause: Exception) -> None:
+        super().__init__(f"no screenshot could be taken: {type(cause).__name__}: {cause}")
 
 
 @dataclass
@@ -206,6 +223,7 @@ class ReplaySession:
         (a capture that fails, a screenshot that is not an image) hands back: fail closed."""
         executed: int | None = None
         try:
+            just_acted = False
             if self._pending is not None:
                 pending, self._pending = self._pending, None
                 executed = pending.step
@@ -213,14 +231,15 @@ class ReplaySession:
                 if stop is not None:
                     return stop
                 executed = None
-            return self._next_step(messages)
-        except (AskCacheError, OSError, ValueError) as exc:
+                just_acted = pending.step is not None
+            return self._next_step(messages, just_acted=just_acted)
+        except (_CaptureFailedError, AskCacheError, OSError, ValueError) as exc:
             problem = f"the screen could not be read ({type(exc).__name__}: {exc})"
             if executed is not None:
                 return HandBack(executed, problem, executed=True)
             return HandBack(self.index, problem)
 
-    def _next_step(self, messages: list[MessageParam]) -> Command:
+    def _next_step(self, messages: list[MessageParam], *, just_acted: bool) -> Command:
         if self.index >= len(self.steps):
             return self._finish(messages)
         step = self.steps[self.index]
@@ -231,7 +250,19 @@ class ReplaySession:
         self._step_started = self._clock()
         if not _needs_screen(action):
             return self._act(step, _Checked(self._unchecked(step, action), None, None), 0.0)
-        screen = self._observe(messages)
+        try:
+            return self._observe_and_check(step, action, messages, just_acted)
+        except _CaptureFailedError as exc:
+            return HandBack(self.index, str(exc))
+
+    def _observe_and_check(
+        self,
+        step: ToolUseBlockParam,
+        action: Action | None,
+        messages: list[MessageParam],
+        just_acted: bool,
+    ) -> Command:
+        screen = self._observe(messages, just_acted)
         if screen is None:
             self._screenshot_asked_for = self.index
             self.result.screenshots_taken += 1
@@ -263,7 +294,10 @@ class ReplaySession:
             return None
         if failed is not None:
             return HandBack(pending.step, failed, executed=True)
-        problem = self._verify(pending, messages)
+        try:
+            problem = self._verify(pending, messages)
+        except _CaptureFailedError as exc:
+            problem = f"its effect cannot be checked: {exc}"
         self.result.steps[-1].seconds = self._clock() - pending.started
         if problem is not None:
             return HandBack(pending.step, problem, executed=True)
@@ -272,11 +306,18 @@ class ReplaySession:
 
     # observe ----------------------------------------------------------------------------
 
-    def _observe(self, messages: list[MessageParam]) -> _Screen | None:
+    def _observe(self, messages: list[MessageParam], just_acted: bool = False) -> _Screen | None:
         """The screen to check the next step on: the history's latest screenshot when no
         action came after it, else a fresh capture; ``None`` to ask the conversation for one
-        (asked once per step: after that, the newest screenshot is used)."""
+        (asked once per step: after that, the newest screenshot is used).
+
+        Right after a replayed step (``just_acted``) a fresh capture is preferred when the
+        screen can be watched: the step's result screenshot was taken the moment it ran, and
+        the application may still be reacting to it (its effect can be complete while the
+        layout changes under the next step's point)."""
         found = find_recent_screenshot_block(messages)
+        if just_acted and self._can_watch():
+            return self._capture()
         if found is not None and _is_fresh(found[0], messages):
             return self._screen(decode_screenshot(found[1].source.data, f"message {found[0]}"))
         if self._can_watch():
@@ -289,8 +330,14 @@ class ReplaySession:
         return self.settings.auto_wait and self.capture is not None
 
     def _capture(self) -> _Screen:
+        """A fresh screenshot. Raises :class:`_CaptureFailedError` when it fails, so the
+        phase that needed it hands back (fails closed) instead of ending the conversation."""
         assert self.capture is not None
-        return self._screen(self.capture())
+        try:
+            image = self.capture()
+        except Exception as exc:
+            raise _CaptureFailedError(exc) from exc
+        return self._screen(image)
 
     def _screen(self, image: Image.Image) -> _Screen:
         space = self._space
@@ -314,7 +361,10 @@ class ReplaySession:
         if done(outcome) or not self._can_watch():
             return outcome, 0.0
         config = self.file.metadata.screen_state
-        last = screen.thumbnail(config) if config is not None else None
+        first = screen.thumbnail(config) if config is not None else None
+        # the distinct screens seen lately: coming back to one of them (a blinking caret)
+        # is no move
+        seen = [first] if first is not None else []
         still_since = started
         while True:
             now = self._clock()
@@ -327,8 +377,10 @@ class ReplaySession:
                 break
             now = self._clock()
             current = screen.thumbnail(config) if config is not None else None
-            if _moved(last, current, self._volatile()):
-                last, still_since = current, now
+            if _moved(seen, current, self._volatile()):
+                assert current is not None
+                seen = [*seen[-(_BLINK_STATES - 1) :], current]
+                still_since = now
             elif now - still_since >= self.settings.settle_quiet_period:
                 break
         return outcome, self._clock() - started
@@ -539,7 +591,13 @@ class ReplaySession:
 
     # end state --------------------------------------------------------------------------
 
-    def _finish(self, messages: list[MessageParam]) -> Finished:
+    def _finish(self, messages: list[MessageParam]) -> Finished | HandBack:
+        try:
+            return self._end_state(messages)
+        except _CaptureFailedError as exc:
+            return HandBack(len(self.steps), f"the end state cannot be checked: {exc}")
+
+    def _end_state(self, messages: list[MessageParam]) -> Finished:
         end, config = self._end, self.file.metadata.screen_state
         state = self.file.metadata.end_state
         if self.settings.end_state == "off" or end is None or config is None or state is None:
@@ -573,7 +631,9 @@ class ReplaySession:
 
     def try_rejoin(self, messages: list[MessageParam]) -> bool:
         """After a hand-back: True (and the replay resumes) when the latest screenshot, taken
-        after the model's last action, passes every check of the step the replay stopped at."""
+        after the model's last action, passes every check of the step the replay stopped at,
+        and (when the screen can be watched) so does the screen once it has settled (stayed
+        unchanged for the quiet period)."""
         if not self.suspended or self.index >= len(self.steps):
             return False
         found = find_recent_screenshot_block(messages)
@@ -586,6 +646,15 @@ class ReplaySession:
         screen = self._screen(decode_screenshot(found[1].source.data, "the latest screenshot"))
         if not isinstance(self._check(step, action, screen, keep_view=False), _Checked):
             return False
+        if self._can_watch():
+            # the screenshot was taken a moment after the model's action: a slow application
+            # may not have answered yet. Re-join only if the settled screen still passes.
+            try:
+                settled, _ = self._watch(self._capture(), lambda seen: seen, lambda _: False)
+            except _CaptureFailedError:
+                return False
+            if not isinstance(self._check(step, action, settled), _Checked):
+                return False
         self.suspended = False
         self.result.rejoins += 1
         self.result.status = "running"
@@ -635,10 +704,11 @@ def _passes(outcome: _Checked | _Refused) -> bool:
     return isinstance(outcome, _Checked) or outcome.final
 
 
-def _moved(last: Thumbnail | None, current: Thumbnail | None, ignore: set[int]) -> bool:
-    if last is None or current is None:
+def _moved(seen: list[Thumbnail], current: Thumbnail | None, ignore: set[int]) -> bool:
+    """True when ``current`` differs (outside ``ignore``) from every screen in ``seen``."""
+    if current is None:
         return True
-    return any(index not in ignore for index in last.changed_tiles(current))
+    return all(any(index not in ignore for index in last.changed_tiles(current)) for last in seen)
 
 
 def _is_fresh(screenshot_index: int, messages: list[MessageParam]) -> bool:

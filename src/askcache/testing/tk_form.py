@@ -1,11 +1,27 @@
 """A real Tk contact-form application, run in its own process on an X display.
 
-    python -m askcache.testing.tk_form --state STATE.json [--layout L] [--zoom Z]
+    python -m askcache.testing.tk_form --state STATE.json [--layout L] [--zoom Z] [faults]
 
 It shows Name and Email fields, Save and Clear buttons and a status line. After every change
 it writes its state (field values, saved contacts, focus) and each widget's position on the
 screen to ``STATE.json`` (atomically), so tests can check what the application really did
 and the offline scripted model can find its widgets. :class:`TkFormApp` starts and stops it.
+
+Faults, for the fault-injection tests (``tests/integration/test_fault_injection.py``). An
+*input* is a left-button release or a key press that types a character (or Return); the
+state counts them (``inputs``) and lists the faults on screen (``faults``):
+
+``--position X Y``        the window's top-left corner on the screen (default 0 0)
+``--prefill TEXT``        the Name field starts with ``TEXT``
+``--change-after N``      after N inputs the layout becomes ``--change-to`` (default banner)
+``--dialog-after N``      after N inputs a modal dialog covers the middle of the form; its
+                          Close button (``dialog_close``) or Escape dismisses it
+``--backdrop-after N``    after N inputs the form is dimmed under a modal box whose Continue
+                          button (``backdrop_continue``) or Escape dismisses it
+``--slow SECONDS``        every input takes effect SECONDS late (focus, text, buttons)
+``--freeze-after N``      after N inputs the form ignores all input (counted as ``ignored``)
+
+A modal box takes the keyboard focus and gives it back to the widget that had it.
 """
 
 from __future__ import annotations
@@ -46,14 +62,7 @@ class _FormWindow:
     ) -> None:
         import tkinter as tk
 
-        self.variant = variant or argparse.Namespace(
-            save_label="Save",
-            disabled=False,
-            hide_save=False,
-            dialog=False,
-            status="Ready",
-            focus=None,
-        )
+        self.variant = variant or _parser().parse_args(["--state", str(state_path)])
 
         self.tk = tk
         self.state_path = state_path
@@ -65,21 +74,32 @@ class _FormWindow:
         self.font = ("DejaVu Sans", -round(12 * zoom))
         self.root = tk.Tk()
         self.root.title("Contacts")
-        self.root.geometry(f"{self.plan.width}x{self.plan.height}+0+0")
+        x, y = self.variant.position
+        self.root.geometry(f"{self.plan.width}x{self.plan.height}+{x}+{y}")
         self.root.configure(background=self.BACKGROUND)
         self.saved: list[dict[str, str]] = []
         self.status = tk.StringVar(value=self.variant.status)
+        self.initial_layout = layout
+        self.inputs = 0
+        self.ignored = 0
+        self.frozen = False
+        self.modal: dict[str, Any] = {}
+        """The modal boxes on screen: ``dialog`` and/or ``backdrop``, by name."""
+        self.dimmed: list[tuple[Any, dict[str, str]]] = []
         self._label("Contacts - New entry", (0, 0, 640, 36), bg="#34495e", fg="white", padx=12)
-        if layout == "banner":
-            notice = "Update: a new version of Contacts is installed."
-            self._label(notice, (20, 56, 620, 120), bg="#fff3cd", fg="#5a4614", padx=16)
+        notice = "Update: a new version of Contacts is installed."
+        self.banner = self.tk.Label(
+            self.root, text=notice, font=self.font, anchor="w", bg="#fff3cd", fg="#5a4614", padx=16
+        )
         self.entries: dict[str, Any] = {}
+        self.captions: dict[str, Any] = {}
         self.buttons: dict[str, Any] = {}
         for widget in self.plan.widgets():
             if widget.kind == "field":
                 self._field(widget)
             else:
                 self._button(widget)
+        self._arrange()
         status = tk.Label(
             self.root,
             textvariable=self.status,
@@ -90,10 +110,14 @@ class _FormWindow:
         )
         self._place(status, (20, 362, 620, 392))
         self.root.bind("<Return>", lambda _: self.save())
+        if self.variant.prefill:
+            self.entries["name"].insert(0, self.variant.prefill)
         if self.variant.dialog:
             self._dialog()
         if self.variant.focus:
             self.entries[self.variant.focus].focus_set()
+        self._watch_inputs()
+        self.root.after(150, self._triggers, 0)
         self.root.after(200, self.publish)
 
     def _place(
@@ -108,13 +132,10 @@ class _FormWindow:
         self._place(label, box)
 
     def _field(self, widget: Widget) -> None:
-        left, top, _, bottom = widget.box
         caption = self.tk.Label(
             self.root, text=f"{widget.label}:", bg=self.BACKGROUND, font=self.font, anchor="w"
         )
-        self._place(
-            caption, (left - 140 * self.zoom, top, left - 10 * self.zoom, bottom), scaled=True
-        )
+        self.captions[widget.name] = caption
         entry = self.tk.Entry(
             self.root,
             font=self.font,
@@ -122,7 +143,6 @@ class _FormWindow:
             borderwidth=1,
             highlightthickness=round(2 * self.zoom),
         )
-        self._place(entry, widget.box, scaled=True)
         entry.bind("<KeyRelease>", self._soon)
         entry.bind("<FocusIn>", self._soon)
         self.entries[widget.name] = entry
@@ -138,6 +158,147 @@ class _FormWindow:
         )
         self.tk.Button(frame, text="Discard", font=self.font).pack(side="left", padx=30)
         self.tk.Button(frame, text="Keep", font=self.font).pack(side="right", padx=30)
+
+    def _arrange(self) -> None:
+        """Place the banner, captions, fields and buttons where the current layout puts them."""
+        if self.plan.layout == "banner":
+            self._place(self.banner, (20, 56, 620, 120))
+        else:
+            self.banner.place_forget()
+        for widget in self.plan.widgets():
+            left, top, _, bottom = widget.box
+            if widget.kind == "field":
+                caption = (left - 140 * self.zoom, top, left - 10 * self.zoom, bottom)
+                self._place(self.captions[widget.name], caption, scaled=True)
+                self._place(self.entries[widget.name], widget.box, scaled=True)
+            elif widget.name in self.buttons:
+                self._place(self.buttons[widget.name], widget.box, scaled=True)
+
+    # Faults -------------------------------------------------------------------------------
+
+    def _watch_inputs(self) -> None:
+        """Put the ``Fault`` binding tag first on every widget: it sees each input before
+        the widget does, counts it, and may drop it (frozen) or delay it (slow)."""
+        self._tag(self.root)
+        for sequence in ("<ButtonPress>", "<ButtonRelease>", "<KeyPress>", "<KeyRelease>"):
+            self.root.bind_class("Fault", sequence, self._on_input)
+
+    def _tag(self, widget: Any) -> None:
+        widget.bindtags(("Fault", *widget.bindtags()))
+        for child in widget.winfo_children():
+            self._tag(child)
+
+    @staticmethod
+    def _is_input(event: Any) -> bool:
+        """A left-button release, or a key press that types a character or is Return."""
+        kind = _kind(event)
+        if kind == "ButtonRelease":
+            return bool(event.num == 1)
+        if kind == "KeyPress":
+            return bool(event.char and (event.char.isprintable() or event.keysym == "Return"))
+        return False
+
+    def _on_input(self, event: Any) -> str | None:
+        if self.frozen:
+            if self._is_input(event):
+                self.ignored += 1
+                self._soon()
+            return "break"
+        if not self._is_input(event):
+            if self.variant.slow and _kind(event) in ("ButtonPress", "KeyPress"):
+                return "break"
+            return None
+        self.inputs += 1
+        self.root.after_idle(self._triggers, self.inputs)
+        if self.variant.slow:
+            later = round(self.variant.slow * 1000)
+            self.root.after(later, self._replay_input, event.widget, _kind(event), event)
+            return "break"
+        return None
+
+    def _replay_input(self, widget: Any, kind: str, event: Any) -> None:
+        """What the input would have done, done late (the slow application)."""
+        if kind == "ButtonRelease":
+            if widget in self.entries.values():
+                widget.focus_set()
+                widget.icursor("end")
+            elif isinstance(widget, self.tk.Button):
+                widget.invoke()
+        elif event.keysym == "Return":
+            self.save()
+        elif widget in self.entries.values():
+            widget.insert("insert", event.char)
+        self._soon()
+
+    def _triggers(self, count: int) -> None:
+        """Start the faults due after ``count`` inputs."""
+        v = self.variant
+        if v.change_after == count:
+            self.plan.layout = v.change_to
+            self._arrange()
+        if v.dialog_after == count:
+            self._modal("dialog", "A new version is available.", "Close", (40, 150, 400, 300))
+        if v.backdrop_after == count:
+            self._dim(True)
+            self._modal(
+                "backdrop", "Session expired. Sign in again?", "Continue", (120, 130, 520, 270)
+            )
+        if v.freeze_after == count:
+            self.frozen = True
+        self._soon()
+
+    def _modal(self, name: str, text: str, button: str, box: tuple[int, int, int, int]) -> None:
+        """A modal box: it takes the keyboard focus and input until dismissed."""
+        previous = self.root.focus_get()
+        frame = self.tk.Frame(
+            self.root, bg="#ffffff", highlightbackground="#555555", highlightthickness=2
+        )
+        self._place(frame, box)
+        self.tk.Label(frame, text=text, bg="#ffffff", font=self.font).pack(pady=20)
+        close = self.tk.Button(
+            frame, text=button, font=self.font, command=lambda: self._dismiss(name, previous)
+        )
+        close.pack()
+        close.bind("<Escape>", lambda _: self._dismiss(name, previous))
+        self._tag(frame)
+        frame.lift()
+        close.focus_set()
+        frame.grab_set()
+        self.modal[name] = frame
+        self.buttons[f"{name}_{button.lower()}"] = close
+
+    def _dismiss(self, name: str, previous: Any) -> None:
+        frame = self.modal.pop(name)
+        for key in [k for k in self.buttons if k.startswith(f"{name}_")]:
+            del self.buttons[key]
+        frame.grab_release()
+        frame.destroy()
+        if name == "backdrop":
+            self._dim(False)
+        if previous is not None:
+            previous.focus_set()
+        else:
+            self.root.focus_set()
+        self._soon()
+
+    def _dim(self, on: bool) -> None:
+        """Darken every widget's colours (a dimmed backdrop), or restore them."""
+        if not on:
+            for widget, colours in self.dimmed:
+                widget.configure(**colours)
+            self.dimmed = []
+            self.root.configure(background=self.BACKGROUND)
+            return
+        self.root.configure(background=_darker(self.BACKGROUND))
+        for widget in self.root.winfo_children():
+            colours = {}
+            for option in ("background", "foreground", "readonlybackground", "highlightbackground"):
+                try:
+                    colours[option] = str(widget.cget(option))
+                except self.tk.TclError:
+                    continue
+            self.dimmed.append((widget, colours))
+            widget.configure(**{k: _darker(v, widget) for k, v in colours.items()})
 
     def _button(self, widget: Widget) -> None:
         if widget.name == "save" and self.variant.hide_save:
@@ -156,7 +317,6 @@ class _FormWindow:
         )
         if widget.name == "save" and self.variant.disabled:
             button.configure(state="disabled", bg="#a5c8a7")
-        self._place(button, widget.box, scaled=True)
         self.buttons[widget.name] = button
 
     def _soon(self, *_: Any) -> None:
@@ -173,6 +333,12 @@ class _FormWindow:
         self.status.set("Cleared")
         self._soon()
 
+    def _faults(self) -> list[str]:
+        """The faults on screen now."""
+        faults = [] if self.plan.layout == self.initial_layout else ["changed"]
+        faults += sorted(self.modal)
+        return faults + (["frozen"] if self.frozen else [])
+
     def publish(self) -> None:
         """Write the state and the widgets' screen boxes to the state file, atomically."""
         self.root.update_idletasks()
@@ -185,6 +351,9 @@ class _FormWindow:
             "saved": self.saved,
             "status": self.status.get(),
             "focus": next((k for k, e in self.entries.items() if e is focused), None),
+            "inputs": self.inputs,
+            "ignored": self.ignored,
+            "faults": self._faults(),
             "widgets": {
                 key: [
                     w.winfo_rootx(),
@@ -200,9 +369,22 @@ class _FormWindow:
         os.replace(tmp, self.state_path)
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Run the form (the body of the child process)."""
-    parser = argparse.ArgumentParser()
+def _kind(event: Any) -> str:
+    """The event's type by name (``ButtonRelease``, ``KeyPress``)."""
+    return str(getattr(event.type, "name", event.type))
+
+
+def _darker(colour: str, widget: Any = None) -> str:
+    """``colour`` at 45 % brightness, as ``#rrggbb``."""
+    if widget is not None:
+        red, green, blue = (v // 257 for v in widget.winfo_rgb(colour))
+    else:
+        red, green, blue = (int(colour[i : i + 2], 16) for i in (1, 3, 5))
+    return "#{:02x}{:02x}{:02x}".format(*(round(v * 0.45) for v in (red, green, blue)))
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m askcache.testing.tk_form")
     parser.add_argument("--state", required=True)
     parser.add_argument("--layout", default="original", choices=["original", "banner", "swapped"])
     parser.add_argument("--zoom", type=float, default=1.0, help="draw everything this much larger")
@@ -213,7 +395,21 @@ def main(argv: list[str] | None = None) -> None:
     variants.add_argument("--dialog", action="store_true", help="a dialog covers the form")
     variants.add_argument("--status", default="Ready", help="the status line's text")
     variants.add_argument("--focus", choices=["name", "email"], default=None)
-    args = parser.parse_args(argv)
+    faults = parser.add_argument_group("faults, for the fault-injection tests (module docstring)")
+    faults.add_argument("--position", type=int, nargs=2, default=(0, 0), metavar=("X", "Y"))
+    faults.add_argument("--prefill", default="", help="text already in the Name field")
+    faults.add_argument("--change-after", type=int, default=None, metavar="N")
+    faults.add_argument("--change-to", default="banner", choices=["banner", "swapped"])
+    faults.add_argument("--dialog-after", type=int, default=None, metavar="N")
+    faults.add_argument("--backdrop-after", type=int, default=None, metavar="N")
+    faults.add_argument("--slow", type=float, default=0.0, metavar="SECONDS")
+    faults.add_argument("--freeze-after", type=int, default=None, metavar="N")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the form (the body of the child process)."""
+    args = _parser().parse_args(argv)
     _FormWindow(Path(args.state), args.layout, args.zoom, args).root.mainloop()
 
 

@@ -27,6 +27,7 @@ __all__ = [
     "ExecutionFailure",
     "LegacyReplayStats",
     "RecordingStats",
+    "TrajectoryVariant",
     "VisualValidationConfig",
     "dump_cache_file",
     "parse_cache_file",
@@ -169,6 +170,24 @@ class CacheMetadata(_FileModel):
     """Replay counts of a file written before version 3 (see :class:`LegacyReplayStats`)."""
 
 
+class TrajectoryVariant(_FileModel):
+    """Another way through the trajectory from one step on, for a screen that alternates
+    between known states (a banner shown on some runs, a dialog that comes and goes).
+
+    At that step the replay checks the trajectory's own step first; when it does not match,
+    it checks each variant's first acting step and, when one matches, runs the variant's
+    steps in place of the next ``replaces`` steps. Written by healing (the way the
+    trajectory went before a heal becomes a variant of the healed one)."""
+
+    steps: list[ToolUseBlockParam]
+    """The steps, with their fingerprints and effects, as in ``trajectory``."""
+    replaces: int = Field(ge=0)
+    """How many steps of the trajectory, from the variant's step on, it replaces."""
+    end_state: EndState | None = None
+    """The final screen when the variant runs to the end (``replaces`` reaches it);
+    ``None``: the file's end state applies."""
+
+
 class CacheFile(_FileModel):
     """A recorded trajectory and everything needed to replay it."""
 
@@ -180,6 +199,10 @@ class CacheFile(_FileModel):
     """The recorded tool calls, in order, with their visual representations and effects."""
     cache_parameters: dict[str, str] = Field(default_factory=dict)
     """Parameter name -> description; steps and goal refer to them as ``{{name}}``."""
+    variants: dict[int, list[TrajectoryVariant]] = Field(default_factory=dict)
+    """Step index -> other ways through the trajectory from that step (at most
+    ``askcache.heal.MAX_VARIANTS_PER_STEP`` each). A reader that does not know variants
+    replays the trajectory alone (and hands back where a variant would have matched)."""
 
     def invalidate(self, reason: str) -> None:
         """Mark the trajectory unusable; it is then hidden from the model's listing and

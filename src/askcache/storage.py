@@ -20,7 +20,13 @@ from askcache.errors import (
     CachePathError,
 )
 
-__all__ = ["CacheStorage", "LocalCacheStorage", "load_cache_file", "save_cache_file"]
+__all__ = [
+    "CacheStorage",
+    "LocalCacheStorage",
+    "load_cache_file",
+    "read_cache_file",
+    "save_cache_file",
+]
 
 
 class CacheStorage(ABC):
@@ -67,6 +73,15 @@ class CacheStorage(ABC):
     @abstractmethod
     def describe(self, name: str) -> str:
         """Where ``name`` lives, for messages (a path for local storage)."""
+
+    def delete(self, name: str) -> None:
+        """Remove what is stored under ``name`` (nothing happens when nothing is). Used to
+        prune old versions and accepted proposals; a storage that cannot delete keeps them.
+
+        Raises:
+            NotImplementedError: this storage cannot delete.
+        """
+        raise NotImplementedError(f"{type(self).__name__} cannot delete {name!r}")
 
 
 class LocalCacheStorage(CacheStorage):
@@ -163,6 +178,10 @@ class LocalCacheStorage(CacheStorage):
     def describe(self, name: str) -> str:
         return str(self.path_for(name))
 
+    def delete(self, name: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self.path_for(name).unlink()
+
 
 def load_cache_file(storage: CacheStorage, name: str) -> CacheFile:
     """Read and parse the cache file ``name``.
@@ -170,10 +189,19 @@ def load_cache_file(storage: CacheStorage, name: str) -> CacheFile:
     Raises:
         CacheNotFoundError, CachePathError, CacheFileCorruptError, UnsupportedCacheVersionError
     """
+    return read_cache_file(storage, name)[1]
+
+
+def read_cache_file(storage: CacheStorage, name: str) -> tuple[bytes, CacheFile]:
+    """The bytes stored under ``name`` and the cache file they hold (one read).
+
+    Raises:
+        CacheNotFoundError, CachePathError, CacheFileCorruptError, UnsupportedCacheVersionError
+    """
     raw = storage.read(name)
     if not raw.strip():
         raise CacheFileCorruptError(storage.describe(name), "the file is empty")
-    return parse_cache_file(raw, storage.describe(name))
+    return raw, parse_cache_file(raw, storage.describe(name))
 
 
 def save_cache_file(storage: CacheStorage, name: str, cache_file: CacheFile) -> None:

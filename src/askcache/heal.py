@@ -79,7 +79,10 @@ def verify_run(
     docstring)."""
     result = session.result
     messages = outcome.messages
-    if outcome.status != "done" or result.handbacks == 0:
+    if result.handbacks == 0:
+        return None
+    if outcome.status != "done":
+        logger.info("not verified: the conversation ended %s", outcome.status)
         return None
     model_calls = [
         call
@@ -90,6 +93,7 @@ def verify_run(
     ]
     ids = {call.id for call in model_calls}
     if any(r.is_error for m in messages for r in m.tool_results if r.tool_use_id in ids):
+        logger.info("not verified: a call the model made failed")
         return None
     if result.status == "completed":
         matched = result.end_state is not None and result.end_state.matched
@@ -97,11 +101,15 @@ def verify_run(
     if result.status != "handed_back":
         return None
     if not any(_acts(call) for call in model_calls):
+        logger.info("not verified: the model did not act after the hand-back")
         return None
     verdict = session.end_state_verdict(messages)
     if verdict is not None and verdict.matched:
         return "end_state"
-    return "model_completion" if _settled(messages, capture) else None
+    if not _settled(messages, capture):
+        logger.info("not verified: the final screen is not settled")
+        return None
+    return "model_completion"
 
 
 def _settled(messages: list[MessageParam], capture: Callable[[], Image.Image] | None) -> bool:
@@ -121,7 +129,10 @@ def _settled(messages: list[MessageParam], capture: Callable[[], Image.Image] | 
     config = ScreenStateConfig()
     last = Thumbnail.of(decode_screenshot(block.source.data, "the last screenshot"), config)
     now = Thumbnail.of(capture(), config)
-    return not last.changed_tiles(now)
+    differing = last.differing_tiles(now)
+    if differing:
+        logger.info("the screen still changes after the model's last action: tiles %s", differing)
+    return not differing
 
 
 def _holds(message: MessageParam, block: ImageBlockParam) -> bool:
@@ -236,7 +247,7 @@ def heal_trajectory(
     """Heal ``name`` after this run when the mode allows it and the run is verified (see the
     module docstring); ``None`` when nothing was written. ``base`` is the file's bytes as the
     replay read them."""
-    if mode == HealMode.OFF:
+    if mode == HealMode.OFF or session.result.handbacks == 0:
         return None
     verified = verify_run(session, outcome, capture)
     if verified is None:

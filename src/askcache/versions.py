@@ -93,7 +93,9 @@ class TrajectoryVersions:
             AskCacheError: no such version or proposal (the message lists what there is).
         """
         if ref == "current":
-            return self.name, self.storage.read(self.name)
+            data = self.storage.read(self.name)
+            number = self._number_of(data)
+            return (self.name if number is None else f"v{number} (current)"), data
         if ref == "proposed":
             proposals = self.proposals()
             if not proposals:

@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "benchmarks.md"
 HEADER = """# Benchmarks
 
-Each section is written by one command (`bash scripts/bench.sh accuracy|speed|savings`, which
+Each section is written by one command (`bash scripts/bench.sh accuracy|speed|savings|heal`, which
 installs what the benchmark needs and runs `bench/NAME.py`) and says when and where it ran.
 Numbers are from those runs only; rerun the command to refresh a section.
 """

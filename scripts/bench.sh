@@ -2,13 +2,13 @@
 # Set up askcache in .venv with the benchmark extras (and Xvfb, the X programs the accuracy
 # benchmark drives, fonts, if missing) and run one benchmark; it rewrites its section of
 # docs/benchmarks.md.
-#   bash scripts/bench.sh accuracy [--reuse] | speed | savings
+#   bash scripts/bench.sh accuracy [--reuse] | speed | savings | heal
 set -euo pipefail
 cd "$(dirname "$0")/.."
 case "${1:-}" in
-    accuracy | speed | savings) ;;
+    accuracy | speed | savings | heal) ;;
     *)
-        echo "usage: bash scripts/bench.sh accuracy [--reuse] | speed | savings" >&2
+        echo "usage: bash scripts/bench.sh accuracy [--reuse] | speed | savings | heal" >&2
         exit 2
         ;;
 esac

@@ -12,9 +12,11 @@ When a replay hands back and the model then finishes the task, the run is **veri
   (``model_completion``).
 
 A verified run is rebuilt into a trajectory with :class:`~askcache.recording.CacheManager`
-from this run's own messages: the replayed prefix and the model's continuation, fingerprinted
-from this run's screenshots, the run's parameter values stored as ``{{name}}`` again (a value
-given as a parameter is never written). The goal, parameters and recording cost of the
+from this run's own messages: the replayed prefix and the model's continuation. The model's
+steps are fingerprinted from this run's screenshots; the replayed steps keep the
+fingerprints and effects they were just checked against (on a screen of the recorded size).
+The run's parameter values are stored as ``{{name}}`` again (a value given as a parameter
+is never written). The goal, parameters and recording cost of the
 current file are kept. The old way from the hand-back step on is kept as a *variant* of the
 new trajectory at that step (:attr:`~askcache.cache_file.CacheFile.variants`), so a screen
 that alternates between the two states replays either way.
@@ -184,6 +186,8 @@ def healed_file(
         model=old.metadata.recording.model,
     )
     new = manager.build_cache_file(messages)
+    if new.metadata.coordinate_space == old.metadata.coordinate_space:
+        new.trajectory = [_as_replayed(step, session) for step in new.trajectory]
     new.metadata.goal = old.metadata.goal
     new.metadata.recording = old.metadata.recording
     new.cache_parameters = dict(old.cache_parameters)
@@ -198,6 +202,21 @@ def healed_file(
     if healed:
         _keep_old_way(old, new, _stopped_at(session), healed)
     return new, healed
+
+
+def _as_replayed(step: ToolUseBlockParam, session: ReplaySession) -> ToolUseBlockParam:
+    """A replayed step keeps the fingerprint and effect it was just checked against (the
+    screenshot a replayed action returns is taken at once, not once the screen settled)."""
+    replayed = session.emitted.get(step.id)
+    if replayed is None:
+        return step
+    return step.model_copy(
+        update={
+            "visual_representation": replayed.visual_representation,
+            "visual_detail": replayed.visual_detail,
+            "effect": replayed.effect,
+        }
+    )
 
 
 def _stopped_at(session: ReplaySession) -> int | None:

@@ -277,3 +277,29 @@ def test_concurrent_healers_neither_lose_nor_interleave_versions(tmp_path: Path)
     kept = {storage.read(name) for name in versions.proposals()}
     kept.add(storage.read(versions.version_name(2)))
     assert kept == {json.dumps({"v": i + 1}).encode() for i in range(8)}
+
+
+def test_a_hand_back_late_in_the_run_keeps_the_replayed_steps_and_heals_the_rest(
+    tmp_path: Path,
+) -> None:
+    _record(tmp_path)
+    storage = LocalCacheStorage(tmp_path)
+    old = load_cache_file(storage, "login.json")
+    first = _fill("swapped", "bob", tmp_path)  # Save and Clear changed places
+    assert first.replay is not None
+    assert first.replay.stopped_at_step == 3
+    assert first.heal is not None
+    new = load_cache_file(storage, "login.json")
+    # the replayed steps keep the fingerprints and effects they were checked against
+    for index in (1, 2):
+        assert new.trajectory[index].visual_representation == (
+            old.trajectory[index].visual_representation
+        )
+        assert new.trajectory[index].effect == old.trajectory[index].effect
+    assert new.trajectory[2].input == {"action": "type", "text": "{{user}}"}
+    assert first.heal.healed_steps[0] == 3
+    calls = [
+        _fill(layout, user, tmp_path).model_calls
+        for layout, user in [("swapped", "carol"), ("original", "dave"), ("swapped", "erin")]
+    ]
+    assert calls == [0, 0, 0]

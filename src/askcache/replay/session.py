@@ -197,6 +197,9 @@ class ReplaySession:
         """Per checked step: the region it was checked on (recorded space), for reports."""
         self.suspended = False
         """True after a hand-back: the replay may re-join later."""
+        self.emitted: dict[str, ToolUseBlockParam] = {}
+        """Per tool call id the replay emitted: the step it replayed (with its fingerprint
+        and effect; healing keeps those for the replayed part of a run)."""
         self._pending: _Pending | None = None
         self._started = clock()
         self._first_step = True
@@ -265,9 +268,11 @@ class ReplaySession:
                 return HandBack(self.index, f"no screenshot could be taken: {failed}")
             return None
         if failed is not None:
+            self.emitted.pop(pending.call_id, None)
             return HandBack(pending.step, failed, executed=True)
         problem = self._verify(pending, messages)
         if problem is not None:
+            self.emitted.pop(pending.call_id, None)  # it did not work as recorded
             return HandBack(pending.step, problem, executed=True)
         self.index = pending.step + 1
         return None
@@ -515,6 +520,7 @@ class ReplaySession:
             }
         )
         self._pending = _Pending(call.id, self.index, checked.thumbnail)
+        self.emitted[call.id] = step
         return Emit(call)
 
     def _fit(self, arguments: dict[str, Any], screen: _Screen | None) -> dict[str, Any]:

@@ -303,3 +303,30 @@ def test_a_hand_back_late_in_the_run_keeps_the_replayed_steps_and_heals_the_rest
         for layout, user in [("swapped", "carol"), ("original", "dave"), ("swapped", "erin")]
     ]
     assert calls == [0, 0, 0]
+
+
+def test_a_dismissed_banner_becomes_a_step_and_either_state_replays_after(
+    tmp_path: Path,
+) -> None:
+    _record(tmp_path)
+
+    def dismiss(request: dict[str, Any]) -> dict[str, Any]:
+        return tool_use_reply("computer", {"action": "key", "text": "Escape"})
+
+    app = SimulatedFormApp(layout="banner")
+    first = _run(tmp_path, app, dismiss)
+    assert first.replay is not None
+    assert (first.replay.status, first.replay.rejoins) == ("completed", 1)
+    assert first.model_calls == 1
+    assert first.heal is not None
+    assert first.heal.verified_by == "end_state"  # the replay re-joined and ended as recorded
+    cache_file = load_cache_file(LocalCacheStorage(tmp_path), "login.json")
+    assert cache_file.trajectory[1].input == {"action": "key", "text": "Escape"}
+    for layout, user in [("original", "carol"), ("banner", "dave"), ("original", "erin")]:
+        app = SimulatedFormApp(layout=layout)
+        result = _run(tmp_path, app, _stop, user=user)
+        assert result.model_calls == 0, layout
+        assert result.replay is not None
+        assert result.replay.status == "completed"
+        assert result.replay.variants_used == ([1] if layout == "original" else [])
+        assert app.saved == [{"name": user, "email": ""}]

@@ -585,7 +585,7 @@ class ReplaySession:
 
     # end state --------------------------------------------------------------------------
 
-    def _finish(self, messages: list[MessageParam]) -> Finished:
+    def _finish(self, messages: list[MessageParam], *, wait: bool = True) -> Finished:
         end, config = self._end, self.file.metadata.screen_state
         state = self._end_state
         if self.settings.end_state == "off" or end is None or config is None or state is None:
@@ -610,15 +610,18 @@ class ReplaySession:
                 differing_boxes=[now.tile_box(i) for i in differing],
             )
 
+        if not wait:
+            return Finished(evaluate(screen))
         verdict, _ = self._watch(screen, evaluate, lambda outcome: outcome.matched)
         return Finished(
             verdict, hand_back=not verdict.matched and self.settings.end_state == "hand_back"
         )
 
     def end_state_verdict(self, messages: list[MessageParam]) -> EndStateVerdict | None:
-        """The screen as the conversation ended against the recorded end state (``None``:
-        not compared): how a run the model finished after a hand-back is verified."""
-        return self._finish(messages).verdict
+        """The screen as the conversation ended against the recorded end state, looked at
+        once (``None``: not compared): how a run the model finished after a hand-back is
+        verified (the model's last screenshot came after its own settle delay)."""
+        return self._finish(messages, wait=False).verdict
 
     # re-join ----------------------------------------------------------------------------
 

@@ -98,9 +98,9 @@ def main() -> None:
         f"Banner: {sum(r[1] for r in banner[1:])} model calls over runs 2-10. Alternating: "
         f"{sum(r[1] for r in alternating[2:])} model calls over runs 3-12, once both states "
         "were seen (the original was seen when recording, so run 2 already replays: it takes "
-        "the variant the heal kept). A healed run takes longer than the recording it "
-        "replaces: verifying it compares the final screen with the recorded end state, which "
-        "waits for the quiet period before it calls a changed screen different.",
+        "the variant the heal kept). Wall time is that of `Agent.act` (the application's "
+        "start is not counted); run 1 includes the hand-back, the scripted model's turns "
+        "(0.3 s settle after each of its actions), the verification and the heal.",
     ]
     body = "\n".join(lines)
     write_section("heal", body)

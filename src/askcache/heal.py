@@ -24,7 +24,9 @@ that alternates between the two states replays either way.
 Then, by :class:`~askcache.settings.HealMode`: ``auto`` makes it the current version
 (:meth:`~askcache.versions.TrajectoryVersions.commit`; when another healer won the race it
 becomes a proposal instead), ``propose`` keeps it as a proposal, ``off`` writes nothing.
-A run that failed, was cut off or cannot be verified never writes anything.
+A run that failed, was cut off or cannot be verified never writes anything, and neither does
+one whose healed trajectory would hold a step the model took with no screenshot before it
+(it could never be checked).
 """
 
 from __future__ import annotations
@@ -274,6 +276,14 @@ def heal_trajectory(
         return None
     new, steps = healed_file(session, outcome.messages)
     if not steps:
+        return None
+    blind = [
+        i
+        for i in steps
+        if _acts(new.trajectory[i]) and new.trajectory[i].visual_representation is None
+    ]
+    if new.metadata.visual_validation is not None and blind:
+        logger.info("%s not healed: steps %s acted with no screenshot before them", name, blind)
         return None
     data = healed_bytes(new)
     versions = TrajectoryVersions(storage, name, keep=keep)

@@ -3,11 +3,12 @@ tests/integration/test_heal.py)."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from askcache import CachingSettings, InvalidSettingsError
+from askcache import CachingSettings, InvalidSettingsError, RunLedger, RunRecord
 from askcache.cli import main
 from askcache.errors import AskCacheError
 from askcache.heal_cli import diff_lines
@@ -133,3 +134,24 @@ def test_cli_diff_html_and_errors(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert "no trajectory 'missing.json'" in capsys.readouterr().err
     assert main(["diff", "t.json", "1", "--cache-dir", str(tmp_path)]) == 2
     assert storage.read("t.json") == before
+
+
+def test_a_heal_ends_a_run_of_hand_backs_in_the_ledger(storage: LocalCacheStorage) -> None:
+    ledger = RunLedger(storage)
+    start = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
+    events = [("replay", "handed_back")] * 2 + [("healed", "healed"), ("replay", "handed_back")]
+    for minute, (event, status) in enumerate(events):
+        ledger.append(
+            RunRecord(
+                trajectory="t.json",
+                event=event,  # type: ignore[arg-type]
+                status=status,  # type: ignore[arg-type]
+                stopped_at_step=1,
+                started_at=start + timedelta(minutes=minute),
+                healed_steps=[1, 2] if event == "healed" else [],
+            )
+        )
+    assert ledger.consecutive_failures("t.json") == (1, 1)
+    healed = [r for r in ledger.records("t.json") if r.event == "healed"]
+    assert healed[0].healed_steps == [1, 2]
+    assert healed[0].host

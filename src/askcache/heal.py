@@ -200,6 +200,16 @@ def healed_file(
         for call in m.tool_uses
         if not call.replayed
     }
+    new.trajectory = [
+        step
+        for i, step in enumerate(new.trajectory)
+        if not (
+            step.id in model_ids
+            and i > 0
+            and _is_screenshot(step)
+            and _is_screenshot(new.trajectory[i - 1])
+        )
+    ]
     healed = [i for i, step in enumerate(new.trajectory) if step.id in model_ids]
     if healed:
         _keep_old_way(old, new, _stopped_at(session), healed)
@@ -247,6 +257,13 @@ def _keep_old_way(old: CacheFile, new: CacheFile, stopped: int | None, healed: l
     )
     variants[first] = [*earlier, old_way][-MAX_VARIANTS_PER_STEP:]
     new.variants = variants
+
+
+def _is_screenshot(step: ToolUseBlockParam) -> bool:
+    """A screenshot right after another adds nothing to a replay: the model's first look
+    after a hand-back is dropped from the healed trajectory."""
+    action = parse_action(step)
+    return action is not None and action.name == "screenshot"
 
 
 def _acts(step: ToolUseBlockParam) -> bool:

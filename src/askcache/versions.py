@@ -79,9 +79,15 @@ class TrajectoryVersions:
         return self._number_of(current)
 
     def _number_of(self, data: bytes) -> int | None:
-        for number in reversed(self.numbers()):
-            if self.storage.read(self.version_name(number)) == data:
-                return number
+        return self._number_in(data, self.numbers())
+
+    def _number_in(self, data: bytes, numbers: list[int]) -> int | None:
+        for number in reversed(numbers):
+            try:
+                if self.storage.read(self.version_name(number)) == data:
+                    return number
+            except CacheNotFoundError:  # pruned meanwhile
+                continue
         return None
 
     def resolve(self, ref: str) -> tuple[str, bytes]:
@@ -174,22 +180,25 @@ class TrajectoryVersions:
     def _archive(self, base: bytes) -> int | None:
         """The number of the version holding ``base``, archiving it first when it is not
         kept yet (the recording, at the first heal). ``None``: the trajectory file is no
-        longer ``base``."""
+        longer ``base``. One listing per attempt: a version another healer adds meanwhile is
+        seen at the next attempt, never archived twice."""
         try:
             if self.storage.read(self.name) != base:
                 return None
         except CacheNotFoundError:
             return None
-        number = self._number_of(base)
-        if number is not None:
+        for _ in range(100):
+            numbers = self.numbers()
+            found = self._number_in(base, numbers)
+            if found is not None:
+                return found
+            number = (numbers[-1] if numbers else 0) + 1
+            try:
+                self.storage.create(self.version_name(number), base)
+            except CacheExistsError:
+                continue
             return number
-        numbers = self.numbers()
-        number = (numbers[-1] if numbers else 0) + 1
-        try:
-            self.storage.create(self.version_name(number), base)
-        except CacheExistsError:
-            return self._number_of(base)
-        return number
+        return None
 
     def _append(self, data: bytes) -> int:
         """Add ``data`` as the newest version and make it current."""

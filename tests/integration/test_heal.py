@@ -250,7 +250,10 @@ def test_a_screen_that_alternates_replays_either_way_once_both_were_seen(
     assert [len(v) for v in cache_file.variants.values()] == [1]
 
 
-def test_concurrent_healers_neither_lose_nor_interleave_versions(tmp_path: Path) -> None:
+@pytest.mark.parametrize("trial", range(20))
+def test_concurrent_healers_neither_lose_nor_interleave_versions(
+    tmp_path: Path, trial: int
+) -> None:
     storage = LocalCacheStorage(tmp_path)
     base = b'{"v": 0}\n'
     storage.write("t.json", base)
@@ -273,6 +276,7 @@ def test_concurrent_healers_neither_lose_nor_interleave_versions(tmp_path: Path)
     versions = TrajectoryVersions(storage, "t.json")
     assert sorted(n for n in results if n is not None) == [2]  # one healer won from v1
     assert versions.numbers() == [1, 2]
+    assert storage.read(versions.version_name(1)) == base
     assert storage.read("t.json") == storage.read(versions.version_name(2))
     kept = {storage.read(name) for name in versions.proposals()}
     kept.add(storage.read(versions.version_name(2)))

@@ -11,6 +11,7 @@ from askcache.cache_file import (
     CacheFile,
     CacheMetadata,
     DetailCheckConfig,
+    TrajectoryVariant,
     VisualValidationConfig,
     parse_cache_file,
     upgrade_cache_file,
@@ -33,6 +34,7 @@ from askcache.errors import (
     InvalidSettingsError,
     UnsupportedCacheVersionError,
 )
+from askcache.heal import HealOutcome
 from askcache.ledger import RunLedger, RunRecord
 from askcache.messages import MessageParam, ToolResultBlockParam, ToolUseBlockParam
 from askcache.recording import CacheManager
@@ -43,12 +45,14 @@ from askcache.settings import (
     CacheStrategy,
     CacheWritingSettings,
     CachingSettings,
+    HealMode,
     VisualMethod,
 )
 from askcache.signing import SigningKeys, sign_cache_file, verify_cache_file
 from askcache.speakers import AgentSpeaker, Speaker, SpeakerResult
 from askcache.storage import CacheStorage, LocalCacheStorage, load_cache_file, save_cache_file
 from askcache.tools import ComputerTool, Tool, ToolCollection, ToolOutput
+from askcache.versions import TrajectoryVersions
 
 __version__ = "0.1.0"
 
@@ -83,6 +87,8 @@ __all__ = [
     "ConversationResult",
     "DetailCheckConfig",
     "EndStateVerdict",
+    "HealMode",
+    "HealOutcome",
     "InvalidHashError",
     "InvalidScreenshotError",
     "InvalidSettingsError",
@@ -100,6 +106,8 @@ __all__ = [
     "ToolOutput",
     "ToolResultBlockParam",
     "ToolUseBlockParam",
+    "TrajectoryVariant",
+    "TrajectoryVersions",
     "UnsupportedCacheVersionError",
     "VisionAgent",
     "VisualMethod",

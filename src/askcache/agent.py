@@ -10,6 +10,11 @@ auto        the named file exists and is valid: as ``execute``; otherwise as ``r
             Without a filename: the model gets the caching tools, and the run is recorded
 off         the model solves the task; nothing is read or written
 ==========  =================================================================================
+
+After a replay of the named file hands back and the model finishes the task, the run may
+heal the file (``CachingSettings.heal``, :mod:`askcache.heal`): ``auto`` (the default under
+``auto``) makes the model's fix the new version, ``propose`` keeps it for review, ``off``
+(the default under ``execute``) is read-only: no run writes the trajectory.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from PIL import Image
 
 from askcache.conversation import Conversation, ConversationResult
+from askcache.heal import HealOutcome
 from askcache.ledger import RunLedger
 from askcache.recording import CacheManager
 from askcache.remote_storage import storage_for
@@ -32,11 +38,11 @@ from askcache.replay import (
     ReplayResult,
     ResumeCachedTrajectory,
 )
-from askcache.run_record import record_runs
-from askcache.settings import CacheStrategy, CachingSettings
+from askcache.run_record import heal_after, record_runs
+from askcache.settings import CacheStrategy, CachingSettings, HealMode
 from askcache.speakers import DEFAULT_MODEL, AgentSpeaker
 from askcache.step_view import StepView
-from askcache.storage import CacheStorage, load_cache_file
+from askcache.storage import CacheStorage, load_cache_file, read_cache_file
 from askcache.tools.base import Tool, ToolCollection
 from askcache.tools.computer import ComputerTool, ToolVersion
 
@@ -69,6 +75,9 @@ class ActResult:
     the whole screen), for reports."""
     ledger_entries: list[str] = field(default_factory=list)
     """Names of the run-ledger entries this call wrote (one per replay)."""
+    heal: HealOutcome | None = None
+    """What healing wrote after a verified hand-back (``None``: nothing; see
+    :mod:`askcache.heal`)."""
 
     @property
     def status(self) -> str:
@@ -147,6 +156,7 @@ class Agent:
         tools = ToolCollection(self.tools)
         first = agent.name
         recorder: CacheManager | None = None
+        base: bytes | None = None
         filename = settings.writing_settings.filename
         strategy = settings.strategy
         if strategy == CacheStrategy.AUTO:
@@ -163,10 +173,9 @@ class Agent:
             if filename is None:
                 self._offer_caching_tools(tools, storage, executor, settings)
             else:
+                base, cache_file = read_cache_file(storage, filename)
                 executor.activate_cache_execution(
-                    load_cache_file(storage, filename),
-                    filename,
-                    execution_settings=settings.execution_settings,
+                    cache_file, filename, execution_settings=settings.execution_settings
                 )
                 first = executor.name
         resume = ResumeCachedTrajectory(executor)
@@ -182,10 +191,29 @@ class Agent:
         )
         resume.watch(conversation.messages)
         outcome = conversation.run(goal)
-        if recorder is not None and outcome.status == "done":
+        read_only = settings.heal_mode == HealMode.OFF
+        if recorder is not None and outcome.status == "done" and not read_only:
             outcome.recorded_file = recorder.finish_recording(outcome.messages)
+        ledger = RunLedger(storage)
+        healed = None
+        if base is not None and filename is not None and len(executor.sessions) == 1:
+            healed = heal_after(
+                ledger,
+                storage=storage,
+                name=filename,
+                base=base,
+                session=executor.sessions[0],
+                outcome=outcome,
+                settings=settings,
+                capture=capture,
+            )
         entries = record_runs(
-            RunLedger(storage), storage, executor.sessions, outcome, settings.execution_settings
+            ledger,
+            storage,
+            executor.sessions,
+            outcome,
+            settings.execution_settings,
+            read_only=read_only,
         )
         return ActResult(
             conversation=outcome,
@@ -194,6 +222,7 @@ class Agent:
             regions=dict(executor.regions),
             views=dict(executor.views),
             ledger_entries=entries,
+            heal=healed,
         )
 
     @staticmethod

@@ -47,6 +47,7 @@ __all__ = [
     "FileSignature",
     "LegacyReplayStats",
     "RecordingStats",
+    "TrajectoryVariant",
     "VisualValidationConfig",
     "dump_cache_file",
     "parse_cache_file",
@@ -207,6 +208,24 @@ class FileSignature(_FileModel):
     """The MAC, 64 lowercase hex digits."""
 
 
+class TrajectoryVariant(_FileModel):
+    """Another way through the trajectory from one step on, for a screen that alternates
+    between known states (a banner shown on some runs, a dialog that comes and goes).
+
+    At that step the replay checks the trajectory's own step first; when it does not match,
+    it checks each variant's first acting step and, when one matches, runs the variant's
+    steps in place of the next ``replaces`` steps. Written by healing (the way the
+    trajectory went before a heal becomes a variant of the healed one)."""
+
+    steps: list[ToolUseBlockParam]
+    """The steps, with their fingerprints and effects, as in ``trajectory``."""
+    replaces: int = Field(ge=0)
+    """How many steps of the trajectory, from the variant's step on, it replaces."""
+    end_state: EndState | None = None
+    """The final screen when the variant runs to the end (``replaces`` reaches it);
+    ``None``: the file's end state applies."""
+
+
 class CacheFile(_FileModel):
     """A recorded trajectory and everything needed to replay it."""
 
@@ -221,6 +240,10 @@ class CacheFile(_FileModel):
     (``{{secret:name}}`` for a secret, whose value is never stored)."""
     signature: FileSignature | None = None
     """HMAC of the signed content, when the recording had a signing key; checked at replay."""
+    variants: dict[int, list[TrajectoryVariant]] = Field(default_factory=dict)
+    """Step index -> other ways through the trajectory from that step (at most
+    ``askcache.heal.MAX_VARIANTS_PER_STEP`` each). A reader that does not know variants
+    replays the trajectory alone (and hands back where a variant would have matched)."""
 
     def invalidate(self, reason: str) -> None:
         """Mark the trajectory unusable; it is then hidden from the model's listing and

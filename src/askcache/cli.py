@@ -194,6 +194,9 @@ def _parser() -> argparse.ArgumentParser:
 
     add_parity_command(commands)
     add_verify_command(commands)
+    from askcache.heal_cli import add_heal_commands
+
+    add_heal_commands(commands)
     return parser
 
 

@@ -1,4 +1,5 @@
-"""The end-to-end demo: record, replay, change the application, watch the hand-back.
+"""The end-to-end demo: record, replay, change the application, watch the hand-back and the
+heal, replay the healed trajectory.
 
 On a real X display (``$DISPLAY``, or an Xvfb it starts) it launches a small real Tk
 application in its own process and drives it with pyautogui and mss. The model is Claude
@@ -10,6 +11,7 @@ says so. ``screen="simulated"`` runs the same story on a form drawn with Pillow,
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
@@ -33,11 +35,13 @@ from askcache.settings import (
     CacheStrategy,
     CacheWritingSettings,
     CachingSettings,
+    HealMode,
 )
 from askcache.storage import LocalCacheStorage, load_cache_file
 from askcache.testing import FormFillingScript, FormView, MessagesApiStandIn, SimulatedFormApp
 from askcache.testing.simulated import Layout
 from askcache.tools import ComputerTool
+from askcache.versions import VERSIONS_FOLDER
 
 if TYPE_CHECKING:
     from askcache.tools.desktop import DesktopBackend
@@ -69,6 +73,12 @@ class DemoOutcome:
     """Wall time of the three runs."""
     saved: tuple[list[dict[str, str]], list[dict[str, str]], list[dict[str, str]]]
     """What the application had saved after each run."""
+    healed: ActResult | None = None
+    """The replay on the changed application after the heal (the fourth act)."""
+    healed_seconds: float = 0.0
+    """Wall time of the fourth act."""
+    healed_saved: list[dict[str, str]] = field(default_factory=list)
+    """What the application had saved after the fourth act."""
     report_path: Path | None = None
     """The HTML report."""
     notes: list[str] = field(default_factory=list)
@@ -131,6 +141,7 @@ def run_demo(
     say = progress or (lambda _: None)
     output_dir.mkdir(parents=True, exist_ok=True)
     (output_dir / CACHE_NAME).unlink(missing_ok=True)
+    shutil.rmtree(output_dir / VERSIONS_FOLDER / CACHE_NAME, ignore_errors=True)
     use_real = bool(os.environ.get("ANTHROPIC_API_KEY")) if offline is None else not offline
     script = FormFillingScript(SimulatedFormApp(), "Ada Lovelace")
     with ExitStack() as stack:
@@ -151,7 +162,7 @@ def run_demo(
             )
 
         def act(
-            layout: Layout, strategy: CacheStrategy
+            layout: Layout, strategy: CacheStrategy, heal: HealMode | None = None
         ) -> tuple[ActResult, float, list[dict[str, str]]]:
             with stage.launch(layout) as (view, tool):
                 script.app, script.to_model = view, tool.from_screen
@@ -161,6 +172,7 @@ def run_demo(
                     cache_dir=output_dir,
                     writing_settings=CacheWritingSettings(filename=CACHE_NAME),
                     execution_settings=CacheExecutionSettings(),
+                    heal=heal,
                 )
                 started = time.monotonic()
                 result = agent.act(GOAL, settings)
@@ -168,12 +180,14 @@ def run_demo(
                 time.sleep(0.2)  # let the application publish its last state
                 return result, elapsed, view.saved
 
-        say(f"1/3 recording: the model fills in the form ({mode.split(':')[0]})")
+        say(f"1/4 recording: the model fills in the form ({mode.split(':')[0]})")
         record, t1, saved1 = act("original", CacheStrategy.RECORD)
-        say(f"2/3 replaying on the unchanged form ({t1:.1f} s so far)")
+        say(f"2/4 replaying on the unchanged form ({t1:.1f} s so far)")
         replay, t2, saved2 = act("original", CacheStrategy.EXECUTE)
-        say("3/3 replaying on the changed form: expect a hand-back")
-        changed, t3, saved3 = act("banner", CacheStrategy.EXECUTE)
+        say("3/4 replaying on the changed form: expect a hand-back, then a heal")
+        changed, t3, saved3 = act("banner", CacheStrategy.EXECUTE, HealMode.AUTO)
+        say("4/4 replaying the healed file on the changed form")
+        healed, t4, saved4 = act("banner", CacheStrategy.EXECUTE)
     outcome = DemoOutcome(
         mode=mode,
         where=stage.where,
@@ -183,6 +197,9 @@ def run_demo(
         changed=changed,
         seconds=(t1, t2, t3),
         saved=(saved1, saved2, saved3),
+        healed=healed,
+        healed_seconds=t4,
+        healed_saved=saved4,
     )
     outcome.report_path = _report(outcome, output_dir)
     return outcome
@@ -209,7 +226,9 @@ def _report(outcome: DemoOutcome, output_dir: Path) -> Path:
         for title, run in (
             ("Replay on the unchanged application", outcome.replay),
             ("Replay after the application changed (a notice banner)", outcome.changed),
+            ("Replay of the healed trajectory on the changed application", outcome.healed),
         )
+        if run is not None
         if run.replay is not None
     ]
     return write_html_report(
@@ -264,6 +283,24 @@ def format_summary(outcome: DemoOutcome, *, with_report: bool = True) -> str:
             f"   {c.status} at step {c.stopped_at_step}: {c.reason}",
             f"   the model took over: {changed.model_calls} model calls, {t3:.2f} s, "
             f"finished {changed.status}; the app saved {outcome.saved[2]}",
+        ]
+        heal = changed.heal
+        if heal is not None:
+            lines.append(
+                f"   healed ({heal.verified_by}): steps {heal.healed_steps} from the model "
+                f"are now the trajectory, {heal.version}"
+            )
+        else:
+            lines.append("   not healed: the run could not be verified")
+    healed = outcome.healed
+    if healed is not None and healed.replay is not None:
+        h = healed.replay
+        lines += [
+            "",
+            f"4. Replay after the heal, on the changed app: {healed.model_calls} model calls, "
+            f"{outcome.healed_seconds:.2f} s, {h.status}: {h.steps_run} steps, "
+            f"{h.validated} validated",
+            f"   the app saved {outcome.healed_saved}",
         ]
     saved = (
         f"Saved by the replay: {record.model_calls - replay.model_calls} model calls, "

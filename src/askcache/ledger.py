@@ -12,6 +12,7 @@ without locks and without losing an entry.
 
 from __future__ import annotations
 
+import getpass
 import logging
 import os
 import socket
@@ -40,21 +41,38 @@ LEDGER_FOLDER = ".ledger"
 """Folder of the ledger inside the cache storage (hidden: never listed as a cache file)."""
 
 RunStatus = Literal[
-    "completed", "completed_unverified", "handed_back", "interrupted", "refused", "imported"
+    "completed",
+    "completed_unverified",
+    "handed_back",
+    "interrupted",
+    "refused",
+    "imported",
+    "healed",
+    "proposed",
 ]
 """``completed``: every step ran and the end state matched the recording;
 ``completed_unverified``: every step ran but the end state could not be confirmed;
 ``handed_back``: the replay stopped and the model took over; ``interrupted``: the
 conversation ended (turn limit) while the replay was still running; ``refused``: the file was not
 replayed (invalidated, unusable); ``imported``: the replay counts a version 1 or 2 file kept
-inside itself, moved here on first use."""
+inside itself, moved here on first use; ``healed`` / ``proposed``: a heal entry (see
+:data:`RunEvent`)."""
 
-RunEvent = Literal["replay", "invalidated", "imported"]
-"""What the entry records."""
+RunEvent = Literal["replay", "invalidated", "imported", "healed", "proposed"]
+"""What the entry records: a ``replay``; the file marked ``invalidated``; counts
+``imported`` from an old file; the trajectory ``healed`` (a new current version written
+after a verified hand-back) or a healed version ``proposed`` for review."""
 
 
 def _now() -> datetime:
     return datetime.now(UTC)
+
+
+def _user() -> str | None:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no login name (a container's unnamed uid)
+        return None
 
 
 class RunRecord(BaseModel):
@@ -106,6 +124,18 @@ class RunRecord(BaseModel):
     """With ``event="imported"``: the replays the old file counted as successful."""
     attempts: int = 0
     """With ``event="imported"``: the replays the old file counted."""
+    user: str | None = Field(default_factory=_user)
+    """Who ran it (the login name, when known)."""
+    healed_steps: list[int] = Field(default_factory=list)
+    """With ``event="healed"`` or ``"proposed"``: indexes of the new trajectory's steps that
+    came from the model (the rest were replayed as recorded)."""
+    version: str | None = None
+    """With ``event="healed"`` or ``"proposed"``: the version or proposal written, a name
+    under ``.versions/``."""
+    verified_by: str | None = None
+    """With ``event="healed"`` or ``"proposed"``: how the run was verified (``end_state``:
+    the final screen matched the recorded one; ``model_completion``: the model finished,
+    every call it made succeeded, and the final screen was settled)."""
 
 
 class RunLedger:
@@ -146,15 +176,16 @@ class RunLedger:
     def consecutive_failures(self, trajectory: str) -> tuple[int, int | None]:
         """How many of the latest replays in a row handed back at the same step, and that
         step (``(0, None)`` when the latest replay did not hand back)."""
-        replays = [r for r in self.records(trajectory) if r.event == "replay"]
+        replays = [r for r in self.records(trajectory) if r.event in ("replay", "healed")]
         return count_same_step_failures(replays)
 
 
 def count_same_step_failures(replays: Sequence[RunRecord]) -> tuple[int, int | None]:
-    """The length of the run of hand-backs at one step that ends the list, and that step."""
+    """The length of the run of hand-backs at one step that ends the list, and that step (a
+    heal ends the run: the file changed)."""
     count, step = 0, None
     for record in reversed(replays):
-        if record.status != "handed_back":
+        if record.status != "handed_back" or record.event == "healed":
             break
         if step is None:
             step = record.stopped_at_step

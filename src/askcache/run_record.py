@@ -13,19 +13,22 @@ and an ``invalidated`` entry says why.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
+
+from PIL import Image
 
 from askcache.conversation import ConversationResult
 from askcache.errors import AskCacheError
+from askcache.heal import HealOutcome, heal_trajectory
 from askcache.ledger import RunLedger, RunRecord, RunStatus
 from askcache.messages import Usage
 from askcache.redaction import redact
 from askcache.replay.session import ReplaySession
-from askcache.settings import CacheExecutionSettings
+from askcache.settings import CacheExecutionSettings, CachingSettings
 from askcache.storage import CacheStorage, load_cache_file, save_cache_file
 
-__all__ = ["record_runs", "run_record"]
+__all__ = ["heal_after", "record_runs", "run_record"]
 
 logger = logging.getLogger(__name__)
 
@@ -69,17 +72,20 @@ def record_runs(
     sessions: Sequence[ReplaySession],
     outcome: ConversationResult,
     settings: CacheExecutionSettings,
+    *,
+    read_only: bool = False,
 ) -> list[str]:
     """Append an entry per replay (and, once per file, the counts an old file kept inside
-    itself); invalidate a file that keeps failing at the same step. Returns the entry names.
-    A ledger that cannot be written is logged, never raised: the run itself succeeded."""
+    itself); invalidate a file that keeps failing at the same step (never when
+    ``read_only``: heal mode ``off``). Returns the entry names. A ledger that cannot be
+    written is logged, never raised: the run itself succeeded."""
     names: list[str] = []
     try:
         for position, session in enumerate(sessions):
             _import_legacy(ledger, session)
             record = run_record(session, outcome, last=position == len(sessions) - 1)
             names.append(ledger.append(record))
-            if record.status == "handed_back":
+            if record.status == "handed_back" and not read_only:
                 _maybe_invalidate(ledger, storage, session.name, settings)
     except (AskCacheError, OSError) as exc:
         logger.warning("could not write the run ledger: %s", exc)
@@ -123,3 +129,55 @@ def _maybe_invalidate(
     save_cache_file(storage, name, cache_file)
     ledger.append(RunRecord(trajectory=name, event="invalidated", status="refused", reason=reason))
     logger.warning("%s marked invalid: %s", name, reason)
+
+
+def heal_after(
+    ledger: RunLedger,
+    *,
+    storage: CacheStorage,
+    name: str,
+    base: bytes,
+    session: ReplaySession,
+    outcome: ConversationResult,
+    settings: CachingSettings,
+    capture: Callable[[], Image.Image] | None,
+) -> HealOutcome | None:
+    """Heal ``name`` after this run when allowed and verified (:mod:`askcache.heal`) and
+    put a ``healed`` or ``proposed`` entry in the ledger (who, when, which steps, the model
+    calls spent). A heal that cannot be written is logged, never raised."""
+    try:
+        healed = heal_trajectory(
+            storage=storage,
+            name=name,
+            base=base,
+            session=session,
+            outcome=outcome,
+            mode=settings.heal_mode,
+            keep=settings.keep_versions,
+            capture=capture,
+        )
+    except (AskCacheError, OSError) as exc:
+        logger.warning("could not heal %s: %s", name, exc)
+        return None
+    if healed is None:
+        return None
+    try:
+        ledger.append(
+            RunRecord(
+                trajectory=name,
+                event=healed.event,
+                status=healed.event,
+                steps_total=session.result.steps_total,
+                stopped_at_step=session.result.stopped_at_step,
+                reason=session.result.reason,
+                model_calls=outcome.model_calls,
+                usage=outcome.usage,
+                healed_steps=healed.healed_steps,
+                version=healed.version,
+                verified_by=healed.verified_by,
+                model=session.file.metadata.recording.model,
+            )
+        )
+    except (AskCacheError, OSError) as exc:
+        logger.warning("could not write the run ledger: %s", exc)
+    return healed

@@ -45,6 +45,7 @@ __all__ = [
     "CacheStrategy",
     "CacheWritingSettings",
     "CachingSettings",
+    "HealMode",
     "VisualMethod",
 ]
 
@@ -130,6 +131,25 @@ class CacheStrategy(StrEnum):
     """Replay the named cache file when it exists and is valid, otherwise record it."""
     OFF = "off"
     """No caching: the model solves the task and nothing is read or written."""
+
+
+class HealMode(StrEnum):
+    """What a replay may write to its trajectory after the model finished a task it handed
+    back (in the spirit of vcrpy's record modes). Default: ``off`` under
+    ``strategy="execute"`` (read-only), ``auto`` under the others (under ``record`` it only
+    means the recording is written; ``off`` does nothing)."""
+
+    OFF = "off"
+    """Read-only: no run writes the trajectory file or its versions: no heal, no proposal, no
+    invalidation, and a recording is not written either. For CI and audits. Replays still
+    go to the run ledger (beside the cache, never inside it)."""
+    PROPOSE = "propose"
+    """After a verified hand-back, write the healed trajectory beside the current one
+    (``.versions/NAME/proposed-*.json``) for review; nothing is replayed from it until
+    ``askcache accept NAME``. The current file is left byte-for-byte unchanged."""
+    AUTO = "auto"
+    """After a verified hand-back, the healed trajectory becomes the current version (the
+    previous one is kept in ``.versions/NAME/``, like every version)."""
 
 
 class VisualMethod(StrEnum):
@@ -414,3 +434,17 @@ class CachingSettings(SettingsModel):
                 raise ValueError("must name a folder or a URL")
             return Path(value)
         return value
+
+    heal: HealMode | None = None
+    """What a replay may write after the model finished a task it handed back (see
+    :class:`HealMode`). ``None``: ``off`` under ``strategy="execute"``, ``auto`` otherwise."""
+    keep_versions: int = Field(10, ge=1, le=1000)
+    """Versions of a trajectory kept in ``.versions/NAME/`` (older ones are deleted when a
+    new version is written)."""
+
+    @property
+    def heal_mode(self) -> HealMode:
+        """The heal mode in force: :attr:`heal`, or the strategy's default."""
+        if self.heal is not None:
+            return self.heal
+        return HealMode.OFF if self.strategy == CacheStrategy.EXECUTE else HealMode.AUTO

@@ -37,6 +37,7 @@ __all__ = [
     "CacheStorage",
     "LocalCacheStorage",
     "load_cache_file",
+    "read_cache_file",
     "save_cache_file",
 ]
 
@@ -98,6 +99,15 @@ class CacheStorage(ABC):
         Raises:
             CachePathError, CacheStorageError: the name or the place cannot be written.
         """
+
+    def delete(self, name: str) -> None:
+        """Remove what is stored under ``name`` (nothing happens when nothing is). Used to
+        prune old versions and accepted proposals; a storage that cannot delete keeps them.
+
+        Raises:
+            NotImplementedError: this storage cannot delete.
+        """
+        raise NotImplementedError(f"{type(self).__name__} cannot delete {name!r}")
 
 
 class LocalCacheStorage(CacheStorage):
@@ -272,6 +282,10 @@ class LocalCacheStorage(CacheStorage):
     def describe(self, name: str) -> str:
         return str(self.path_for(name))
 
+    def delete(self, name: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self.path_for(name).unlink()
+
 
 def _reason(exc: OSError) -> str:
     text = exc.strerror or str(exc)
@@ -306,10 +320,19 @@ def load_cache_file(storage: CacheStorage, name: str) -> CacheFile:
     Raises:
         CacheNotFoundError, CachePathError, CacheFileCorruptError, UnsupportedCacheVersionError
     """
+    return read_cache_file(storage, name)[1]
+
+
+def read_cache_file(storage: CacheStorage, name: str) -> tuple[bytes, CacheFile]:
+    """The bytes stored under ``name`` and the cache file they hold (one read).
+
+    Raises:
+        CacheNotFoundError, CachePathError, CacheFileCorruptError, UnsupportedCacheVersionError
+    """
     raw = storage.read(name)
     if not raw.strip():
         raise CacheFileCorruptError(storage.describe(name), "the file is empty")
-    return parse_cache_file(raw, storage.describe(name))
+    return raw, parse_cache_file(raw, storage.describe(name))
 
 
 def save_cache_file(storage: CacheStorage, name: str, cache_file: CacheFile) -> None:

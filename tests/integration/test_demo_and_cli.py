@@ -1,4 +1,4 @@
-"""The demo's three acts and the ``askcache`` command."""
+"""The demo's acts and the ``askcache`` command."""
 
 from __future__ import annotations
 
@@ -24,6 +24,11 @@ def test_demo_on_a_real_tk_app_under_xvfb(tmp_path: Path, monkeypatch: pytest.Mo
     assert outcome.changed.replay.stopped_at_step == 1
     assert outcome.changed.status == "done"
     assert all(saved == [{"name": "Ada Lovelace", "email": ""}] for saved in outcome.saved)
+    assert outcome.changed.heal is not None
+    assert outcome.changed.heal.event == "healed"
+    assert outcome.healed is not None
+    assert outcome.healed.model_calls == 0
+    assert outcome.healed_saved == [{"name": "Ada Lovelace", "email": ""}]
     summary = format_summary(outcome)
     for fragment in (
         "1. Record: 5 model calls",
@@ -32,13 +37,19 @@ def test_demo_on_a_real_tk_app_under_xvfb(tmp_path: Path, monkeypatch: pytest.Mo
         "vs threshold 2, detail ",
         "vs 14: ok",
         "Saved by the replay: 5 model calls",
+        "   healed (",
+        "4. Replay after the heal, on the changed app: 0 model calls",
     ):
         assert fragment in summary
 
 
 def test_cli_demo_list_and_show(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo", "--offline", "--screen", "simulated", "--output", str(tmp_path)]) == 0
-    assert "Saved by the replay" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "Saved by the replay" in out
+    assert "4. Replay after the heal, on the changed app: 0 model calls" in out
+    assert main(["diff", "contact-form.json", "--cache-dir", str(tmp_path)]) == 0
+    assert "v1 -> v2 (current)" in capsys.readouterr().out
     assert main(["list", "--cache-dir", str(tmp_path)]) == 0
     assert "contact-form.json" in capsys.readouterr().out
     assert main(["show", "contact-form.json", "--cache-dir", str(tmp_path)]) == 0

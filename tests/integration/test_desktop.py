@@ -120,6 +120,61 @@ def test_tk_form_record_replay_and_hand_back(tmp_path: Path) -> None:
         assert api.rejected == []
 
 
+def test_tk_form_heals_after_the_layout_changed_and_then_replays_with_no_model_call(
+    tmp_path: Path,
+) -> None:
+    # The goal: recorded on the original layout, then 10 runs on the banner layout
+    # with strategy "auto": run 1 hands back and heals; runs 2-10 use 0 model calls.
+    script = FormFillingScript(SimulatedFormApp(), "Ada Lovelace")
+    with MessagesApiStandIn(script) as api, desktop(1280, 800) as screen:
+        _, saved, _ = _act(api, script, screen, tmp_path, "record")
+        assert saved == ADA
+        calls, heals = [], []
+        for _ in range(10):
+            result, saved, _ = _act(api, script, screen, tmp_path, "auto", layout="banner")
+            assert result.status == "done"
+            assert saved == ADA  # the app saved the right value, every run
+            calls.append(result.model_calls)
+            heals.append(result.heal.event if result.heal else None)
+        assert calls[0] == 5
+        assert calls[1:] == [0] * 9
+        assert heals == ["healed"] + [None] * 9
+        assert result.replay is not None
+        assert result.replay.status == "completed"
+        assert api.rejected == []
+
+
+def test_tk_form_a_failed_fix_changes_nothing_and_an_alternating_banner_costs_one_heal(
+    tmp_path: Path,
+) -> None:
+    script = FormFillingScript(SimulatedFormApp(), "Ada Lovelace")
+    gives_up = [False]
+
+    def model(request: dict[str, Any]) -> Any:
+        return text_reply("I cannot find the field.") if gives_up[0] else script(request)
+
+    with MessagesApiStandIn(model) as api, desktop(1280, 800) as screen:
+        _act(api, script, screen, tmp_path, "record")
+        storage = LocalCacheStorage(tmp_path / "cache")
+        recorded = storage.read("form.json")
+        gives_up[0] = True
+        failed, saved, _ = _act(api, script, screen, tmp_path, "auto", layout="banner")
+        assert failed.replay is not None
+        assert failed.replay.status == "handed_back"
+        assert failed.heal is None
+        assert saved == []
+        assert storage.read("form.json") == recorded  # byte for byte
+        gives_up[0] = False
+        calls = []
+        for layout in ["banner", "original"] * 3:
+            result, saved, _ = _act(api, script, screen, tmp_path, "auto", layout=layout)
+            assert saved == ADA
+            calls.append(result.model_calls)
+        assert calls == [5, 0, 0, 0, 0, 0]
+        assert result.replay is not None
+        assert result.replay.variants_used != []  # the original layout takes the old way
+
+
 def _record(tmp_path: Path, **writing: Any) -> None:
     script = FormFillingScript(SimulatedFormApp(), "Ada Lovelace")
     with MessagesApiStandIn(script) as api, desktop(1280, 800) as screen:

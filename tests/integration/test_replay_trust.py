@@ -49,7 +49,12 @@ def _record(cache_dir: Path, app: SimulatedFormApp, name: str = "alice", **writi
 
 
 def _execute(
-    cache_dir: Path, app: SimulatedFormApp, script: Any, user: str = "bob", **execution: Any
+    cache_dir: Path,
+    app: SimulatedFormApp,
+    script: Any,
+    user: str = "bob",
+    heal: str | None = None,
+    **execution: Any,
 ) -> Any:
     with MessagesApiStandIn(script) as api:
         return Agent(api.client(), [ComputerTool(app)]).act(
@@ -57,6 +62,7 @@ def _execute(
             CachingSettings(
                 strategy="execute",
                 cache_dir=cache_dir,
+                heal=heal,
                 writing_settings=CacheWritingSettings(filename="login.json"),
                 execution_settings=CacheExecutionSettings(
                     parameter_values={"user": user}, **execution
@@ -211,8 +217,10 @@ def test_replays_go_to_the_ledger_and_a_file_that_keeps_failing_is_invalidated(
     _record(tmp_path, SimulatedFormApp())
     storage = LocalCacheStorage(tmp_path)
     recorded = storage.read("login.json")
-    for _ in range(3):
-        result = _execute(tmp_path, SimulatedFormApp(layout="swapped"), _stop, rejoin=False)
+    for _ in range(3):  # invalidation writes the file: not in the read-only default (heal off)
+        result = _execute(
+            tmp_path, SimulatedFormApp(layout="swapped"), _stop, heal="propose", rejoin=False
+        )
         assert result.replay.status == "handed_back"
     records = RunLedger(storage).records("login.json")
     assert [r.status for r in records] == ["handed_back"] * 3 + ["refused"]

@@ -225,6 +225,7 @@ class CacheExecutor:
         result.stopped_at_step = command.step
         result.reason = command.problem
         result.handbacks += 1
+        result.handback_steps.append(command.step)
         result.seconds = session.elapsed()
         session.index = command.step + 1 if command.executed else command.step
         session.suspended = True

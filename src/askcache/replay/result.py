@@ -121,6 +121,11 @@ class ReplayResult(BaseModel):
     """The final screen against the recording's, when both exist and the check is on."""
     handbacks: int = 0
     """Times the replay handed the turn to the model."""
+    handback_steps: list[int] = Field(default_factory=list)
+    """The step of each hand-back, in order (kept after a re-join)."""
+    variants_used: list[int] = Field(default_factory=list)
+    """Steps at which a variant of the trajectory was taken (see
+    :class:`~askcache.cache_file.TrajectoryVariant`)."""
     rejoins: int = 0
     """Times it took over again after the model had put the screen back."""
     seconds: float = 0.0

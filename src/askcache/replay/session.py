@@ -38,6 +38,7 @@ from PIL import Image
 from askcache.actions import (
     ACTING_ACTIONS,
     Action,
+    Point,
     ToolShape,
     action_anchors,
     make_tool_use,
@@ -140,6 +141,8 @@ class _Checked:
     screen: _Screen | None
     """The screen it was checked on (``None``: a step that needs none)."""
     thumbnail: Thumbnail | None
+    variant: int | None = None
+    """The variant of the trajectory whose first step was checked (``None``: its own)."""
 
 
 @dataclass(frozen=True)
@@ -188,10 +191,30 @@ class ReplaySession:
         self.capture = capture
         self._sleep = sleep
         self._clock = clock
+        self.parameter_values = dict(parameter_values)
+        """The values the steps' ``{{name}}`` parameters were filled in with."""
         self.steps = [
             step.model_copy(update={"input": substitute(step.input, parameter_values)})
             for step in cache_file.trajectory
         ]
+        self.variants = {
+            index: [
+                variant.model_copy(
+                    update={
+                        "steps": [
+                            step.model_copy(
+                                update={"input": substitute(step.input, parameter_values)}
+                            )
+                            for step in variant.steps
+                        ]
+                    }
+                )
+                for variant in variants
+            ]
+            for index, variants in cache_file.variants.items()
+        }
+        """Step index -> the other ways through the trajectory from there (parameters
+        filled in); see :class:`~askcache.cache_file.TrajectoryVariant`."""
         self.anchors = list(action_anchors(self.steps))
         self.index = start_step
         self.result = ReplayResult(
@@ -201,6 +224,9 @@ class ReplaySession:
         """Per checked step: what it was checked on (recorded space), for reports."""
         self.suspended = False
         """True after a hand-back: the replay may re-join later."""
+        self.emitted: dict[str, ToolUseBlockParam] = {}
+        """Per tool call id the replay emitted: the step it replayed (with its fingerprint
+        and effect; healing keeps those for the replayed part of a run)."""
         self._pending: _Pending | None = None
         self._started = clock()
         self._first_step = True
@@ -213,6 +239,7 @@ class ReplaySession:
             else None
         )
         self._end: Thumbnail | None = None
+        self._end_state = meta.end_state
         if meta.screen_state is not None and meta.end_state is not None:
             self._end = Thumbnail.from_end_state(meta.end_state, meta.screen_state)
 
@@ -269,12 +296,16 @@ class ReplaySession:
             call = make_tool_use("screenshot", action.shape if action else self.tool_shape)
             self._pending = _Pending(call.id, None)
             return Emit(call)
-        outcome, waited = self._watch(screen, lambda seen: self._check(step, action, seen), _passes)
+        outcome, waited = self._watch(
+            screen, lambda seen: self._check_ways(step, action, seen), _passes
+        )
         if isinstance(outcome, _Refused):
             if outcome.record is not None:
                 outcome.record.waited_seconds = waited
                 self.result.steps.append(outcome.record)
             return HandBack(self.index, outcome.problem)
+        if outcome.variant is not None:
+            step = self._take_variant(outcome.variant)
         return self._act(step, outcome, waited)
 
     def _unchecked(self, step: ToolUseBlockParam, action: Action | None) -> StepRecord:
@@ -293,6 +324,7 @@ class ReplaySession:
                 return HandBack(self.index, f"no screenshot could be taken: {failed}")
             return None
         if failed is not None:
+            self.emitted.pop(pending.call_id, None)
             return HandBack(pending.step, failed, executed=True)
         try:
             problem = self._verify(pending, messages)
@@ -300,6 +332,7 @@ class ReplaySession:
             problem = f"its effect cannot be checked: {exc}"
         self.result.steps[-1].seconds = self._clock() - pending.started
         if problem is not None:
+            self.emitted.pop(pending.call_id, None)  # it did not work as recorded
             return HandBack(pending.step, problem, executed=True)
         self.index = pending.step + 1
         return None
@@ -386,10 +419,50 @@ class ReplaySession:
         return outcome, self._clock() - started
 
     def _volatile(self) -> set[int]:
-        end = self.file.metadata.end_state
+        end = self._end_state
         return set(end.volatile) if end is not None else set()
 
     # check ------------------------------------------------------------------------------
+
+    def _check_ways(
+        self, step: ToolUseBlockParam, action: Action | None, screen: _Screen
+    ) -> _Checked | _Refused:
+        """Whether ``step`` may run on ``screen``; when it may not, whether the first step of
+        one of the variants at this index may (the first that does is taken)."""
+        outcome = self._check(step, action, screen)
+        if isinstance(outcome, _Checked) or outcome.final:
+            return outcome
+        for number, variant in enumerate(self.variants.get(self.index, [])):
+            if not variant.steps:
+                continue
+            first = variant.steps[0]
+            pointer = list(action_anchors([*self.steps[: self.index], first]))[-1]
+            checked = self._check(first, parse_action(first), screen, pointer=(pointer,))
+            if isinstance(checked, _Checked) and checked.record.validated:
+                return _Checked(checked.record, checked.screen, checked.thumbnail, number)
+        return outcome
+
+    def _take_variant(self, number: int) -> ToolUseBlockParam:
+        """Run variant ``number`` of this index in place of the steps it replaces."""
+        index = self.index
+        variant = self.variants[index][number]
+        end = index + variant.replaces
+        shift = len(variant.steps) - variant.replaces
+        if end >= len(self.steps) and variant.end_state is not None:
+            config = self.file.metadata.screen_state
+            self._end_state = variant.end_state
+            self._end = Thumbnail.from_end_state(variant.end_state, config) if config else None
+        self.steps = [*self.steps[:index], *variant.steps, *self.steps[end:]]
+        self.anchors = list(action_anchors(self.steps))
+        self.variants = {
+            (i + shift if i >= end else i): v
+            for i, v in self.variants.items()
+            if i < index or i >= end
+        }
+        self.result.steps_total = len(self.steps)
+        self.result.variants_used.append(index)
+        logger.info("replay of %s takes variant %d at step %d", self.name, number, index)
+        return self.steps[index]
 
     def _check(
         self,
@@ -397,10 +470,12 @@ class ReplaySession:
         action: Action | None,
         screen: _Screen,
         *,
+        pointer: tuple[Point | None] | None = None,
         keep_view: bool = True,
     ) -> _Checked | _Refused:
-        """Whether ``step`` may run on ``screen`` (``keep_view``: remember what it was checked
-        on, for reports)."""
+        """Whether ``step`` may run on ``screen`` (``pointer``: the pointer's position
+        before it, when ``step`` is not the trajectory's step at this index; ``keep_view``:
+        remember what it was checked on, for reports)."""
         record = StepRecord(
             step_index=self.index,
             action=action.name if action is not None else step.name,
@@ -437,7 +512,7 @@ class ReplaySession:
                 config,
                 threshold=self.settings.visual_validation_threshold,
                 detail_threshold=self.settings.visual_validation_detail_threshold,
-                pointer=self.anchors[self.index],
+                pointer=self.anchors[self.index] if pointer is None else pointer[0],
             )
         except InvalidHashError as exc:
             return _Refused(record, f"the step's fingerprint cannot be checked: {exc}", final=True)
@@ -527,6 +602,7 @@ class ReplaySession:
             }
         )
         self._pending = _Pending(call.id, self.index, checked.thumbnail, self._step_started)
+        self.emitted[call.id] = step
         return Emit(call)
 
     def _fit(self, arguments: dict[str, Any], screen: _Screen | None) -> dict[str, Any]:
@@ -591,15 +667,15 @@ class ReplaySession:
 
     # end state --------------------------------------------------------------------------
 
-    def _finish(self, messages: list[MessageParam]) -> Finished | HandBack:
+    def _finish(self, messages: list[MessageParam], *, wait: bool = True) -> Finished | HandBack:
         try:
-            return self._end_state(messages)
+            return self._compare_end(messages, wait=wait)
         except _CaptureFailedError as exc:
             return HandBack(len(self.steps), f"the end state cannot be checked: {exc}")
 
-    def _end_state(self, messages: list[MessageParam]) -> Finished:
+    def _compare_end(self, messages: list[MessageParam], *, wait: bool) -> Finished:
         end, config = self._end, self.file.metadata.screen_state
-        state = self.file.metadata.end_state
+        state = self._end_state
         if self.settings.end_state == "off" or end is None or config is None or state is None:
             return Finished(None)
         found = find_recent_screenshot_block(messages)
@@ -622,10 +698,19 @@ class ReplaySession:
                 differing_boxes=[now.tile_box(i) for i in differing],
             )
 
+        if not wait:
+            return Finished(evaluate(screen))
         verdict, _ = self._watch(screen, evaluate, lambda outcome: outcome.matched)
         return Finished(
             verdict, hand_back=not verdict.matched and self.settings.end_state == "hand_back"
         )
+
+    def end_state_verdict(self, messages: list[MessageParam]) -> EndStateVerdict | None:
+        """The screen as the conversation ended against the recorded end state, looked at
+        once (``None``: not compared): how a run the model finished after a hand-back is
+        verified (the model's last screenshot came after its own settle delay)."""
+        outcome = self._finish(messages, wait=False)
+        return outcome.verdict if isinstance(outcome, Finished) else None
 
     # re-join ----------------------------------------------------------------------------
 
@@ -653,7 +738,7 @@ class ReplaySession:
                 settled, _ = self._watch(self._capture(), lambda seen: seen, lambda _: False)
             except _CaptureFailedError:
                 return False
-            if not isinstance(self._check(step, action, settled), _Checked):
+            if not isinstance(self._check(step, action, settled, keep_view=False), _Checked):
                 return False
         self.suspended = False
         self.result.rejoins += 1

@@ -1,0 +1,351 @@
+"""Healing: after a verified hand-back, the model's fix becomes the trajectory.
+
+When a replay hands back and the model then finishes the task, the run is **verified** when
+
+- the conversation ended ``done`` (the model ended its turn; not a failure, not the turn
+  limit), no tool call the model made after the hand-back came back with an error, and
+- either the replay itself ended ``completed`` with its end state matched (the model put the
+  screen back and the replay re-joined), or the model made at least one acting call and
+  then either the final screen matches the recorded end state (``end_state``) or, where the
+  recorded end state no longer applies (the layout changed), the final screen was settled:
+  a fresh look at the screen shows what the history's last screenshot shows
+  (``model_completion``).
+
+A verified run is rebuilt into a trajectory with :class:`~askcache.recording.CacheManager`
+from this run's own messages: the replayed prefix and the model's continuation. The model's
+steps are fingerprinted from this run's screenshots; the replayed steps keep the
+fingerprints and effects they were just checked against (on a screen of the recorded size).
+The run's parameter values are stored as ``{{name}}`` again (a value given as a parameter
+is never written). The goal, parameters and recording cost of the
+current file are kept. The old way from the hand-back step on is kept as a *variant* of the
+new trajectory at that step (:attr:`~askcache.cache_file.CacheFile.variants`), so a screen
+that alternates between the two states replays either way.
+
+Then, by :class:`~askcache.settings.HealMode`: ``auto`` makes it the current version
+(:meth:`~askcache.versions.TrajectoryVersions.commit`; when another healer won the race it
+becomes a proposal instead), ``propose`` keeps it as a proposal, ``off`` writes nothing.
+A run that failed, was cut off or cannot be verified never writes anything, and neither does
+one whose healed trajectory would hold a step the model took with no screenshot before it
+(it could never be checked).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from PIL import Image
+
+from askcache.actions import ACTING_ACTIONS, parse_action
+from askcache.cache_file import CacheFile, TrajectoryVariant, dump_cache_file
+from askcache.conversation import ConversationResult
+from askcache.messages import ImageBlockParam, MessageParam, ToolUseBlockParam
+from askcache.recording import CACHING_TOOL_NAMES, CacheManager, final_screenshot
+from askcache.replay.session import ReplaySession
+from askcache.screen_state import ScreenStateConfig, Thumbnail
+from askcache.settings import CacheWritingSettings, HealMode, VisualMethod
+from askcache.storage import CacheStorage
+from askcache.versions import TrajectoryVersions
+from askcache.visual import decode_screenshot
+
+__all__ = ["MAX_VARIANTS_PER_STEP", "HealOutcome", "heal_trajectory", "verify_run"]
+
+logger = logging.getLogger(__name__)
+
+MAX_VARIANTS_PER_STEP = 3
+"""Variants kept at one step of a trajectory; when a heal adds one more, the oldest goes."""
+
+VerifiedBy = Literal["end_state", "model_completion"]
+
+
+@dataclass(frozen=True)
+class HealOutcome:
+    """What a heal wrote."""
+
+    event: Literal["healed", "proposed"]
+    """``healed``: the new version is current; ``proposed``: kept for review."""
+    version: str
+    """Storage name of the version or proposal written (under ``.versions/``)."""
+    healed_steps: list[int]
+    """Indexes of the new trajectory's steps that came from the model."""
+    verified_by: VerifiedBy
+    """How the run was verified (see the module docstring)."""
+
+
+def verify_run(
+    session: ReplaySession,
+    outcome: ConversationResult,
+    capture: Callable[[], Image.Image] | None,
+) -> VerifiedBy | None:
+    """How the run after a hand-back is verified, or ``None`` when it is not (see the module
+    docstring)."""
+    result = session.result
+    messages = outcome.messages
+    if result.handbacks == 0:
+        return None
+    if outcome.status != "done":
+        logger.info("not verified: the conversation ended %s", outcome.status)
+        return None
+    model_calls = [
+        call
+        for m in messages
+        if m.role == "assistant"
+        for call in m.tool_uses
+        if not call.replayed and not (call.toolset_name is None and call.name in CACHING_TOOL_NAMES)
+    ]
+    ids = {call.id for call in model_calls}
+    if any(r.is_error for m in messages for r in m.tool_results if r.tool_use_id in ids):
+        logger.info("not verified: a call the model made failed")
+        return None
+    if result.status == "completed":
+        matched = result.end_state is not None and result.end_state.matched
+        return "end_state" if matched else None
+    if result.status != "handed_back":
+        return None
+    if not any(_acts(call) for call in model_calls):
+        logger.info("not verified: the model did not act after the hand-back")
+        return None
+    verdict = session.end_state_verdict(messages)
+    if verdict is not None and verdict.matched:
+        return "end_state"
+    if not _settled(messages, capture):
+        logger.info("not verified: the final screen is not settled")
+        return None
+    return "model_completion"
+
+
+def _settled(messages: list[MessageParam], capture: Callable[[], Image.Image] | None) -> bool:
+    """True when the history's last screenshot was taken after the last action and, where the
+    screen can be looked at, still shows it."""
+    block = final_screenshot(messages)
+    if block is None:
+        return False
+    last_call = max(
+        (i for i, m in enumerate(messages) if m.role == "assistant" and m.tool_uses), default=-1
+    )
+    holder = max(i for i, m in enumerate(messages) if m.role == "user" and _holds(m, block))
+    if holder <= last_call:
+        return False
+    if capture is None:
+        return True
+    config = ScreenStateConfig()
+    last = Thumbnail.of(decode_screenshot(block.source.data, "the last screenshot"), config)
+    now = Thumbnail.of(capture(), config)
+    differing = last.differing_tiles(now)
+    if differing:
+        logger.info("the screen still changes after the model's last action: tiles %s", differing)
+    return not differing
+
+
+def _holds(message: MessageParam, block: ImageBlockParam) -> bool:
+    return any(
+        item is block
+        for result in message.tool_results
+        if isinstance(result.content, list)
+        for item in result.content
+    )
+
+
+def _writing_settings(cache_file: CacheFile, values: dict[str, str]) -> CacheWritingSettings:
+    """The settings that recorded ``cache_file``, as far as the file tells them."""
+    config = cache_file.metadata.visual_validation
+    options: dict[str, object] = {
+        "record_screen_state": cache_file.metadata.screen_state is not None,
+        "parameters": {k: v for k, v in values.items() if v},
+    }
+    if config is None:
+        options["visual_verification_method"] = VisualMethod.NONE
+    else:
+        options.update(
+            visual_verification_method=config.method,
+            hash_size=config.hash_size,
+            visual_validation_region_size=config.region_size,
+            visual_validation_threshold=config.threshold,
+            visual_validation_shift_tolerance=config.shift_tolerance,
+            visual_validation_detail_region_size=(
+                config.detail.region_size if config.detail else None
+            ),
+        )
+        if config.detail is not None:
+            options.update(
+                visual_validation_detail_hash_size=config.detail.hash_size,
+                visual_validation_detail_threshold=config.detail.threshold,
+            )
+    return CacheWritingSettings(**options)
+
+
+def healed_file(
+    session: ReplaySession, messages: list[MessageParam]
+) -> tuple[CacheFile, list[int]]:
+    """The trajectory this run took (its replayed prefix and the model's continuation), and
+    the indexes of the steps that came from the model."""
+    old = session.file
+    manager = CacheManager(
+        _NoStorage(),
+        _writing_settings(old, session.parameter_values),
+        model=old.metadata.recording.model,
+    )
+    new = manager.build_cache_file(messages)
+    if new.metadata.coordinate_space == old.metadata.coordinate_space:
+        new.trajectory = [_as_replayed(step, session) for step in new.trajectory]
+    new.metadata.goal = old.metadata.goal
+    new.metadata.recording = old.metadata.recording
+    new.cache_parameters = dict(old.cache_parameters)
+    model_ids = {
+        call.id
+        for m in messages
+        if m.role == "assistant"
+        for call in m.tool_uses
+        if not call.replayed
+    }
+    new.trajectory = [
+        step
+        for i, step in enumerate(new.trajectory)
+        if not (
+            step.id in model_ids
+            and i > 0
+            and _is_screenshot(step)
+            and _is_screenshot(new.trajectory[i - 1])
+        )
+    ]
+    healed = [i for i, step in enumerate(new.trajectory) if step.id in model_ids]
+    if healed:
+        _keep_old_way(old, new, _stopped_at(session), healed)
+    return new, healed
+
+
+def _as_replayed(step: ToolUseBlockParam, session: ReplaySession) -> ToolUseBlockParam:
+    """A replayed step keeps the fingerprint and effect it was just checked against (the
+    screenshot a replayed action returns is taken at once, not once the screen settled)."""
+    replayed = session.emitted.get(step.id)
+    if replayed is None:
+        return step
+    return step.model_copy(
+        update={
+            "visual_representation": replayed.visual_representation,
+            "visual_detail": replayed.visual_detail,
+            "effect": replayed.effect,
+        }
+    )
+
+
+def _stopped_at(session: ReplaySession) -> int | None:
+    """The step of the file the replay first handed back at."""
+    steps = session.result.handback_steps
+    return steps[0] if steps else session.result.stopped_at_step
+
+
+def _keep_old_way(old: CacheFile, new: CacheFile, stopped: int | None, healed: list[int]) -> None:
+    """The old trajectory from the step the replay stopped at becomes a variant of the new
+    one at the model's first acting step; variants of the old trajectory before that step,
+    and those at it that ran to the end, are kept (at most :data:`MAX_VARIANTS_PER_STEP`)."""
+    acting = [i for i in healed if _acts(new.trajectory[i])]
+    if stopped is None or stopped >= len(old.trajectory) or not acting:
+        return
+    first = acting[0]
+    rest_old, rest_new = len(old.trajectory) - stopped, len(new.trajectory) - first
+    variants = {i: list(v) for i, v in old.variants.items() if i < min(stopped, first)}
+    earlier = [
+        v.model_copy(update={"replaces": rest_new})
+        for v in old.variants.get(stopped, [])
+        if v.replaces == rest_old
+    ]
+    old_way = TrajectoryVariant(
+        steps=old.trajectory[stopped:], replaces=rest_new, end_state=old.metadata.end_state
+    )
+    variants[first] = [*earlier, old_way][-MAX_VARIANTS_PER_STEP:]
+    new.variants = variants
+
+
+def _is_screenshot(step: ToolUseBlockParam) -> bool:
+    """A screenshot right after another adds nothing to a replay: the model's first look
+    after a hand-back is dropped from the healed trajectory."""
+    action = parse_action(step)
+    return action is not None and action.name == "screenshot"
+
+
+def _acts(step: ToolUseBlockParam) -> bool:
+    action = parse_action(step)
+    return action is not None and action.name in ACTING_ACTIONS
+
+
+def heal_trajectory(
+    *,
+    storage: CacheStorage,
+    name: str,
+    base: bytes,
+    session: ReplaySession,
+    outcome: ConversationResult,
+    mode: HealMode,
+    keep: int,
+    capture: Callable[[], Image.Image] | None,
+) -> HealOutcome | None:
+    """Heal ``name`` after this run when the mode allows it and the run is verified (see the
+    module docstring); ``None`` when nothing was written. ``base`` is the file's bytes as the
+    replay read them."""
+    if mode == HealMode.OFF or session.result.handbacks == 0:
+        return None
+    verified = verify_run(session, outcome, capture)
+    if verified is None:
+        logger.info("%s not healed: the run after the hand-back is not verified", name)
+        return None
+    new, steps = healed_file(session, outcome.messages)
+    if not steps:
+        return None
+    blind = [
+        i
+        for i in steps
+        if _acts(new.trajectory[i]) and new.trajectory[i].visual_representation is None
+    ]
+    if new.metadata.visual_validation is not None and blind:
+        logger.info("%s not healed: steps %s acted with no screenshot before them", name, blind)
+        return None
+    data = healed_bytes(new)
+    versions = TrajectoryVersions(storage, name, keep=keep)
+    if mode == HealMode.AUTO:
+        number = versions.commit(base, data)
+        if number is not None:
+            logger.warning("%s healed: version %d (steps %s from the model)", name, number, steps)
+            return HealOutcome("healed", versions.version_name(number), steps, verified)
+        logger.warning("%s changed while this run healed it: the heal is a proposal", name)
+    proposal = versions.propose(data)
+    return HealOutcome("proposed", proposal, steps, verified)
+
+
+def healed_bytes(cache_file: CacheFile) -> bytes:
+    """The bytes a healed version is stored as.
+
+    Re-signing hook: when the trajectory is signed (askcache.signing, on another branch), the
+    new version is signed here, with the same key, before it is written anywhere.
+    """
+    return dump_cache_file(cache_file)
+
+
+class _NoStorage(CacheStorage):
+    """A storage that must not be used: building a file writes nothing."""
+
+    def _refuse(self, *_: object) -> None:
+        raise AssertionError("building a healed trajectory must not touch storage")
+
+    def read(self, name: str) -> bytes:
+        raise AssertionError(name)
+
+    def write(self, name: str, data: bytes) -> None:
+        self._refuse(name)
+
+    def create(self, name: str, data: bytes) -> None:
+        self._refuse(name)
+
+    def list_names(self) -> list[str]:
+        return []
+
+    def list_prefix(self, prefix: str) -> list[str]:
+        return []
+
+    def exists(self, name: str) -> bool:
+        return False
+
+    def describe(self, name: str) -> str:
+        return name

@@ -1,0 +1,174 @@
+"""``askcache diff``, ``askcache accept`` and ``askcache rollback``: versions of a trajectory
+and healed versions proposed for review (:mod:`askcache.versions`).
+
+``diff NAME [A B]`` shows what changed step by step; A and B are ``current``, ``previous``,
+``proposed`` (the newest proposal), a version number (``3`` or ``v3``) or a proposal's file
+name. Without them: the current version against the newest proposal, or, when there is
+none, the previous version against the current one. ``--html FILE`` also writes the steps
+side by side, with each step's stored fingerprints drawn as bit images.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import html
+import io
+import json
+from base64 import b64encode
+from pathlib import Path
+from typing import Any
+
+from PIL import Image
+
+from askcache.cache_file import CacheFile, parse_cache_file
+from askcache.errors import AskCacheError
+from askcache.messages import ToolUseBlockParam
+from askcache.storage import LocalCacheStorage
+from askcache.versions import TrajectoryVersions
+
+__all__ = ["add_heal_commands", "diff_lines"]
+
+
+def _key(step: ToolUseBlockParam) -> str:
+    return json.dumps([step.toolset_name, step.name, step.input], sort_keys=True)
+
+
+def _describe(step: ToolUseBlockParam) -> str:
+    arguments = {k: v for k, v in step.input.items() if k != "action"}
+    action = step.input.get("action", step.name)
+    return f"{action} {json.dumps(arguments, sort_keys=True)}" if arguments else str(action)
+
+
+def _fingerprint(step: ToolUseBlockParam) -> str | None:
+    return step.visual_representation
+
+
+def diff_lines(a: CacheFile, b: CacheFile) -> list[str]:
+    """What changed from ``a`` to ``b``, one line per step: ``=`` the same step (same action
+    and input; ``(fingerprint)`` when its stored fingerprint differs), ``-`` only in ``a``,
+    ``+`` only in ``b``; then the variants."""
+    lines: list[str] = []
+    old, new = a.trajectory, b.trajectory
+    matcher = difflib.SequenceMatcher(a=[_key(s) for s in old], b=[_key(s) for s in new])
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            for i, j in zip(range(i1, i2), range(j1, j2), strict=True):
+                note = (
+                    " (fingerprint changed)" if _fingerprint(old[i]) != _fingerprint(new[j]) else ""
+                )
+                lines.append(f"= {i:>3} -> {j:<3} {_describe(new[j])}{note}")
+            continue
+        lines.extend(f"- {i:>3}        {_describe(old[i])}" for i in range(i1, i2))
+        lines.extend(f"+        {j:<3} {_describe(new[j])}" for j in range(j1, j2))
+    for label, cache_file in (("before", a), ("after", b)):
+        for index, variants in sorted(cache_file.variants.items()):
+            for variant in variants:
+                steps = ", ".join(_describe(s) for s in variant.steps)
+                lines.append(
+                    f"  variant {label} at step {index} (replaces {variant.replaces}): {steps}"
+                )
+    return lines
+
+
+def _bits_png(hex_hash: str | None) -> str:
+    """A stored fingerprint drawn as a black-and-white square (a data URL), or ``""``."""
+    if not hex_hash:
+        return ""
+    bits = bin(int(hex_hash, 16))[2:].zfill(len(hex_hash) * 4)
+    side = int(len(bits) ** 0.5)
+    image = Image.new("1", (side, side))
+    image.putdata([255 if bit == "1" else 0 for bit in bits[: side * side]])
+    buffer = io.BytesIO()
+    image.resize((side * 8, side * 8), Image.Resampling.NEAREST).save(buffer, "PNG")
+    return "data:image/png;base64," + b64encode(buffer.getvalue()).decode()
+
+
+def _html(labels: tuple[str, str], a: CacheFile, b: CacheFile) -> str:
+    def cell(step: ToolUseBlockParam | None) -> str:
+        if step is None:
+            return "<td></td>"
+        image = _bits_png(step.visual_representation)
+        tag = f'<img alt="fingerprint" src="{image}">' if image else ""
+        return f"<td><code>{html.escape(_describe(step))}</code><br>{tag}</td>"
+
+    rows = []
+    matcher = difflib.SequenceMatcher(
+        a=[_key(s) for s in a.trajectory], b=[_key(s) for s in b.trajectory]
+    )
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        for k in range(max(i2 - i1, j2 - j1)):
+            left = a.trajectory[i1 + k] if i1 + k < i2 else None
+            right = b.trajectory[j1 + k] if j1 + k < j2 else None
+            rows.append(f'<tr class="{tag}">{cell(left)}{cell(right)}</tr>')
+    head = "".join(f"<th>{html.escape(label)}</th>" for label in labels)
+    return (
+        "<!doctype html><meta charset=utf-8><title>askcache diff</title><style>"
+        "td{vertical-align:top;padding:4px 12px}.replace td,.delete td,.insert td"
+        "{background:#fff3cd}</style><table><tr>" + head + "</tr>" + "".join(rows) + "</table>"
+    )
+
+
+def _versions(args: argparse.Namespace) -> TrajectoryVersions:
+    storage = LocalCacheStorage(args.cache_dir)
+    if not storage.exists(args.name):
+        raise AskCacheError(f"no trajectory {args.name!r} in {args.cache_dir}")
+    return TrajectoryVersions(storage, args.name)
+
+
+def _diff(args: argparse.Namespace) -> int:
+    versions = _versions(args)
+    if args.a is not None and args.b is None:
+        raise AskCacheError("give two versions (A B) or none")
+    if args.a is not None:
+        refs = (args.a, args.b)
+    elif versions.proposals():
+        refs = ("current", "proposed")
+    else:
+        refs = ("previous", "current")
+    (label_a, raw_a), (label_b, raw_b) = (versions.resolve(ref) for ref in refs)
+    a, b = parse_cache_file(raw_a, label_a), parse_cache_file(raw_b, label_b)
+    print(f"{label_a} -> {label_b}")
+    for line in diff_lines(a, b):
+        print(line)
+    if args.html:
+        Path(args.html).write_text(_html((label_a, label_b), a, b), encoding="utf-8")
+        print(f"wrote {args.html}")
+    return 0
+
+
+def _accept(args: argparse.Namespace) -> int:
+    versions = _versions(args)
+    number = versions.accept(args.proposal)
+    print(f"accepted: {args.name} is now version {number}")
+    return 0
+
+
+def _rollback(args: argparse.Namespace) -> int:
+    versions = _versions(args)
+    number = versions.rollback(args.version)
+    source = f"version {args.version}" if args.version else "the previous version"
+    print(f"rolled back: {args.name} is now version {number} (the content of {source})")
+    return 0
+
+
+def add_heal_commands(commands: Any) -> None:
+    """Register ``diff``, ``accept`` and ``rollback`` on the ``askcache`` command's
+    sub-parsers."""
+    diff = commands.add_parser("diff", help="what changed between versions of a trajectory")
+    diff.add_argument("name")
+    diff.add_argument("a", nargs="?", help="current, previous, proposed, a number, a proposal")
+    diff.add_argument("b", nargs="?")
+    diff.add_argument("--html", metavar="FILE", help="also write the steps side by side")
+    diff.add_argument("--cache-dir", default=".askcache")
+    diff.set_defaults(run=_diff)
+    accept = commands.add_parser("accept", help="make a proposed (healed) version current")
+    accept.add_argument("name")
+    accept.add_argument("proposal", nargs="?", help="a proposal's file name; default: newest")
+    accept.add_argument("--cache-dir", default=".askcache")
+    accept.set_defaults(run=_accept)
+    rollback = commands.add_parser("rollback", help="make an older version current again")
+    rollback.add_argument("name")
+    rollback.add_argument("version", nargs="?", help="a number; default: the previous one")
+    rollback.add_argument("--cache-dir", default=".askcache")
+    rollback.set_defaults(run=_rollback)

@@ -1,0 +1,157 @@
+"""Heal settings, versions, proposals and diffs (the runs themselves:
+tests/integration/test_heal.py)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from askcache import CachingSettings, InvalidSettingsError, RunLedger, RunRecord
+from askcache.cli import main
+from askcache.errors import AskCacheError
+from askcache.heal_cli import diff_lines
+from askcache.recording import CacheManager
+from askcache.settings import CacheWritingSettings, HealMode
+from askcache.storage import LocalCacheStorage, load_cache_file
+from askcache.testing import SimulatedFormApp
+from askcache.versions import TrajectoryVersions
+from tests.helpers import GOAL, form_calls, record_form, run_history
+
+
+def _record_grace(storage: LocalCacheStorage, name: str) -> None:
+    app = SimulatedFormApp()
+    manager = CacheManager(storage, CacheWritingSettings(filename=name))
+    manager.start_recording(GOAL)
+    manager.finish_recording(run_history(app, form_calls(app, "Grace Hopper")))
+
+
+@pytest.mark.parametrize(
+    ("strategy", "mode"),
+    [("auto", "auto"), ("execute", "off"), ("record", "auto"), ("off", "auto")],
+)
+def test_heal_defaults_follow_the_strategy(strategy: str, mode: str) -> None:
+    settings = CachingSettings(strategy=strategy)  # type: ignore[arg-type]
+    assert settings.heal is None
+    assert settings.heal_mode == HealMode(mode)
+    explicit = CachingSettings(strategy=strategy, heal="propose")  # type: ignore[arg-type]
+    assert explicit.heal_mode == HealMode.PROPOSE
+
+
+def test_an_unknown_heal_mode_lists_the_valid_ones() -> None:
+    with pytest.raises(InvalidSettingsError, match="heal") as caught:
+        CachingSettings(heal="sometimes")  # type: ignore[arg-type]
+    assert "'off', 'propose' or 'auto'" in str(caught.value)
+
+
+def test_versions_commit_archive_the_base_and_refuse_a_stale_one(
+    storage: LocalCacheStorage,
+) -> None:
+    storage.write("t.json", b"one\n")
+    versions = TrajectoryVersions(storage, "t.json", keep=3)
+    assert versions.numbers() == []
+    assert versions.commit(b"one\n", b"two\n") == 2
+    assert storage.read(versions.version_name(1)) == b"one\n"
+    assert storage.read("t.json") == b"two\n"
+    assert versions.commit(b"one\n", b"three\n") is None  # healed from an old version
+    assert storage.read("t.json") == b"two\n"
+    assert versions.commit(b"two\n", b"three\n") == 3
+    assert versions.commit(b"three\n", b"four\n") == 4
+    assert versions.numbers() == [2, 3, 4]  # keep=3
+    assert storage.list_names() == ["t.json"]  # versions are never listed as cache files
+
+
+def test_rollback_and_accept_add_versions_and_never_lose_one(storage: LocalCacheStorage) -> None:
+    storage.write("t.json", b"one\n")
+    versions = TrajectoryVersions(storage, "t.json")
+    versions.commit(b"one\n", b"two\n")
+    assert versions.current_number() == 2
+    assert versions.rollback() == 3
+    assert storage.read("t.json") == b"one\n"
+    assert versions.current_number() == 3
+    assert versions.resolve("previous") == ("v2", b"two\n")
+    proposal = versions.propose(b"five\n")
+    assert versions.resolve("proposed")[1] == b"five\n"
+    assert versions.accept() == 4
+    assert storage.read("t.json") == b"five\n"
+    assert proposal not in versions.proposals()
+    assert versions.rollback("2") == 5
+    assert storage.read("t.json") == b"two\n"
+    assert versions.numbers() == [1, 2, 3, 4, 5]
+    with pytest.raises(AskCacheError, match=r"versions: v1, v2, v3, v4, v5; proposals: none"):
+        versions.resolve("9")
+    with pytest.raises(AskCacheError, match="no proposed version"):
+        versions.accept()
+
+
+def test_a_first_heal_archives_a_file_edited_since_the_last_version(
+    storage: LocalCacheStorage,
+) -> None:
+    storage.write("t.json", b"one\n")
+    versions = TrajectoryVersions(storage, "t.json")
+    versions.commit(b"one\n", b"two\n")
+    storage.write("t.json", b"re-recorded\n")  # a new recording over the healed file
+    assert versions.commit(b"re-recorded\n", b"healed again\n") == 4
+    assert storage.read(versions.version_name(3)) == b"re-recorded\n"
+
+
+def test_diff_lines_show_steps_kept_removed_added_and_changed_fingerprints(
+    tmp_path: Path,
+) -> None:
+    storage = LocalCacheStorage(tmp_path)
+    record_form(storage, "a.json")
+    _record_grace(storage, "b.json")
+    a, b = load_cache_file(storage, "a.json"), load_cache_file(storage, "b.json")
+    lines = diff_lines(a, b)
+    assert lines[0].startswith("=   0 -> 0   screenshot")
+    assert any(line.startswith("- ") and "Ada Lovelace" in line for line in lines)
+    assert any(line.startswith("+ ") and "Grace Hopper" in line for line in lines)
+    assert not any("(fingerprint changed)" in line for line in lines)
+    moved = a.model_copy(deep=True)
+    moved.trajectory[1].visual_representation = "0" * 16
+    assert [line for line in diff_lines(a, moved) if "(fingerprint changed)" in line] == [
+        '=   1 -> 1   left_click {"coordinate": [360, 88]} (fingerprint changed)'
+    ]
+
+
+def test_cli_diff_html_and_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    storage = LocalCacheStorage(tmp_path)
+    record_form(storage, "t.json")
+    before = storage.read("t.json")
+    assert main(["diff", "t.json", "--cache-dir", str(tmp_path)]) == 3
+    assert "no version before the current one" in capsys.readouterr().err
+    versions = TrajectoryVersions(storage, "t.json")
+    _record_grace(storage, "other.json")
+    versions.propose(storage.read("other.json"))
+    page = tmp_path / "diff.html"
+    assert main(["diff", "t.json", "--html", str(page), "--cache-dir", str(tmp_path)]) == 0
+    assert "t.json -> proposed-" in capsys.readouterr().out
+    html = page.read_text()
+    assert html.count('alt="fingerprint"') == 6  # three checked steps on each side
+    assert "Grace Hopper" in html
+    assert main(["rollback", "missing.json", "--cache-dir", str(tmp_path)]) == 3
+    assert "no trajectory 'missing.json'" in capsys.readouterr().err
+    assert main(["diff", "t.json", "1", "--cache-dir", str(tmp_path)]) == 3
+    assert storage.read("t.json") == before
+
+
+def test_a_heal_ends_a_run_of_hand_backs_in_the_ledger(storage: LocalCacheStorage) -> None:
+    ledger = RunLedger(storage)
+    start = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
+    events = [("replay", "handed_back")] * 2 + [("healed", "healed"), ("replay", "handed_back")]
+    for minute, (event, status) in enumerate(events):
+        ledger.append(
+            RunRecord(
+                trajectory="t.json",
+                event=event,  # type: ignore[arg-type]
+                status=status,  # type: ignore[arg-type]
+                stopped_at_step=1,
+                started_at=start + timedelta(minutes=minute),
+                healed_steps=[1, 2] if event == "healed" else [],
+            )
+        )
+    assert ledger.consecutive_failures("t.json") == (1, 1)
+    healed = [r for r in ledger.records("t.json") if r.event == "healed"]
+    assert healed[0].healed_steps == [1, 2]
+    assert healed[0].host

@@ -442,8 +442,9 @@ def xcalc_pairs(desk: Desk, other_screen: Image.Image) -> tuple[list[Pair], Imag
     return pairs, base
 
 
-def build_pairs(folder: Path) -> list[Pair]:
-    """All pairs, from the Tk form, xmessage (twice) and xcalc (twice), labels verified."""
+def build_pairs(folder: Path, *, web: bool = True) -> list[Pair]:
+    """All pairs, from the Tk form, xmessage (twice), xcalc (twice) and, with ``web``, the
+    real web pages of :mod:`bench.web`; labels verified."""
     folder.mkdir(parents=True, exist_ok=True)
     with VirtualDisplay(*SCREEN) as screen:
         backend = DesktopBackend(screen.display)
@@ -458,6 +459,10 @@ def build_pairs(folder: Path) -> list[Pair]:
         finally:
             backend.close()
     pairs = form + dialogs + calculator
+    if web:
+        from bench.web import web_pairs
+
+        pairs += web_pairs()
     for pair in pairs:
         verify(pair)
     return pairs

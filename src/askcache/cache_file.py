@@ -27,14 +27,18 @@ __all__ = [
     "DetailCheckConfig",
     "ExecutionFailure",
     "RecordingStats",
+    "TargetCheckConfig",
+    "ToneCheckConfig",
     "VisualValidationConfig",
     "dump_cache_file",
     "parse_cache_file",
 ]
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 """The format version this askcache writes. Version 0 is the pre-versioned seed format;
-version 2 added the detail hash (a reader of version 1 would skip that check)."""
+version 2 added the detail hash (a reader of version 1 would skip that check); version 3 the
+tone and whole-target checks and the detail hash's blur (a reader of version 2 would skip
+them)."""
 
 LEGACY_THRESHOLD = 10
 """The threshold of files that do not say theirs (the original design's default)."""
@@ -65,6 +69,33 @@ class DetailCheckConfig(_FileModel):
     """Side of the square detail region around the action point, in screenshot pixels."""
     threshold: int = Field(ge=0)
     """Largest Hamming distance of the detail hash still counted as a match, as recorded."""
+    blur: float = Field(0.0, ge=0, le=4)
+    """Radius of the Gaussian blur applied to the detail region (in grey) before hashing, so
+    that re-rendered text (another anti-aliasing, a HiDPI screen scaled down) hashes alike;
+    0: none (every file before version 3)."""
+
+
+class ToneCheckConfig(_FileModel):
+    """Brightness and contrast of the main and detail regions (:mod:`askcache.tone`).
+
+    Perceptual hashes normalise both away, so a dialog's dimming backdrop or an element
+    faded to show it is disabled does not change them; these two numbers do.
+    """
+
+    mean_tolerance: float = Field(gt=0, le=1)
+    """Largest relative change of a region's mean grey level still counted as a match."""
+    contrast_tolerance: float = Field(gt=0, le=1)
+    """Largest relative change of a region's grey-level deviation still counted as a match."""
+
+
+class TargetCheckConfig(_FileModel):
+    """The whole element under the point, when it is larger than the main region
+    (:mod:`askcache.target`): its box and where ink lies in it."""
+
+    columns: int = Field(gt=0, le=256)
+    """Columns of the ink map (one bit each)."""
+    threshold: int = Field(ge=0)
+    """Largest number of ink-map bits that may differ for a match."""
 
 
 class VisualValidationConfig(_FileModel):
@@ -84,6 +115,10 @@ class VisualValidationConfig(_FileModel):
     detail: DetailCheckConfig | None = None
     """The detail hash's set-up; ``None``: steps store the main hash only (all files before
     version 2)."""
+    tone: ToneCheckConfig | None = None
+    """The tone check's tolerances; ``None``: no tone check (all files before version 3)."""
+    target: TargetCheckConfig | None = None
+    """The whole-target check's set-up; ``None``: none (all files before version 3)."""
 
 
 class CoordinateSpace(_FileModel):
@@ -198,9 +233,16 @@ def _migrate_v1(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "version": 2}
 
 
+def _migrate_v2(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 2 had no tone, target or blur; its files read unchanged as version 3 without
+    them, so their steps are checked exactly as recorded."""
+    return {**data, "version": 3}
+
+
 _MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
     0: _migrate_v0,
     1: _migrate_v1,
+    2: _migrate_v2,
 }
 
 

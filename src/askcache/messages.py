@@ -123,7 +123,7 @@ class ToolUseBlockParam(ApiModel):
     """
 
     cache_only_fields: ClassVar[frozenset[str]] = frozenset(
-        {"visual_representation", "visual_detail"}
+        {"visual_representation", "visual_detail", "visual_tone", "visual_target"}
     )
 
     type: Literal["tool_use"] = "tool_use"
@@ -143,6 +143,13 @@ class ToolUseBlockParam(ApiModel):
     visual_detail: str | None = None
     """Cache-only: hex hash of the smaller, finer "detail" region at the same point, when the
     file's validation has one (format version 2 on)."""
+    visual_tone: str | None = None
+    """Cache-only: mean and contrast of the main and detail regions' grey levels, as hex
+    (:mod:`askcache.tone`), when the file's validation checks tone (format version 3 on)."""
+    visual_target: str | None = None
+    """Cache-only: the box of the element under the point, when it is larger than the main
+    region, with its background level and ink map (:mod:`askcache.target`); format version 3
+    on."""
 
 
 class ToolResultBlockParam(ApiModel):

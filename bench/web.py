@@ -277,9 +277,7 @@ class Renderer:
 def _same_noise(app: str, point: tuple[int, int], base: Image.Image) -> list[Pair]:
     return [
         Pair(app, "lossy JPEG re-encode", False, point, base, jpeg(base)),
-        Pair(
-            app, "3 % brighter", False, point, base, ImageEnhance.Brightness(base).enhance(1.03)
-        ),
+        Pair(app, "3 % brighter", False, point, base, ImageEnhance.Brightness(base).enhance(1.03)),
         Pair(app, "3 % darker", False, point, base, ImageEnhance.Brightness(base).enhance(0.97)),
     ]
 

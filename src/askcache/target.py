@@ -80,7 +80,12 @@ class TargetFingerprint:
             box = tuple(int(v) for v in box_text.split(","))
             if len(box) != 4 or box[0] >= box[2] or box[1] >= box[3]:
                 raise ValueError("box")
-            parsed = cls(box, int(background), int(columns), int(ink, 16))
+            parsed = cls(
+                box=box,
+                background=int(background),
+                ink=int(ink, 16),
+                columns=int(columns),
+            )
         except (AttributeError, TypeError, ValueError):
             raise InvalidHashError(
                 f"visual target {text!r} is not 'left,top,right,bottom;background;columns;ink'"

@@ -279,7 +279,7 @@ def test_the_detail_hash_sees_a_relabelled_key_that_the_region_hash_misses(
     with_detail = validation_config(CacheWritingSettings())
     assert with_detail is not None
     assert with_detail.detail is not None
-    region_only = with_detail.model_copy(update={"detail": None})
+    region_only = with_detail.model_copy(update={"detail": None, "tone": None})
     stored = compute_step_representation(before, key, with_detail)
     assert stored is not None
     assert stored.detail is not None

@@ -37,9 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from PIL import Image, ImageEnhance
-
 from bench.dataset import Pair, is_far, jpeg
+from PIL import Image, ImageEnhance
 
 VIEWPORT = {"width": 1280, "height": 800}
 FLAGS = [

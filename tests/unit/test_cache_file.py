@@ -190,7 +190,8 @@ def test_version_2_file_keeps_its_checks_exactly_as_recorded() -> None:
     cache_file = parse_cache_file(json.dumps(v2), "v2.json")
     visual = cache_file.metadata.visual_validation
     assert cache_file.version == 3
-    assert visual is not None and visual.detail is not None
+    assert visual is not None
+    assert visual.detail is not None
     assert (visual.detail.blur, visual.tone, visual.target) == (0.0, None, None)
     assert cache_file.trajectory[0].visual_detail == "00" * 32
 

@@ -227,6 +227,22 @@ def tk_pairs(desk: Desk, folder: Path) -> list[Pair]:
         for element in (save, clear, name):
             case = f"same app, {width}x{height} screen rescaled"
             pairs.append(Pair(app, case, False, _center(element), base, scaled))
+        with VirtualDisplay(width, height) as other:
+            backend = DesktopBackend(other.display)
+            try:
+                with TkFormApp(
+                    other.display,
+                    folder / "state.json",
+                    zoom=zoom,
+                    extra_args=["--save-label", "Open"],
+                ):
+                    time.sleep(0.4)
+                    relabelled = ComputerTool(backend).capture().convert("RGB")
+            finally:
+                backend.close()
+        case = f"label replaced (Save -> Open), {width}x{height} screen rescaled"
+        relabelled = relabelled.resize(base.size, Image.Resampling.LANCZOS)
+        pairs.append(Pair(app, case, True, _center(save), base, relabelled))
     return pairs
 
 

@@ -21,7 +21,8 @@ lines of script, then screenshotted:
   device scale 2 and downscaled (HiDPI), the pointer hovering another link, a caret in
   another field, an edit far from the point; and, reported apart, the page rendered at
   device scale 0.8, 1.25 and 1.5 and rescaled to 1280x800 (a same-aspect screen of another
-  size).
+  size); and, as a change, a word swapped on the page rendered at scale 1.25 and rescaled
+  (a relabel on a screen of another size).
 
 Labels are checked from pixels by :func:`bench.dataset.verify` (the element's box from the
 DOM must differ for a change, and be identical for a re-render) and far edits by
@@ -273,15 +274,37 @@ class Renderer:
             page.close()
 
 
-def _same_noise(app: str, point: tuple[int, int], base: Image.Image) -> list[Pair]:
-    return [
-        Pair(app, "lossy JPEG re-encode", False, point, base, jpeg(base)),
-        Pair(app, "3 % brighter", False, point, base, ImageEnhance.Brightness(base).enhance(1.03)),
-        Pair(app, "3 % darker", False, point, base, ImageEnhance.Brightness(base).enhance(0.97)),
-    ]
+def _noise(base: Image.Image) -> dict[str, Image.Image]:
+    """The synthetic "same" screens of one screenshot, made once and shared by its points."""
+    return {
+        "lossy JPEG re-encode": jpeg(base),
+        "3 % brighter": ImageEnhance.Brightness(base).enhance(1.03),
+        "3 % darker": ImageEnhance.Brightness(base).enhance(0.97),
+    }
+
+
+def _same_noise(
+    app: str, point: tuple[int, int], base: Image.Image, noise: dict[str, Image.Image]
+) -> list[Pair]:
+    return [Pair(app, case, False, point, base, after) for case, after in noise.items()]
 
 
 RESCALES = (0.8, 1.25, 1.5)
+RELABEL_SCALE = 1.25
+"""A word swapped on a page rendered at this scale and rescaled: a relabel on another screen."""
+
+
+CHANGES = {
+    "dialog over a dimming backdrop": "backdrop",
+    "faded (opacity 0.4)": "opacity",
+    "word swapped (same length)": "word",
+    "element removed": "removed",
+    "moved (80 px)": "moved",
+    "swapped with another link": "swapped",
+    "modal over the point": "modal",
+    "scrolled 150 px": "scrolled",
+}
+"""Change kinds made by an edit at the target link: case -> the edit's name in SCRIPT."""
 
 
 def page_pairs(render: Renderer, site: Site, page_name: str, other: Image.Image) -> list[Pair]:
@@ -298,9 +321,10 @@ def page_pairs(render: Renderer, site: Site, page_name: str, other: Image.Image)
     hidpi = render.render(url, scale=2.0)
     rescaled = {scale: render.render(url, scale=scale) for scale in RESCALES}
     pairs: list[Pair] = []
+    noise = _noise(base)
 
-    def edited(kind: str, index: int) -> tuple[Image.Image | None, Any]:
-        tab = render.open(url)
+    def edited(kind: str, index: int, scale: float = 1.0) -> tuple[Image.Image | None, Any]:
+        tab = render.open(url, scale=scale)
         try:
             result = tab.evaluate("([k, i]) => window.__ac.edit(k, i)", [kind, index])
             if result is None or result is False:
@@ -317,23 +341,17 @@ def page_pairs(render: Renderer, site: Site, page_name: str, other: Image.Image)
     for target in targets:
         point = tuple(target["point"])
         element = tuple(target["box"])
-        changes = {
-            "dialog over a dimming backdrop": "backdrop",
-            "faded (opacity 0.4)": "opacity",
-            "word swapped (same length)": "word",
-            "element removed": "removed",
-            "moved (80 px)": "moved",
-            "swapped with another link": "swapped",
-            "modal over the point": "modal",
-            "scrolled 150 px": "scrolled",
-        }
-        for case, kind in changes.items():
+        for case, kind in CHANGES.items():
             after, _ = edited(kind, target["index"])
             if after is not None:
                 pairs.append(Pair(app, case, True, point, base, after, element))  # type: ignore[arg-type]
         pairs.append(Pair(app, "another page", True, point, base, other, element))  # type: ignore[arg-type]
+        after, _ = edited("word", target["index"], RELABEL_SCALE)
+        if after is not None:
+            case = f"word swapped, page at scale {RELABEL_SCALE} rescaled"
+            pairs.append(Pair(app, case, True, point, base, after))  # type: ignore[arg-type]
         pairs.append(Pair(app, "re-render", False, point, base, rerender, element))  # type: ignore[arg-type]
-        pairs += _same_noise(app, point, base)  # type: ignore[arg-type]
+        pairs += _same_noise(app, point, base, noise)  # type: ignore[arg-type]
         pairs.append(Pair(app, "HiDPI render (scale 2) downscaled", False, point, base, hidpi))  # type: ignore[arg-type]
         for scale, image in rescaled.items():
             case = f"same page at scale {scale} rescaled"
@@ -412,7 +430,7 @@ def form_pairs(render: Renderer, app: str, url: str) -> list[Pair]:
         if is_far(base, focused, point):
             pairs.append(Pair(app, "caret in another field", False, point, base, focused))
     pairs.append(Pair(app, "re-render", False, centre(field), base, rerender, tuple(field)))  # type: ignore[arg-type]
-    pairs += _same_noise(app, centre(field), base)
+    pairs += _same_noise(app, centre(field), base, _noise(base))
     return pairs
 
 
@@ -435,4 +453,5 @@ def web_pairs(sites: list[Site] | None = None) -> list[Pair]:
             other = render.render(Path(neighbour.folder, neighbour.pages[0]).as_uri())
             for page_name in site.pages:
                 pairs += page_pairs(render, site, page_name, other)
+                print(f"{site.name}, {page_name}: {len(pairs)} pairs so far", flush=True)
     return pairs

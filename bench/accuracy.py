@@ -37,7 +37,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._common import ROOT, machine, write_section
-from bench.dataset import Pair, build_pairs, load_pairs, save_pairs
+from bench.dataset import Pair, build_pairs
 
 from askcache.actions import make_tool_use
 from askcache.cache_file import DetailCheckConfig, VisualValidationConfig
@@ -276,11 +276,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reuse", action="store_true", help="use the pairs of an earlier run")
     args = parser.parse_args()
-    if args.reuse and (OUT / "pairs.json").exists():
-        pairs = load_pairs(OUT)
-    else:
-        pairs = build_pairs(OUT)
-        save_pairs(pairs, OUT)
+    pairs = build_pairs(OUT, reuse=args.reuse)
     print(f"{len(pairs)} pairs; measuring", flush=True)
     measured = measure(pairs)
     candidate, tuned = choose(pairs, measured)

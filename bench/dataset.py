@@ -458,9 +458,23 @@ def xcalc_pairs(desk: Desk, other_screen: Image.Image) -> tuple[list[Pair], Imag
     return pairs, base
 
 
-def build_pairs(folder: Path, *, web: bool = True) -> list[Pair]:
+def build_pairs(folder: Path, *, web: bool = True, reuse: bool = False) -> list[Pair]:
     """All pairs, from the Tk form, xmessage (twice), xcalc (twice) and, with ``web``, the
-    real web pages of :mod:`bench.web`; labels verified."""
+    real web pages of :mod:`bench.web`; labels verified. Each part is saved under
+    ``folder`` as it is made; ``reuse`` loads the parts an earlier run saved instead of
+    making them again (a run stopped halfway resumes where it stopped)."""
+    pairs = desktop_pairs(folder / "desktop", reuse=reuse)
+    if web:
+        from bench.web import web_pairs
+
+        pairs += web_pairs(folder / "web", reuse=reuse)
+    return pairs
+
+
+def desktop_pairs(folder: Path, *, reuse: bool = False) -> list[Pair]:
+    """The X programs' pairs, labels verified, saved in ``folder``."""
+    if reuse and (folder / "pairs.json").exists():
+        return load_pairs(folder)
     folder.mkdir(parents=True, exist_ok=True)
     with VirtualDisplay(*SCREEN) as screen:
         backend = DesktopBackend(screen.display)
@@ -475,12 +489,9 @@ def build_pairs(folder: Path, *, web: bool = True) -> list[Pair]:
         finally:
             backend.close()
     pairs = form + dialogs + calculator
-    if web:
-        from bench.web import web_pairs
-
-        pairs += web_pairs()
     for pair in pairs:
         verify(pair)
+    save_pairs(pairs, folder)
     return pairs
 
 

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.dataset import Pair, is_far, jpeg
+from bench.dataset import LabelError, Pair, is_far, jpeg, load_pairs, save_pairs, verify
 from PIL import Image, ImageEnhance
 
 VIEWPORT = {"width": 1280, "height": 800}
@@ -132,12 +132,14 @@ SCRIPT = r"""
     form() {
       const div = document.createElement('div');
       div.id = 'ac-form';
-      div.style.cssText = 'padding: 14px 0 14px 120px';
+      div.style.cssText = 'padding: 14px 0 14px 320px';
       div.innerHTML = '<label><input type="checkbox" id="ac-check"> Email me about releases</label>'
         + ' &nbsp; &nbsp; <label><input type="radio" name="ac-r" id="ac-r1" checked> Daily</label>'
         + ' &nbsp; <label><input type="radio" name="ac-r" id="ac-r2"> Weekly</label>'
         + '<div style="height: 70px"></div>'
         + '<label>Name <input type="text" id="ac-field" style="width: 520px"></label>';
+      div.style.position = 'relative';
+      div.style.zIndex = '1000';
       document.body.insertBefore(div, document.body.firstChild);
       window.scrollTo(0, 0);
       const ids = ['ac-check', 'ac-r2', 'ac-field'];
@@ -439,8 +441,23 @@ def missing_sites() -> list[Site]:
     return [site for site in SITES if not Path(site.folder, site.pages[0]).exists()]
 
 
-def web_pairs(sites: list[Site] | None = None) -> list[Pair]:
-    """The pairs of every installed site (a missing one is skipped with a message)."""
+def _checked(pairs: list[Pair]) -> list[Pair]:
+    """The pairs whose labels the pixels confirm; the others are left out with a message
+    (an edit that did not show, e.g. an element under a page's fixed sidebar)."""
+    kept = []
+    for pair in pairs:
+        try:
+            verify(pair)
+        except LabelError as exc:
+            print(f"left out: {exc}", flush=True)
+            continue
+        kept.append(pair)
+    return kept
+
+
+def web_pairs(folder: Path, *, reuse: bool = False, sites: list[Site] | None = None) -> list[Pair]:
+    """The pairs of every installed site (a missing one is skipped with a message), each
+    page's saved in its own folder under ``folder``; ``reuse`` loads pages saved before."""
     chosen = [s for s in (sites or SITES) if s not in missing_sites()]
     for site in missing_sites():
         print(f"skipping {site.name}: install the Debian package {site.package}")
@@ -452,6 +469,12 @@ def web_pairs(sites: list[Site] | None = None) -> list[Pair]:
             neighbour = chosen[(number + 1) % len(chosen)]
             other = render.render(Path(neighbour.folder, neighbour.pages[0]).as_uri())
             for page_name in site.pages:
-                pairs += page_pairs(render, site, page_name, other)
+                place = folder / f"{site.package}-{Path(page_name).stem}"
+                if reuse and (place / "pairs.json").exists():
+                    pairs += load_pairs(place)
+                else:
+                    made = _checked(page_pairs(render, site, page_name, other))
+                    save_pairs(made, place)
+                    pairs += made
                 print(f"{site.name}, {page_name}: {len(pairs)} pairs so far", flush=True)
     return pairs

@@ -143,6 +143,8 @@ class CacheManager:
                     toolset_name=call.toolset_name,
                     visual_representation=fingerprint.region if fingerprint else None,
                     visual_detail=fingerprint.detail if fingerprint else None,
+                    visual_tone=fingerprint.tone if fingerprint else None,
+                    visual_target=fingerprint.target if fingerprint else None,
                 )
             )
         calls = [m.usage for m in messages if m.usage is not None]

@@ -56,15 +56,15 @@ DEFAULT_DETAIL_REGION_SIZE = 48
 """Side of the smaller region whose finer hash sees the element's own label (8 -> 3)."""
 DEFAULT_DETAIL_HASH_SIZE = 16
 """Side of the detail hash: 16x16 = 256 bits."""
-DEFAULT_DETAIL_THRESHOLD = 14
+DEFAULT_DETAIL_THRESHOLD = 22
 """Largest distance of the detail hash still counted as unchanged. From bench/accuracy.py:
 "same" pairs reach 12 at most, label changes the main hash misses start at 18."""
 
-DEFAULT_DETAIL_BLUR = 1.0
+DEFAULT_DETAIL_BLUR = 0.5
 """Blur radius of the detail region before hashing (chosen in bench/accuracy.py)."""
-DEFAULT_TONE_MEAN_TOLERANCE = 0.12
+DEFAULT_TONE_MEAN_TOLERANCE = 0.06
 """Relative change of a region's mean grey level still counted as unchanged."""
-DEFAULT_TONE_CONTRAST_TOLERANCE = 0.25
+DEFAULT_TONE_CONTRAST_TOLERANCE = 0.15
 """Relative change of a region's contrast still counted as unchanged."""
 DEFAULT_TARGET_COLUMNS = 16
 """Columns of a wide target's ink map (one bit each)."""

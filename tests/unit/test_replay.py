@@ -105,7 +105,8 @@ def test_changed_screen_hands_back_before_the_step(storage: LocalCacheStorage) -
 def test_threshold_override_lets_a_changed_screen_through_and_the_click_misses(
     storage: LocalCacheStorage,
 ) -> None:
-    record_form(storage)
+    # hashes only: the tone and the whole target would see the moved form too
+    record_form(storage, visual_validation_tone=False, visual_validation_target=False)
     app = SimulatedFormApp(layout="banner")
     executor, agent, _ = _replay(
         storage,
@@ -252,10 +253,21 @@ def test_same_aspect_ratio_is_rescaled(storage: LocalCacheStorage) -> None:
     assert app.saved == [{"name": "Ada Lovelace", "email": ""}]
 
 
-def test_with_the_detail_hash_a_rescaled_screen_hands_back_at_text(
+def test_the_default_check_replays_on_a_rescaled_screen(storage: LocalCacheStorage) -> None:
+    record_form(storage)
+    app = SimulatedFormApp(width=960, height=600)
+    executor, _, _ = _replay(storage, app)
+    result = executor.result
+    assert result is not None
+    assert (result.status, result.validated) == ("completed", 3)
+    assert app.saved == [{"name": "Ada Lovelace", "email": ""}]
+
+
+def test_with_the_format_2_detail_hash_a_rescaled_screen_hands_back_at_text(
     storage: LocalCacheStorage,
 ) -> None:
-    record_form(storage)
+    # the previous default: an unblurred detail hash with threshold 14
+    record_form(storage, visual_validation_detail_blur=0.0, visual_validation_detail_threshold=14)
     app = SimulatedFormApp(width=960, height=600)
     executor, _, _ = _replay(storage, app)
     result = executor.result
@@ -263,7 +275,7 @@ def test_with_the_detail_hash_a_rescaled_screen_hands_back_at_text(
     assert result.status == "handed_back"
     failure = load_cache_file(storage, "form.json").metadata.failures[-1]
     detail = failure.reason.split("detail (16x16 hash, 48 px): ")[1]
-    assert detail.endswith("> threshold 14)")
+    assert detail.split(";")[0].endswith("> threshold 14")
     assert app.saved == []
 
 

@@ -142,10 +142,11 @@ def test_same_aspect_ratio_on_another_screen_size_replays_rescaled(
         assert saved == ADA
 
 
-def test_with_the_detail_hash_a_rescaled_real_app_hands_back_and_the_model_finishes(
+def test_with_the_format_2_detail_hash_a_rescaled_real_app_hands_back_and_the_model_finishes(
     tmp_path: Path,
 ) -> None:
-    _record(tmp_path)
+    # the previous default's detail hash: unblurred, threshold 14
+    _record(tmp_path, visual_validation_detail_blur=0.0, visual_validation_detail_threshold=14)
     script = FormFillingScript(SimulatedFormApp(), "Ada Lovelace")
     with MessagesApiStandIn(script) as api, desktop(1920, 1200) as screen:
         replayed, saved, _ = _act(api, script, screen, tmp_path, "execute", zoom=1.5)
@@ -153,7 +154,7 @@ def test_with_the_detail_hash_a_rescaled_real_app_hands_back_and_the_model_finis
         # The main hash accepts the rescaled screen; the detail hash sees the re-rendered text.
         reason = replayed.replay.reason or ""
         detail = reason.split("detail (16x16 hash, 48 px): ")[1]
-        assert detail.endswith("> threshold 14)")
+        assert detail.split(";")[0].endswith("> threshold 14")
         assert replayed.replay.steps[-1].distance is not None
         assert replayed.replay.steps[-1].distance <= 2
         assert replayed.model_calls > 0

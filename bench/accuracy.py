@@ -78,6 +78,7 @@ TARGET_THRESHOLDS: list[int | None] = [None, 0, 1, 2]
 PREVIOUS = validation_config(
     CacheWritingSettings(
         visual_validation_detail_blur=0.0,
+        visual_validation_detail_threshold=14,
         visual_validation_tone=False,
         visual_validation_target=False,
     )

@@ -107,9 +107,12 @@ def region_distance(
     *,
     shift_tolerance: int,
     blur: float = 0.0,
+    good_enough: int = 0,
 ) -> int:
     """The smallest Hamming distance between ``stored`` and the hash of ``box`` on ``image``,
-    ``box`` moved by up to ``shift_tolerance`` px each way (:func:`shifted_boxes`).
+    ``box`` moved by up to ``shift_tolerance`` px each way (:func:`shifted_boxes`). The
+    search stops at the first move whose distance is ``good_enough`` or less (a threshold:
+    any such distance decides the same).
 
     Raises:
         InvalidHashError: ``stored`` is malformed or of another hash size.
@@ -121,7 +124,7 @@ def region_distance(
         )
         if best is None or found < best:
             best = found
-        if best == 0:
+        if best <= good_enough:
             break
     assert best is not None  # shifted_boxes always yields the box itself
     return best

@@ -60,7 +60,7 @@ DEFAULT_DETAIL_THRESHOLD = 22
 """Largest distance of the detail hash still counted as unchanged. From bench/accuracy.py:
 "same" pairs reach 12 at most, label changes the main hash misses start at 18."""
 
-DEFAULT_DETAIL_BLUR = 0.5
+DEFAULT_DETAIL_BLUR = 1.0
 """Blur radius of the detail region before hashing (chosen in bench/accuracy.py)."""
 DEFAULT_TONE_MEAN_TOLERANCE = 0.06
 """Relative change of a region's mean grey level still counted as unchanged."""

@@ -328,7 +328,9 @@ def check_step_representation(
     is within its tolerance: the main hash, the detail hash, the tone (brightness and
     contrast of the main and detail regions) and the whole target. With
     ``config.shift_tolerance`` each hashed region is also tried moved by up to that many
-    pixels each way, and its smallest distance counts.
+    pixels each way until a move is within its threshold (else the smallest distance
+    counts). Once a part has failed, the remaining hashes are measured at the recorded
+    position only: the outcome cannot change, and a changed screen stays cheap.
 
     Raises:
         InvalidHashError: a stored hash, tone or target is malformed or of another size.
@@ -357,14 +359,31 @@ def check_step_representation(
         if stored.tone is not None:
             decode_tones(stored.tone)
     else:
+        # Cheap parts first. Once one part fails the step hands back whatever the others
+        # say, so the others are then measured at the recorded position only (no shifted
+        # search): the message still shows their distances, and a changed screen costs
+        # little more than an unchanged one.
+        failed = False
+        if tone_config is not None and stored.tone is not None:
+            regions = [box] if detail_box is None else [box, detail_box]
+            brightness, contrast = _tone_changes(image, stored.tone, regions)
+            failed = (
+                brightness > tone_config.mean_tolerance or contrast > tone_config.contrast_tolerance
+            )
+        if target is not None and anchor is not None and config.target is not None:
+            target_distance = ink_distance(image, anchor, target)
+            target_box = target.absolute(anchor)
+            failed = failed or target_distance > config.target.threshold
         distance = region_distance(
             image,
             box,
             stored.region,
             config.method,
             config.hash_size,
-            shift_tolerance=config.shift_tolerance,
+            shift_tolerance=0 if failed else config.shift_tolerance,
+            good_enough=limit,
         )
+        failed = failed or distance > limit
         if detail is not None and stored.detail is not None and detail_box is not None:
             detail_distance = region_distance(
                 image,
@@ -372,15 +391,10 @@ def check_step_representation(
                 stored.detail,
                 config.method,
                 detail.hash_size,
-                shift_tolerance=config.shift_tolerance,
+                shift_tolerance=0 if failed else config.shift_tolerance,
                 blur=detail.blur,
+                good_enough=detail_limit if detail_limit is not None else 0,
             )
-        if tone_config is not None and stored.tone is not None:
-            regions = [box] if detail_box is None else [box, detail_box]
-            brightness, contrast = _tone_changes(image, stored.tone, regions)
-        if target is not None and anchor is not None:
-            target_distance = ink_distance(image, anchor, target)
-            target_box = target.absolute(anchor)
     check = VisualCheck(
         matched=False,
         distance=distance,

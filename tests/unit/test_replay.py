@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 import pytest
@@ -353,3 +354,45 @@ def test_a_detail_threshold_override_lets_a_rescaled_screen_replay(
     assert (result.status, result.validated) == ("completed", 3)
     assert all(s.detail_threshold == 256 for s in result.steps if s.validated)
     assert app.saved == [{"name": "Ada Lovelace", "email": ""}]
+
+
+def test_text_left_in_the_name_field_hands_back_before_typing(storage: LocalCacheStorage) -> None:
+    # The headline case: the Name field still holds "alice" at its left end; the click at
+    # its middle and the typing would append to it. The whole target sees it.
+    record_form(storage)
+    app = SimulatedFormApp(values={"name": "alice", "email": ""})
+    executor, agent, _ = _replay(storage, app)
+    result = executor.result
+    assert result is not None
+    assert (result.status, result.stopped_at_step) == ("handed_back", 1)
+    assert app.events == []  # neither the click nor the typing happened
+    assert "ink columns changed > 0" in agent.turns[0]
+    assert app.values["name"] == "alice"
+
+
+def test_a_format_2_file_replays_as_recorded(storage: LocalCacheStorage) -> None:
+    # The same trajectory as a format-2 file: no tone, no target, no blur. It loads and
+    # replays with exactly its old check, which does not see the far end of the field.
+    record_form(
+        storage,
+        name="old.json",
+        visual_validation_detail_blur=0.0,
+        visual_validation_detail_threshold=14,
+        visual_validation_tone=False,
+        visual_validation_target=False,
+    )
+    data = json.loads(storage.read("old.json"))
+    data["version"] = 2
+    for key in ("tone", "target"):
+        del data["metadata"]["visual_validation"][key]
+    del data["metadata"]["visual_validation"]["detail"]["blur"]
+    for step in data["trajectory"]:
+        del step["visual_tone"], step["visual_target"]
+    storage.write("old.json", json.dumps(data).encode())
+    assert load_cache_file(storage, "old.json").version == 3
+    app = SimulatedFormApp(values={"name": "alice", "email": ""})
+    executor, _, _ = _replay(storage, app, name="old.json")
+    result = executor.result
+    assert result is not None
+    assert result.status == "completed"
+    assert app.saved == [{"name": "aliceAda Lovelace", "email": ""}]

@@ -185,8 +185,9 @@ class CacheWritingSettings(SettingsModel):
     )
     """Side of a second, smaller region at the same point, hashed finely so that a changed
     label on the element itself (8 -> 3, Save -> Open) hands back; the main region's coarse
-    hash misses those. ``None``: store the main hash only (replays on a rescaled screen then
-    hand back less often, but such label changes go unnoticed)."""
+    hash misses those. ``None``: no detail hash (replays on a rescaled screen then hand back
+    less often, together with ``visual_validation_tone=False``; but such label changes go
+    unnoticed)."""
     visual_validation_detail_hash_size: int = Field(DEFAULT_DETAIL_HASH_SIZE, ge=4, le=32)
     """Side of the detail hash: ``visual_validation_detail_hash_size**2`` bits."""
     visual_validation_detail_threshold: int = Field(DEFAULT_DETAIL_THRESHOLD, ge=0)

@@ -108,20 +108,22 @@ def region_distance(
     shift_tolerance: int,
     blur: float = 0.0,
     good_enough: int = 0,
+    mask: int = 0,
 ) -> int:
     """The smallest Hamming distance between ``stored`` and the hash of ``box`` on ``image``,
     ``box`` moved by up to ``shift_tolerance`` px each way (:func:`shifted_boxes`). The
     search stops at the first move whose distance is ``good_enough`` or less (a threshold:
-    any such distance decides the same).
+    any such distance decides the same). Bits set in ``mask`` are not counted.
 
     Raises:
         InvalidHashError: ``stored`` is malformed or of another hash size.
     """
     best: int | None = None
     for moved in shifted_boxes(box, shift_tolerance):
-        found = hamming_distance(
-            stored, compute_hash(crop_region(image, moved), method, hash_size, blur)
-        )
+        current = compute_hash(crop_region(image, moved), method, hash_size, blur)
+        found = hamming_distance(stored, current)
+        if mask:
+            found = ((int(stored, 16) ^ int(current, 16)) & ~mask).bit_count()
         if best is None or found < best:
             best = found
         if best <= good_enough:

@@ -123,7 +123,7 @@ class ToolUseBlockParam(ApiModel):
     """
 
     cache_only_fields: ClassVar[frozenset[str]] = frozenset(
-        {"visual_representation", "visual_detail", "visual_tone", "visual_target"}
+        {"visual_representation", "visual_detail", "visual_tone", "visual_target", "visual_mask"}
     )
 
     type: Literal["tool_use"] = "tool_use"
@@ -150,6 +150,9 @@ class ToolUseBlockParam(ApiModel):
     """Cache-only: the box of the element under the point, when it is larger than the main
     region, with its background level and ink map (:mod:`askcache.target`); format version 3
     on."""
+    visual_mask: str | None = None
+    """Cache-only: what varied at this step across repeat runs and is ignored: hash bits,
+    ink columns, raised tone tolerances (:mod:`askcache.masks`); format version 3 on."""
 
 
 class ToolResultBlockParam(ApiModel):

@@ -192,7 +192,10 @@ def target_fingerprint(
     )
 
 
-def ink_distance(image: Image.Image, point: tuple[int, int], stored: TargetFingerprint) -> int:
-    """Ink-map bits that differ between ``stored`` and the same box on ``image``."""
+def ink_distance(
+    image: Image.Image, point: tuple[int, int], stored: TargetFingerprint, *, ignore: int = 0
+) -> int:
+    """Ink-map bits that differ between ``stored`` and the same box on ``image``, the
+    columns set in ``ignore`` left out."""
     now = ink_map(image, stored.absolute(point), stored.background, stored.columns)
-    return (now ^ stored.ink).bit_count()
+    return ((now ^ stored.ink) & ~ignore).bit_count()

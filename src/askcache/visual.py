@@ -43,6 +43,7 @@ from askcache.hashing import (
     region_distance,
     shifted_boxes,
 )
+from askcache.masks import StepMask
 from askcache.messages import ToolUseBlockParam
 from askcache.screenshots import (
     decode_screenshot,
@@ -128,6 +129,9 @@ class StepFingerprint:
     target: str | None = None
     """The element's box and ink map (``ToolUseBlockParam.visual_target``), when the
     element under the point is larger than the main region."""
+    mask: str | None = None
+    """What varied across repeat runs and is ignored (``ToolUseBlockParam.visual_mask``,
+    learned by :func:`askcache.masks.learn_masks`)."""
 
     @classmethod
     def of(cls, step: ToolUseBlockParam) -> StepFingerprint | None:
@@ -135,13 +139,18 @@ class StepFingerprint:
         if step.visual_representation is None:
             return None
         return cls(
-            step.visual_representation, step.visual_detail, step.visual_tone, step.visual_target
+            step.visual_representation,
+            step.visual_detail,
+            step.visual_tone,
+            step.visual_target,
+            step.visual_mask,
         )
 
     @property
     def size_bytes(self) -> int:
         """Characters this fingerprint adds to a step in the cache file (its JSON values)."""
-        return sum(len(part) for part in (self.region, self.detail, self.tone, self.target) if part)
+        parts = (self.region, self.detail, self.tone, self.target, self.mask)
+        return sum(len(part) for part in parts if part)
 
 
 def _boxes(
@@ -342,7 +351,15 @@ def check_step_representation(
     detail_limit = None
     if detail is not None:
         detail_limit = detail.threshold if detail_threshold is None else detail_threshold
+    mask = StepMask.decode(stored.mask) if stored.mask is not None else StepMask()
     tone_config = config.tone if stored.tone is not None else None
+    if tone_config is not None and (mask.brightness or mask.contrast):
+        tone_config = tone_config.model_copy(
+            update={
+                "mean_tolerance": max(tone_config.mean_tolerance, mask.brightness),
+                "contrast_tolerance": max(tone_config.contrast_tolerance, mask.contrast),
+            }
+        )
     target = None
     if config.target is not None and stored.target is not None:
         target = TargetFingerprint.decode(stored.target)
@@ -371,7 +388,7 @@ def check_step_representation(
                 brightness > tone_config.mean_tolerance or contrast > tone_config.contrast_tolerance
             )
         if target is not None and anchor is not None and config.target is not None:
-            target_distance = ink_distance(image, anchor, target)
+            target_distance = ink_distance(image, anchor, target, ignore=mask.ink)
             target_box = target.absolute(anchor)
             failed = failed or target_distance > config.target.threshold
         distance = region_distance(
@@ -382,6 +399,7 @@ def check_step_representation(
             config.hash_size,
             shift_tolerance=0 if failed else config.shift_tolerance,
             good_enough=limit,
+            mask=mask.main,
         )
         failed = failed or distance > limit
         if detail is not None and stored.detail is not None and detail_box is not None:
@@ -394,6 +412,7 @@ def check_step_representation(
                 shift_tolerance=0 if failed else config.shift_tolerance,
                 blur=detail.blur,
                 good_enough=detail_limit if detail_limit is not None else 0,
+                mask=mask.detail,
             )
     check = VisualCheck(
         matched=False,

@@ -227,6 +227,22 @@ def tk_pairs(desk: Desk, folder: Path) -> list[Pair]:
         for element in (save, clear, name):
             case = f"same app, {width}x{height} screen rescaled"
             pairs.append(Pair(app, case, False, _center(element), base, scaled))
+        with VirtualDisplay(width, height) as other:
+            backend = DesktopBackend(other.display)
+            try:
+                with TkFormApp(
+                    other.display,
+                    folder / "state.json",
+                    zoom=zoom,
+                    extra_args=["--save-label", "Open"],
+                ):
+                    time.sleep(0.4)
+                    relabelled = ComputerTool(backend).capture().convert("RGB")
+            finally:
+                backend.close()
+        case = f"label replaced (Save -> Open), {width}x{height} screen rescaled"
+        relabelled = relabelled.resize(base.size, Image.Resampling.LANCZOS)
+        pairs.append(Pair(app, case, True, _center(save), base, relabelled))
     return pairs
 
 
@@ -442,8 +458,23 @@ def xcalc_pairs(desk: Desk, other_screen: Image.Image) -> tuple[list[Pair], Imag
     return pairs, base
 
 
-def build_pairs(folder: Path) -> list[Pair]:
-    """All pairs, from the Tk form, xmessage (twice) and xcalc (twice), labels verified."""
+def build_pairs(folder: Path, *, web: bool = True, reuse: bool = False) -> list[Pair]:
+    """All pairs, from the Tk form, xmessage (twice), xcalc (twice) and, with ``web``, the
+    real web pages of :mod:`bench.web`; labels verified. Each part is saved under
+    ``folder`` as it is made; ``reuse`` loads the parts an earlier run saved instead of
+    making them again (a run stopped halfway resumes where it stopped)."""
+    pairs = desktop_pairs(folder / "desktop", reuse=reuse)
+    if web:
+        from bench.web import web_pairs
+
+        pairs += web_pairs(folder / "web", reuse=reuse)
+    return pairs
+
+
+def desktop_pairs(folder: Path, *, reuse: bool = False) -> list[Pair]:
+    """The X programs' pairs, labels verified, saved in ``folder``."""
+    if reuse and (folder / "pairs.json").exists():
+        return load_pairs(folder)
     folder.mkdir(parents=True, exist_ok=True)
     with VirtualDisplay(*SCREEN) as screen:
         backend = DesktopBackend(screen.display)
@@ -460,6 +491,7 @@ def build_pairs(folder: Path) -> list[Pair]:
     pairs = form + dialogs + calculator
     for pair in pairs:
         verify(pair)
+    save_pairs(pairs, folder)
     return pairs
 
 

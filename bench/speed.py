@@ -31,13 +31,13 @@ from askcache.conversation import Conversation
 from askcache.messages import MessageParam
 from askcache.recording import CacheManager
 from askcache.replay import CacheExecutor
+from askcache.screenshots import _decode
 from askcache.settings import CacheExecutionSettings, CacheWritingSettings
 from askcache.speakers import SpeakerResult
 from askcache.storage import LocalCacheStorage, load_cache_file
 from askcache.testing import SimulatedFormApp
 from askcache.tools import ComputerTool, ToolCollection, encode_png
 from askcache.visual import (
-    _decode,
     check_step_representation,
     compute_step_representation,
     validation_config,

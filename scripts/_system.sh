@@ -8,6 +8,9 @@
 #   x11-utils: xwininfo, which finds xcalc's buttons (the fault-injection tests), and
 #     xmessage, a real dialog the accuracy benchmark measures
 #   chromium: headless Chromium, which renders pages for parity checks
+# and, for the accuracy benchmark (ASKCACHE_BENCH_PACKAGES=1), besides the tests' packages:
+#   python3-doc, valgrind, nodejs, debian-reference-en: the HTML manuals those pages are
+#     (Sphinx, DocBook, Node's own generator, DocBook with its own stylesheet)
 set -euo pipefail
 missing=()
 command -v Xvfb >/dev/null 2>&1 || missing+=(xvfb)
@@ -15,6 +18,12 @@ if [ "${ASKCACHE_TEST_PACKAGES:-0}" = 1 ]; then
     command -v xcalc >/dev/null 2>&1 || missing+=(x11-apps)
     command -v xwininfo >/dev/null 2>&1 || missing+=(x11-utils)
     command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+fi
+if [ "${ASKCACHE_BENCH_PACKAGES:-0}" = 1 ]; then
+    [ -e /usr/share/doc/python3/html/library/json.html ] || missing+=(python3-doc)
+    [ -e /usr/share/doc/valgrind/html/manual-intro.html ] || missing+=(valgrind)
+    [ -e /usr/share/doc/nodejs/api/path.html ] || missing+=(nodejs)
+    [ -e /usr/share/debian-reference/index.en.html ] || missing+=(debian-reference-en)
 fi
 [ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || missing+=(fonts-dejavu-core)
 "${PYTHON:-python3}" -c 'import tkinter' >/dev/null 2>&1 || missing+=(python3-tk)

@@ -12,7 +12,7 @@ case "${1:-}" in
         exit 2
         ;;
 esac
-export ASKCACHE_TEST_PACKAGES=1
+export ASKCACHE_TEST_PACKAGES=1 ASKCACHE_BENCH_PACKAGES=1
 source scripts/_system.sh
 source scripts/_venv.sh
 .venv/bin/python -m pip install --quiet -e ".[dev,bench]"

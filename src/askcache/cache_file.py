@@ -47,6 +47,8 @@ __all__ = [
     "FileSignature",
     "LegacyReplayStats",
     "RecordingStats",
+    "TargetCheckConfig",
+    "ToneCheckConfig",
     "TrajectoryVariant",
     "VisualValidationConfig",
     "dump_cache_file",
@@ -58,8 +60,9 @@ __all__ = [
 FORMAT_VERSION = 3
 """The format version this askcache writes. Version 0 is the pre-versioned seed format;
 version 2 added the detail hash (a reader of version 1 would skip that check); version 3
-added each step's effect and the end state, and moved replay counts out of the file into
-the run ledger (:mod:`askcache.ledger`)."""
+added each step's effect and the end state, the tone and whole-target checks and the
+detail hash's blur (a reader of version 2 would skip them), and moved replay counts out of
+the file into the run ledger (:mod:`askcache.ledger`)."""
 
 LEGACY_HASH_SIZE = 8
 """The hash side of files that do not say theirs (8x8: the original design's)."""
@@ -92,8 +95,34 @@ class DetailCheckConfig(_FileModel):
     region_size: int = Field(ge=limits.MIN_DETAIL_REGION_SIZE, le=limits.MAX_REGION_SIZE)
     """Side of the square detail region around the action point, in screenshot pixels."""
     threshold: int = Field(ge=0)
-    """Largest Hamming distance of the detail hash still counted as a match, as recorded;
-    below ``hash_size**2``."""
+    """Largest Hamming distance of the detail hash still counted as a match, as recorded."""
+    blur: float = Field(0.0, ge=0, le=4)
+    """Radius of the Gaussian blur applied to the detail region (in grey) before hashing, so
+    that re-rendered text (another anti-aliasing, a HiDPI screen scaled down) hashes alike;
+    0: none (every file before version 3)."""
+
+
+class ToneCheckConfig(_FileModel):
+    """Brightness and contrast of the main and detail regions (:mod:`askcache.tone`).
+
+    Perceptual hashes normalise both away, so a dialog's dimming backdrop or an element
+    faded to show it is disabled does not change them; these two numbers do.
+    """
+
+    mean_tolerance: float = Field(gt=0, le=1)
+    """Largest relative change of a region's mean grey level still counted as a match."""
+    contrast_tolerance: float = Field(gt=0, le=1)
+    """Largest relative change of a region's grey-level deviation still counted as a match."""
+
+
+class TargetCheckConfig(_FileModel):
+    """The whole element under the point, when it is larger than the main region
+    (:mod:`askcache.target`): its box and where ink lies in it."""
+
+    columns: int = Field(gt=0, le=256)
+    """Columns of the ink map (one bit each)."""
+    threshold: int = Field(ge=0)
+    """Largest number of ink-map bits that may differ for a match."""
 
 
 class VisualValidationConfig(_FileModel):
@@ -114,6 +143,10 @@ class VisualValidationConfig(_FileModel):
     detail: DetailCheckConfig | None = None
     """The detail hash's set-up; ``None``: steps store the main hash only (all files before
     version 2)."""
+    tone: ToneCheckConfig | None = None
+    """The tone check's tolerances; ``None``: no tone check (all files before version 3)."""
+    target: TargetCheckConfig | None = None
+    """The whole-target check's set-up; ``None``: none (all files before version 3)."""
 
 
 class CoordinateSpace(_FileModel):
@@ -272,7 +305,8 @@ _LEGACY_STATS = ("execution_attempts", "successes", "failures", "last_executed_a
 
 def _migrate_v2(data: dict[str, Any]) -> dict[str, Any]:
     """Version 2 kept replay counts in ``metadata``; they move to ``metadata.legacy_stats``
-    (and from there to the run ledger on the first replay). No effects, no end state."""
+    (and from there to the run ledger on the first replay). No effects, no end state, no
+    tone, target or blur: its steps are checked exactly as recorded."""
     metadata = data.get("metadata")
     if isinstance(metadata, dict):
         metadata = dict(metadata)

@@ -124,7 +124,14 @@ class ToolUseBlockParam(ApiModel):
     """
 
     cache_only_fields: ClassVar[frozenset[str]] = frozenset(
-        {"visual_representation", "visual_detail", "effect"}
+        {
+            "visual_representation",
+            "visual_detail",
+            "visual_tone",
+            "visual_target",
+            "visual_mask",
+            "effect",
+        }
     )
 
     type: Literal["tool_use"] = "tool_use"
@@ -150,6 +157,16 @@ class ToolUseBlockParam(ApiModel):
     replayed: bool = Field(False, exclude=True)
     """Set on calls a replay emits (never stored or sent): the computer tool then skips its
     fixed settle delay, because the replay waits for the screen itself."""
+    visual_tone: str | None = None
+    """Cache-only: mean and contrast of the main and detail regions' grey levels, as hex
+    (:mod:`askcache.tone`), when the file's validation checks tone (format version 3 on)."""
+    visual_target: str | None = None
+    """Cache-only: the box of the element under the point, when it is larger than the main
+    region, with its background level and ink map (:mod:`askcache.target`); format version 3
+    on."""
+    visual_mask: str | None = None
+    """Cache-only: what varied at this step across repeat runs and is ignored: hash bits,
+    ink columns, raised tone tolerances (:mod:`askcache.masks`); format version 3 on."""
 
 
 class ToolResultBlockParam(ApiModel):

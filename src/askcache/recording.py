@@ -216,6 +216,8 @@ class CacheManager:
                     visual_representation=fingerprint.region if fingerprint else None,
                     visual_detail=fingerprint.detail if fingerprint else None,
                     effect=effect,
+                    visual_tone=fingerprint.tone if fingerprint else None,
+                    visual_target=fingerprint.target if fingerprint else None,
                 )
             )
         final = screens.decode(final_screenshot(messages), "the last screenshot")

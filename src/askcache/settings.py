@@ -34,13 +34,18 @@ from askcache.errors import InvalidSettingsError
 from askcache.parameters import PARAMETER_NAME, parameter_value_problem
 
 __all__ = [
+    "DEFAULT_DETAIL_BLUR",
     "DEFAULT_DETAIL_HASH_SIZE",
     "DEFAULT_DETAIL_REGION_SIZE",
     "DEFAULT_DETAIL_THRESHOLD",
     "DEFAULT_HASH_SIZE",
     "DEFAULT_REGION_SIZE",
     "DEFAULT_SHIFT_TOLERANCE",
+    "DEFAULT_TARGET_COLUMNS",
+    "DEFAULT_TARGET_THRESHOLD",
     "DEFAULT_THRESHOLD",
+    "DEFAULT_TONE_CONTRAST_TOLERANCE",
+    "DEFAULT_TONE_MEAN_TOLERANCE",
     "CacheExecutionSettings",
     "CacheStrategy",
     "CacheWritingSettings",
@@ -62,9 +67,24 @@ DEFAULT_DETAIL_REGION_SIZE = 48
 """Side of the smaller region whose finer hash sees the element's own label (8 -> 3)."""
 DEFAULT_DETAIL_HASH_SIZE = 16
 """Side of the detail hash: 16x16 = 256 bits."""
-DEFAULT_DETAIL_THRESHOLD = 14
-"""Largest distance of the detail hash still counted as unchanged. From bench/accuracy.py:
-"same" pairs reach 12 at most, label changes the main hash misses start at 18."""
+DEFAULT_DETAIL_THRESHOLD = 22
+"""Largest distance of the (blurred) detail hash still counted as unchanged. Chosen on the
+tuning split of bench/accuracy.py (docs/benchmarks.md): re-rendered text reaches 8-50,
+relabelled keys 18 and up."""
+
+DEFAULT_DETAIL_BLUR = 1.0
+"""Blur radius of the detail region before hashing (chosen on the tuning split of
+bench/accuracy.py)."""
+DEFAULT_TONE_MEAN_TOLERANCE = 0.06
+"""Relative change of a region's mean grey level still counted as unchanged: 3 % brightness
+changes and JPEG re-encodes reach 3.5 %, a dimming backdrop 50 % (bench/accuracy.py)."""
+DEFAULT_TONE_CONTRAST_TOLERANCE = 0.15
+"""Relative change of a region's contrast still counted as unchanged: 3 % brightness and JPEG
+reach 6.7 %, an element faded to opacity 0.4 11-61 % (bench/accuracy.py)."""
+DEFAULT_TARGET_COLUMNS = 16
+"""Columns of a wide target's ink map (one bit each)."""
+DEFAULT_TARGET_THRESHOLD = 0
+"""Ink-map columns of a wide target that may change while a step still matches."""
 
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 MAX_NAME_COMPONENT_BYTES = 255
@@ -248,13 +268,38 @@ class CacheWritingSettings(SettingsModel):
     )
     """Side of a second, smaller region at the same point, hashed finely so that a changed
     label on the element itself (8 -> 3, Save -> Open) hands back; the main region's coarse
-    hash misses those. ``None``: store the main hash only (replays on a rescaled screen then
-    hand back less often, but such label changes go unnoticed)."""
+    hash misses those. ``None``: no detail hash (replays on a rescaled screen then hand back
+    less often, together with ``visual_validation_tone=False``; but such label changes go
+    unnoticed)."""
     visual_validation_detail_hash_size: int = Field(DEFAULT_DETAIL_HASH_SIZE, ge=4, le=32)
     """Side of the detail hash: ``visual_validation_detail_hash_size**2`` bits."""
     visual_validation_detail_threshold: int = Field(DEFAULT_DETAIL_THRESHOLD, ge=0)
     """Largest Hamming distance of the detail hash at which a step still matches. Stored in
     the file; a replay may override it."""
+    visual_validation_detail_blur: float = Field(DEFAULT_DETAIL_BLUR, ge=0, le=4)
+    """Radius of the Gaussian blur applied to the detail region before hashing, so that text
+    re-rendered with other anti-aliasing (a HiDPI screen scaled down, another font
+    rasteriser) hashes alike while another label does not. 0: no blur (the format-2 check)."""
+    visual_validation_tone: bool = True
+    """Also store the brightness and contrast of the main and detail regions (two numbers
+    each, not pixels) and hand back when either moves beyond its tolerance: a dialog's dimming
+    backdrop, an element faded to show it is disabled. Hashes alone cannot see these."""
+    visual_validation_tone_mean_tolerance: float = Field(DEFAULT_TONE_MEAN_TOLERANCE, gt=0, le=1)
+    """Largest relative change of a region's mean grey level that still matches (3 %
+    brightness changes and JPEG re-encodes stay well below the default)."""
+    visual_validation_tone_contrast_tolerance: float = Field(
+        DEFAULT_TONE_CONTRAST_TOLERANCE, gt=0, le=1
+    )
+    """Largest relative change of a region's contrast (grey-level deviation) that still
+    matches."""
+    visual_validation_target: bool = True
+    """When the element under the point is larger than the main region (a wide text field),
+    also store its box and one bit per column saying where ink lies in it, and hand back when
+    that changes (text left over at the field's far end). No pixels are stored."""
+    visual_validation_target_columns: int = Field(DEFAULT_TARGET_COLUMNS, ge=1, le=256)
+    """Columns of the whole target's ink map."""
+    visual_validation_target_threshold: int = Field(DEFAULT_TARGET_THRESHOLD, ge=0)
+    """Ink-map columns that may change while the step still matches."""
     validated_actions: frozenset[str] = DEFAULT_VALIDATED_ACTIONS
     """Actions whose region is hashed: by default every acting action (the click family and
     drags, ``type``, ``key``, ``hold_key``, ``scroll``). A step that acts without a hash is

@@ -8,6 +8,13 @@ import pytest
 
 from askcache.cli import main
 from askcache.demo import format_summary, run_demo
+from askcache.settings import (
+    DEFAULT_DETAIL_BLUR,
+    DEFAULT_DETAIL_THRESHOLD,
+    DEFAULT_TARGET_THRESHOLD,
+    DEFAULT_TONE_CONTRAST_TOLERANCE,
+    DEFAULT_TONE_MEAN_TOLERANCE,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -35,7 +42,7 @@ def test_demo_on_a_real_tk_app_under_xvfb(tmp_path: Path, monkeypatch: pytest.Mo
         "2. Replay on the unchanged app: 0 model calls",
         "MISMATCH -> handed back",
         "vs threshold 2, detail ",
-        "vs 14: ok",
+        f"vs {DEFAULT_DETAIL_THRESHOLD}: ok",
         "Saved by the replay: 5 model calls",
         "   healed (",
         "4. Replay after the heal, on the changed app: 0 model calls",
@@ -56,7 +63,11 @@ def test_cli_demo_list_and_show(tmp_path: Path, capsys: pytest.CaptureFixture[st
     shown = capsys.readouterr().out
     assert (
         "validation: phash, 8x8 hash, 100 px region ±1 px, threshold 2; "
-        "detail 16x16 hash, 48 px region, threshold 14"
+        f"detail 16x16 hash, 48 px region, blur {DEFAULT_DETAIL_BLUR:g}, "
+        f"threshold {DEFAULT_DETAIL_THRESHOLD}; "
+        f"tone: brightness {DEFAULT_TONE_MEAN_TOLERANCE:.0%}, "
+        f"contrast {DEFAULT_TONE_CONTRAST_TOLERANCE:.0%}; "
+        f"whole target: 16 columns, threshold {DEFAULT_TARGET_THRESHOLD}"
     ) in shown
     assert shown.count(" + ") >= 3  # each validated step shows the start of its detail hash
     assert "handed_back at step 1" in shown

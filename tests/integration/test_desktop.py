@@ -185,8 +185,9 @@ def _record(tmp_path: Path, **writing: Any) -> None:
 def test_same_aspect_ratio_on_another_screen_size_replays_rescaled(
     tmp_path: Path, size: tuple[int, int], zoom: float
 ) -> None:
-    # Recorded for replays across screen sizes: no detail hash (docs/caching.md).
-    _record(tmp_path, visual_validation_detail_region_size=None)
+    # Recorded for replays across screen sizes: no detail hash and no tone (docs/caching.md;
+    # the field's border, drawn at 1.5x and scaled down, has less contrast).
+    _record(tmp_path, visual_validation_detail_region_size=None, visual_validation_tone=False)
     script = FormFillingScript(SimulatedFormApp(), "Ada Lovelace")
     with MessagesApiStandIn([]) as api, desktop(*size) as screen:
         replayed, saved, _ = _act(api, script, screen, tmp_path, "execute", zoom=zoom)
@@ -195,10 +196,17 @@ def test_same_aspect_ratio_on_another_screen_size_replays_rescaled(
         assert saved == ADA
 
 
-def test_with_the_detail_hash_a_rescaled_real_app_hands_back_and_the_model_finishes(
+def test_with_the_format_2_detail_hash_a_rescaled_real_app_hands_back_and_the_model_finishes(
     tmp_path: Path,
 ) -> None:
-    _record(tmp_path)
+    # the format-2 check: an unblurred detail hash with threshold 14, no tone, no target
+    _record(
+        tmp_path,
+        visual_validation_detail_blur=0.0,
+        visual_validation_detail_threshold=14,
+        visual_validation_tone=False,
+        visual_validation_target=False,
+    )
     script = FormFillingScript(SimulatedFormApp(), "Ada Lovelace")
     with MessagesApiStandIn(script) as api, desktop(1920, 1200) as screen:
         replayed, saved, _ = _act(api, script, screen, tmp_path, "execute", zoom=1.5)
@@ -206,7 +214,7 @@ def test_with_the_detail_hash_a_rescaled_real_app_hands_back_and_the_model_finis
         # The main hash accepts the rescaled screen; the detail hash sees the re-rendered text.
         reason = replayed.replay.reason or ""
         detail = reason.split("detail (16x16 hash, 48 px): ")[1]
-        assert detail.endswith("> threshold 14)")
+        assert detail.split(";")[0].rstrip(")").endswith("> threshold 14")
         assert replayed.replay.steps[-1].distance is not None
         assert replayed.replay.steps[-1].distance <= 2
         assert replayed.model_calls > 0

@@ -132,7 +132,7 @@ def test_seed_era_file_without_version_or_hash_size_loads() -> None:
     assert (cache_file.metadata.legacy_stats, cache_file.metadata.is_valid) == (None, True)
 
 
-def test_version_1_file_reads_as_version_2_without_a_detail_hash() -> None:
+def test_version_1_file_reads_as_version_3_without_detail_tone_or_target() -> None:
     v1 = {
         "version": 1,
         "metadata": {
@@ -156,10 +156,12 @@ def test_version_1_file_reads_as_version_2_without_a_detail_hash() -> None:
         ],
     }
     cache_file = parse_cache_file(json.dumps(v1), "v1.json")
-    assert cache_file.version == 1
-    assert cache_file.metadata.visual_validation is not None
-    assert cache_file.metadata.visual_validation.detail is None
-    assert cache_file.trajectory[0].visual_detail is None
+    assert cache_file.version == 1  # saving never upgrades
+    visual = cache_file.metadata.visual_validation
+    assert visual is not None
+    assert (visual.detail, visual.tone, visual.target) == (None, None, None)
+    step = cache_file.trajectory[0]
+    assert (step.visual_detail, step.visual_tone, step.visual_target) == (None, None, None)
     again = parse_cache_file(dump_cache_file(cache_file), "v1.json")
     assert again == cache_file
 
@@ -184,6 +186,39 @@ def test_a_bad_detail_config_names_the_field() -> None:
         match=r"metadata\.visual_validation\.detail\.threshold: Field required",
     ):
         parse_cache_file(text, "bad.json")
+
+
+def test_version_2_file_keeps_its_checks_exactly_as_recorded() -> None:
+    v2 = {
+        "version": 2,
+        "metadata": {
+            "goal": "g",
+            "visual_validation": {
+                "method": "phash",
+                "region_size": 100,
+                "threshold": 2,
+                "shift_tolerance": 1,
+                "detail": {"hash_size": 16, "region_size": 48, "threshold": 14},
+            },
+        },
+        "trajectory": [
+            {
+                "type": "tool_use",
+                "id": "toolu_1",
+                "name": "computer",
+                "input": {"action": "left_click", "coordinate": [10, 10]},
+                "visual_representation": "ff00ff00ff00ff00",
+                "visual_detail": "00" * 32,
+            }
+        ],
+    }
+    cache_file = parse_cache_file(json.dumps(v2), "v2.json")
+    visual = cache_file.metadata.visual_validation
+    assert cache_file.version == 2  # saving never upgrades
+    assert visual is not None
+    assert visual.detail is not None
+    assert (visual.detail.blur, visual.tone, visual.target) == (0.0, None, None)
+    assert cache_file.trajectory[0].visual_detail == "00" * 32
 
 
 def test_future_version_fails_clearly() -> None:

@@ -8,7 +8,11 @@ from askcache.cache_file import CoordinateSpace, DetailCheckConfig
 from askcache.errors import InvalidScreenshotError
 from askcache.messages import MessageParam, ToolUseBlockParam, Usage
 from askcache.recording import CacheManager, default_filename, steps_with_screens
-from askcache.settings import CacheWritingSettings
+from askcache.settings import (
+    DEFAULT_DETAIL_BLUR,
+    DEFAULT_DETAIL_THRESHOLD,
+    CacheWritingSettings,
+)
 from askcache.storage import LocalCacheStorage, load_cache_file
 from askcache.testing import SimulatedFormApp
 from askcache.visual import compute_hash, region_box
@@ -36,7 +40,24 @@ def test_validated_actions_get_hashes_and_others_null(
     assert visual is not None
     assert (visual.method, visual.hash_size, visual.region_size) == ("phash", 8, 100)
     assert (visual.threshold, visual.shift_tolerance) == (2, 1)
-    assert visual.detail == DetailCheckConfig(hash_size=16, region_size=48, threshold=14)
+    assert visual.detail == DetailCheckConfig(
+        hash_size=16,
+        region_size=48,
+        threshold=DEFAULT_DETAIL_THRESHOLD,
+        blur=DEFAULT_DETAIL_BLUR,
+    )
+    assert visual.tone is not None
+    assert visual.target is not None
+    tones = [step.visual_tone for step in cache_file.trajectory]
+    assert tones[0] is None
+    assert all(t is not None and len(t) == 8 for t in tones[1:])
+    # the Name field (clicked, then typed into) and the Save button (110 px) are wider than
+    # the 100 px region: their whole boxes are stored
+    targets = [step.visual_target for step in cache_file.trajectory]
+    assert targets[0] is None
+    assert targets[1] is not None
+    assert targets[2] == targets[1]
+    assert targets[3] is not None
     assert cache_file.metadata.coordinate_space == CoordinateSpace(width=640, height=400)
     assert cache_file.metadata.goal == GOAL
 
@@ -53,7 +74,9 @@ def test_hash_comes_from_the_screenshot_before_the_step(
     assert save.visual_representation == compute_hash(before.crop(box), "phash", 8)
     detail_box = region_box(before.size, tuple(save.input["coordinate"]), 48)  # type: ignore[arg-type]
     assert detail_box is not None
-    assert save.visual_detail == compute_hash(before.crop(detail_box), "phash", 16)
+    assert save.visual_detail == compute_hash(
+        before.crop(detail_box), "phash", 16, DEFAULT_DETAIL_BLUR
+    )
 
 
 def test_without_a_detail_region_only_the_main_hash_is_stored(

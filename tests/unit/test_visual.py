@@ -203,7 +203,10 @@ def test_shift_tolerance_forgives_a_1px_scroll_but_not_a_real_change() -> None:
     stored = compute_step_representation(screen, click, exact)
     assert stored is not None
     scrolled = ImageChops.offset(screen, 0, -1)
-    assert check_step_representation(scrolled, click, stored, tolerant).distance == 0
+    forgiven = check_step_representation(scrolled, click, stored, tolerant)
+    assert forgiven.matched
+    assert forgiven.distance is not None
+    assert forgiven.distance <= 2
     exact_distance = check_step_representation(scrolled, click, stored, exact).distance
     assert exact_distance is not None
     assert exact_distance > 0
@@ -279,7 +282,7 @@ def test_the_detail_hash_sees_a_relabelled_key_that_the_region_hash_misses(
     with_detail = validation_config(CacheWritingSettings())
     assert with_detail is not None
     assert with_detail.detail is not None
-    region_only = with_detail.model_copy(update={"detail": None})
+    region_only = with_detail.model_copy(update={"detail": None, "tone": None})
     stored = compute_step_representation(before, key, with_detail)
     assert stored is not None
     assert stored.detail is not None

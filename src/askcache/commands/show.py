@@ -45,10 +45,18 @@ def _lines(name: str, cache_file: CacheFile, runs: list[RunRecord]) -> list[str]
         detail = ""
         if v.detail is not None:
             d = v.detail
+            blur = f", blur {d.blur:g}" if d.blur else ""
             detail = (
-                f"; detail {d.hash_size}x{d.hash_size} hash, {d.region_size} px region, "
+                f"; detail {d.hash_size}x{d.hash_size} hash, {d.region_size} px region{blur}, "
                 f"threshold {d.threshold}"
             )
+        if v.tone is not None:
+            detail += (
+                f"; tone: brightness {v.tone.mean_tolerance:.0%}, "
+                f"contrast {v.tone.contrast_tolerance:.0%}"
+            )
+        if v.target is not None:
+            detail += f"; whole target: {v.target.columns} columns, threshold {v.target.threshold}"
         lines.append(
             f"  validation: {v.method}, {v.hash_size}x{v.hash_size} hash, "
             f"{v.region_size} px region{shift}, threshold {v.threshold}{detail}"

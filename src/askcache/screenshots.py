@@ -1,0 +1,72 @@
+"""Screenshots in a message history: decoding them once, finding the latest one."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import io
+from collections.abc import Sequence
+from functools import lru_cache
+
+from PIL import Image, UnidentifiedImageError
+
+from askcache.errors import InvalidScreenshotError
+from askcache.messages import ImageBlockParam, MessageParam
+
+__all__ = ["decode_screenshot", "find_recent_screenshot", "find_recent_screenshot_block"]
+
+
+@lru_cache(maxsize=8)
+def _decode(data: str) -> Image.Image:
+    raw = base64.b64decode(data, validate=True)
+    image = Image.open(io.BytesIO(raw))
+    image.load()
+    return image
+
+
+def decode_screenshot(data: str, where: str = "a screenshot") -> Image.Image:
+    """Decode a base64 image once; later calls with the same string reuse the image.
+
+    The returned image is shared: crop or copy it, never draw on it.
+
+    Raises:
+        InvalidScreenshotError: not base64, or not an image Pillow can read.
+    """
+    try:
+        return _decode(data)
+    except (binascii.Error, ValueError) as exc:
+        raise InvalidScreenshotError(where, f"not base64 ({exc})") from exc
+    except (UnidentifiedImageError, OSError, Image.DecompressionBombError) as exc:
+        raise InvalidScreenshotError(where, str(exc)) from exc
+
+
+def find_recent_screenshot_block(
+    messages: Sequence[MessageParam], from_index: int | None = None
+) -> tuple[int, ImageBlockParam] | None:
+    """The latest image inside a tool_result at or before ``from_index``, with its message index.
+
+    ``from_index=None`` searches from the last message.
+    """
+    start = len(messages) - 1 if from_index is None else min(from_index, len(messages) - 1)
+    for index in range(start, -1, -1):
+        message = messages[index]
+        if message.role != "user":
+            continue
+        for result in reversed(message.tool_results):
+            if isinstance(result.content, str):
+                continue
+            for item in reversed(result.content):
+                if isinstance(item, ImageBlockParam):
+                    return index, item
+    return None
+
+
+def find_recent_screenshot(
+    messages: Sequence[MessageParam], from_index: int | None = None
+) -> Image.Image | None:
+    """The latest screenshot (an image in a tool_result) at or before ``from_index``, decoded."""
+    found = find_recent_screenshot_block(messages, from_index)
+    if found is None:
+        return None
+    index, block = found
+    return decode_screenshot(block.source.data, f"message {index}")

@@ -1,0 +1,163 @@
+"""The checks beyond the hashes: tone (dimming, fading), the whole target (a wide field's far
+end) and the blurred detail hash, on real PNG screenshots of the simulated form."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from PIL import Image, ImageEnhance
+
+from askcache.cache_file import VisualValidationConfig
+from askcache.errors import InvalidHashError
+from askcache.messages import ToolUseBlockParam
+from askcache.settings import CacheWritingSettings
+from askcache.target import TargetFingerprint
+from askcache.testing import SimulatedFormApp
+from askcache.tone import decode_tones
+from askcache.visual import (
+    StepFingerprint,
+    check_step_representation,
+    compute_step_representation,
+    validation_config,
+)
+from tests.helpers import computer_call
+
+
+def _png(image: Image.Image) -> Image.Image:
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    return Image.open(io.BytesIO(buffer.getvalue())).convert("RGB")
+
+
+def _default() -> VisualValidationConfig:
+    config = validation_config(CacheWritingSettings())
+    assert config is not None
+    return config
+
+
+def _record(
+    image: Image.Image, point: tuple[int, int], config: VisualValidationConfig
+) -> tuple[ToolUseBlockParam, StepFingerprint]:
+    click = computer_call("left_click", coordinate=list(point))
+    stored = compute_step_representation(image, click, config)
+    assert stored is not None
+    return click, stored
+
+
+def test_text_left_over_at_a_wide_fields_far_end_hands_back() -> None:
+    # The replay engineer's headline case: the Name field still holds "alice" at its left
+    # end while the main region (100 px) looks at the field's middle.
+    app = SimulatedFormApp()
+    field = app.widget("name")
+    config = _default()
+    click, stored = _record(_png(app.screenshot()), field.center, config)
+    assert stored.target is not None
+    target = TargetFingerprint.decode(stored.target)
+    found = target.absolute(field.center)  # the field inside its border, from its pixels
+    assert all(abs(a - b) <= 3 for a, b in zip(found, field.box, strict=True))
+    app.values["name"] = "alice"
+    after = _png(app.screenshot())
+    check = check_step_representation(after, click, stored, config)
+    assert not check.matched
+    assert check.failed_parts == ["target"]  # the hashes and the tone alone let it through
+    assert f"whole target {found}: " in check.describe()
+    assert "ink columns changed > 0" in check.describe()
+    without_target = config.model_copy(update={"target": None})
+    assert check_step_representation(after, click, stored, without_target).matched
+    # an empty field again matches
+    app.values["name"] = ""
+    assert check_step_representation(_png(app.screenshot()), click, stored, config).matched
+
+
+def test_a_field_filled_at_recording_and_empty_at_replay_hands_back() -> None:
+    app = SimulatedFormApp(values={"name": "Grace Hopper", "email": ""})
+    config = _default()
+    click, stored = _record(_png(app.screenshot()), app.widget("name").center, config)
+    assert check_step_representation(_png(app.screenshot()), click, stored, config).matched
+    app.values["name"] = ""
+    check = check_step_representation(_png(app.screenshot()), click, stored, config)
+    assert "target" in check.failed_parts
+
+
+def test_the_page_background_is_no_target() -> None:
+    app = SimulatedFormApp()
+    _, stored = _record(_png(app.screenshot()), (600, 300), _default())
+    assert stored.target is None
+    assert stored.tone is not None
+    assert len(decode_tones(stored.tone)) == 2  # main and detail regions
+
+
+def test_a_dimming_backdrop_hands_back_and_three_percent_brightness_does_not() -> None:
+    screen = _png(SimulatedFormApp().screenshot())
+    config = _default()
+    click, stored = _record(screen, SimulatedFormApp().widget("save").center, config)
+    dimmed = _png(Image.blend(screen, Image.new("RGB", screen.size, "black"), 0.5))
+    check = check_step_representation(dimmed, click, stored, config)
+    assert not check.matched
+    assert "brightness" in check.failed_parts
+    assert check.distance is not None
+    assert check.distance <= config.threshold  # the hash alone normalises the dimming away
+    for factor in (0.97, 1.03):
+        brighter = _png(ImageEnhance.Brightness(screen).enhance(factor))
+        assert check_step_representation(brighter, click, stored, config).matched
+
+
+def test_an_element_faded_to_show_it_is_disabled_hands_back() -> None:
+    app = SimulatedFormApp()
+    screen = _png(app.screenshot())
+    save = app.widget("save")
+    config = _default()
+    click, stored = _record(screen, save.center, config)
+    faded = screen.copy()
+    background = Image.new("RGB", screen.size, screen.getpixel((5, 5)))  # type: ignore[arg-type]
+    faded.paste(Image.blend(background, screen, 0.4).crop(save.box), save.box[:2])
+    check = check_step_representation(_png(faded), click, stored, config)
+    assert not check.matched
+    assert "contrast" in check.failed_parts or "brightness" in check.failed_parts
+
+
+def test_files_without_tone_target_or_blur_are_checked_as_recorded() -> None:
+    # A format-2 file: no tone, no target, no blur. Its steps get exactly the old check.
+    config = _default().model_copy(update={"tone": None, "target": None})
+    assert config.detail is not None
+    old = config.model_copy(update={"detail": config.detail.model_copy(update={"blur": 0.0})})
+    app = SimulatedFormApp()
+    click, stored = _record(_png(app.screenshot()), app.widget("name").center, old)
+    assert (stored.tone, stored.target) == (None, None)
+    app.values["name"] = "alice"
+    check = check_step_representation(_png(app.screenshot()), click, stored, old)
+    assert check.matched  # the old check never saw the far end of the field
+    assert (check.brightness_change, check.target_distance) == (None, None)
+
+
+@pytest.mark.parametrize(
+    "bad", ["", "1,2,3;255;16;0", "5,0,1,9;255;16;0", "0,0,9,9;255;4;ff", "a,b,c,d;1;2;3"]
+)
+def test_a_malformed_target_is_a_clear_error(bad: str) -> None:
+    with pytest.raises(InvalidHashError, match="visual target"):
+        TargetFingerprint.decode(bad)
+
+
+@pytest.mark.parametrize("bad", ["", "zz", "abc"])
+def test_a_malformed_tone_is_a_clear_error(bad: str) -> None:
+    with pytest.raises(InvalidHashError, match="visual tone"):
+        decode_tones(bad)
+
+
+def test_a_malformed_stored_target_fails_the_check_loudly() -> None:
+    app = SimulatedFormApp()
+    config = _default()
+    click, stored = _record(_png(app.screenshot()), app.widget("name").center, config)
+    broken = StepFingerprint(stored.region, stored.detail, stored.tone, "not a target")
+    with pytest.raises(InvalidHashError, match="visual target"):
+        check_step_representation(_png(app.screenshot()), click, broken, config)
+
+
+def test_a_fingerprint_stores_no_pixels_and_stays_small() -> None:
+    app = SimulatedFormApp()
+    _, stored = _record(_png(app.screenshot()), app.widget("name").center, _default())
+    assert stored.tone is not None
+    assert stored.target is not None
+    assert len(stored.tone) == 8  # two regions x (mean, contrast) x 2 hex digits
+    assert stored.size_bytes < 140

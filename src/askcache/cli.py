@@ -28,6 +28,7 @@ from askcache.commands.common import (
 )
 from askcache.commands.lint import add_lint_command
 from askcache.commands.listing import add_list_command
+from askcache.commands.replay import add_replay_command
 from askcache.commands.show import add_show_command
 from askcache.commands.signing import add_signing_commands
 from askcache.commands.stats import add_stats_command
@@ -43,6 +44,7 @@ Record computer-use agent runs once, replay them with no model calls.
   askcache show NAME             one cache file step by step
   askcache lint [NAME ...]       problems in cache files
   askcache stats [NAME]          replays, hit rate and savings from the run ledger
+  askcache replay NAME --dry-run --screenshot STEP=PNG | --display :N   check, never act
   askcache parity SRC CANDIDATE  compare two renderings
   askcache verify SRC CANDIDATE --fix-command CMD   the auto-verify loop
   askcache sign NAME | check-signature NAME | upgrade NAME   signed files, format upgrades
@@ -109,11 +111,12 @@ def _demo(args: argparse.Namespace) -> int:
                         "replay": None if run.replay is None else run.replay.status,
                     }
                     for name, run, seconds in zip(
-                        ("record", "replay", "replay_changed"),
-                        (outcome.record, outcome.replay, outcome.changed),
-                        outcome.seconds,
+                        ("record", "replay", "replay_changed", "replay_healed"),
+                        (outcome.record, outcome.replay, outcome.changed, outcome.healed),
+                        (*outcome.seconds, outcome.healed_seconds),
                         strict=True,
                     )
+                    if run is not None
                 ],
             }
         )
@@ -189,6 +192,7 @@ def _parser() -> argparse.ArgumentParser:
     add_lint_command(commands, cached)
     add_stats_command(commands, cached)
     add_signing_commands(commands, cached)
+    add_replay_command(commands, cached)
     from askcache.parity.command import add_parity_command
     from askcache.parity.verify_command import add_verify_command
 

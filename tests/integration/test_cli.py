@@ -250,5 +250,30 @@ def test_the_demo_reports_progress_on_stderr_and_json_on_stdout(tmp_path: Path) 
     assert [r["model_calls"] for r in summary["runs"]][:2] == [5, 0]
     assert summary["runs"][2]["replay"] == "handed_back"
     progress = done.stderr.splitlines()
-    assert progress[0].startswith("askcache demo: 1/3 recording")
-    assert progress[2].startswith("askcache demo: 3/3 replaying on the changed form")
+    assert progress[0].startswith("askcache demo: 1/4 recording")
+    assert summary["runs"][3]["model_calls"] == 0  # the healed file replays on the change
+    assert progress[2].startswith("askcache demo: 3/4 replaying on the changed form")
+
+
+def test_replay_dry_run_checks_without_acting(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from askcache.testing import SimulatedFormApp
+    from tests.helpers import record_form
+
+    record_form(LocalCacheStorage(tmp_path))
+    fresh, changed = SimulatedFormApp(), SimulatedFormApp(layout="banner")
+    fresh.screenshot().save(tmp_path / "before.png")
+    changed.screenshot().save(tmp_path / "changed.png")
+    args = ["replay", "form", "--dry-run", "--cache-dir", str(tmp_path)]
+    assert main([*args, "--screenshot", f"1={tmp_path / 'before.png'}"]) == 1
+    out = capsys.readouterr().out
+    assert "1  left_click   would run" in out  # the click's screen is as recorded
+    assert "the replay would stop at step 2" in out  # typing needs the focused field
+    assert main([*args, "--screenshot", str(tmp_path / "changed.png"), "--json"]) == 1
+    steps = json.loads(capsys.readouterr().out)["steps"]
+    assert "no longer matches" in steps[0]["problem"]
+    assert changed.events == []
+    assert main(["replay", "form", "--cache-dir", str(tmp_path), "--screenshot", "x.png"]) == 64
+    assert main([*args]) == 3  # no screens given: a one-line error
+    assert "--screenshot STEP=PNG or --display" in capsys.readouterr().err

@@ -1,0 +1,108 @@
+"""``askcache replay NAME --dry-run``: what a replay would decide, without acting.
+
+Each acting step's check phase runs on the screenshots given (``--screenshot STEP=PNG``, the
+screen before that step; a step without one is checked on the closest earlier one) or on
+the live screen (``--display :N``, every step on the screen as it is now). Nothing is
+clicked or typed. Exit 0 when every checked step would run, 1 when the replay would stop.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+from pathlib import Path
+
+from PIL import Image
+
+from askcache.commands.common import EXIT_FINDINGS, EXIT_OK, emit_json, open_storage, resolve_name
+from askcache.errors import AskCacheError
+from askcache.replay.dry_run import dry_run
+from askcache.storage import load_cache_file
+from askcache.visual import decode_screenshot
+
+__all__ = ["add_replay_command"]
+
+
+def add_replay_command(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    parents: list[argparse.ArgumentParser],
+) -> None:
+    """Register ``replay``."""
+    parser = commands.add_parser(
+        "replay",
+        parents=parents,
+        help="check a trajectory step by step without acting (--dry-run)",
+        description="Run the check phase of each acting step on screenshots or the live "
+        "screen, without clicking or typing: would a replay run, and where would it stop? "
+        "Exit 0: every checked step would run; 1: the replay would stop.",
+    )
+    parser.add_argument("name", help="cache file name, with or without .json")
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        required=True,
+        help="required: this command never acts (a real replay goes through Agent.act)",
+    )
+    parser.add_argument(
+        "--screenshot",
+        action="append",
+        default=[],
+        metavar="STEP=PNG",
+        help="the screen before step STEP (repeatable); PNG alone means step 0",
+    )
+    parser.add_argument("--display", help="check on the live screen of this X display")
+    parser.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a parameter value (repeatable)",
+    )
+    parser.set_defaults(run=run_replay)
+
+
+def _screens(specs: list[str]) -> dict[int, Image.Image]:
+    screens: dict[int, Image.Image] = {}
+    for spec in specs:
+        step, _, path = spec.rpartition("=")
+        index = int(step) if step.isdigit() else 0
+        if step and not step.isdigit():
+            raise AskCacheError(f"--screenshot {spec!r}: expected STEP=PNG with a step number")
+        try:
+            data = Path(path).read_bytes()
+        except OSError as exc:
+            raise AskCacheError(f"--screenshot {path!r}: {exc.strerror or exc}") from exc
+        screens[index] = decode_screenshot(base64.b64encode(data).decode("ascii"), path)
+    return screens
+
+
+def run_replay(args: argparse.Namespace) -> int:
+    """Run ``replay --dry-run``."""
+    storage = open_storage(args.cache_dir)
+    name = resolve_name(storage, args.name)
+    cache_file = load_cache_file(storage, name)
+    values = dict(item.split("=", 1) for item in args.param if "=" in item)
+    if args.display:
+        from askcache.tools.desktop import DesktopBackend
+
+        backend = DesktopBackend(args.display)
+        try:
+            steps = dry_run(cache_file, name, backend.screenshot, parameter_values=values)
+        finally:
+            backend.close()
+    else:
+        screens = _screens(args.screenshot)
+        if not screens:
+            raise AskCacheError("give the screens to check on: --screenshot STEP=PNG or --display")
+        steps = dry_run(cache_file, name, screens, parameter_values=values)
+    stops = [s for s in steps if s.problem is not None]
+    if args.json:
+        emit_json({"name": name, "steps": [s.model_dump(mode="json") for s in steps]})
+    else:
+        for step in steps:
+            verdict = "would run" if step.problem is None else f"STOP: {step.problem}"
+            where = "" if step.checked_on is None else f" (on screen {step.checked_on})"
+            print(f"  {step.step_index:>3}  {step.action:<12} {verdict}{where}")
+        first = f"; the replay would stop at step {stops[0].step_index}" if stops else ""
+        print(f"{name}: {len(steps)} acting steps checked{first}")
+    return EXIT_FINDINGS if stops else EXIT_OK

@@ -7,6 +7,7 @@ simulated form app as the screen. Each case is one the issue measured or one of 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -84,9 +85,11 @@ def test_quick_start_on_an_app_that_still_holds_alice_never_ends_completed(
     result = _execute(tmp_path, app, _stop)
     replay = result.replay
     assert replay is not None
-    assert replay.status == "handed_back"  # before typing: the field is not empty
-    assert replay.stopped_at_step == 2
-    assert "the area this action changed when recorded looks different" in (replay.reason or "")
+    # before the click (the whole field is checked) or at the latest before typing (the area
+    # the typing filled when recorded is not empty)
+    assert replay.status == "handed_back"
+    assert replay.stopped_at_step in (1, 2)
+    assert re.search(r"whole target|looks different", replay.reason or "")
     assert {"name": "alicebob", "email": ""} not in app.saved
     assert app.values["name"] == "alice"
 

@@ -351,13 +351,27 @@ class ReplaySession:
         found = find_recent_screenshot_block(messages)
         if just_acted and self._can_watch():
             return self._capture()
-        if found is not None and _is_fresh(found[0], messages):
-            return self._screen(decode_screenshot(found[1].source.data, f"message {found[0]}"))
-        if self._can_watch():
-            return self._capture()
+        current = self._current(messages, f"message {found[0]}" if found else "")
+        if current is not None:
+            return current
         if self._screenshot_asked_for == self.index and found is not None:
             return self._screen(decode_screenshot(found[1].source.data, f"message {found[0]}"))
         return None
+
+    def _fresh(self, messages: list[MessageParam], where: str) -> _Screen | None:
+        """The history's latest screenshot, when no action came after it."""
+        found = find_recent_screenshot_block(messages)
+        if found is None or not _is_fresh(found[0], messages):
+            return None
+        return self._screen(decode_screenshot(found[1].source.data, where))
+
+    def _current(self, messages: list[MessageParam], where: str) -> _Screen | None:
+        """The screen as it is now: the history's latest screenshot when no action came
+        after it, else a capture where the screen can be watched; ``None`` otherwise."""
+        fresh = self._fresh(messages, where)
+        if fresh is not None:
+            return fresh
+        return self._capture() if self._can_watch() else None
 
     def _can_watch(self) -> bool:
         return self.settings.auto_wait and self.capture is not None
@@ -628,12 +642,8 @@ class ReplaySession:
         if not effect.tiles:
             record.effect = "none_recorded"
             return None
-        found = find_recent_screenshot_block(messages)
-        if found is not None and _is_fresh(found[0], messages):
-            screen = self._screen(decode_screenshot(found[1].source.data, "the result"))
-        elif self._can_watch():
-            screen = self._capture()
-        else:
+        screen = self._current(messages, "the result")
+        if screen is None:
             record.effect = "not_checked"
             return None
         before = pending.before
@@ -678,12 +688,8 @@ class ReplaySession:
         state = self._end_state
         if self.settings.end_state == "off" or end is None or config is None or state is None:
             return Finished(None)
-        found = find_recent_screenshot_block(messages)
-        if found is not None and _is_fresh(found[0], messages):
-            screen = self._screen(decode_screenshot(found[1].source.data, "the last screen"))
-        elif self._can_watch():
-            screen = self._capture()
-        else:
+        screen = self._current(messages, "the last screen")
+        if screen is None:
             return Finished(None)
         skip = set(state.volatile) | set(state.parameter_tiles)
 
@@ -721,14 +727,13 @@ class ReplaySession:
         unchanged for the quiet period)."""
         if not self.suspended or self.index >= len(self.steps):
             return False
-        found = find_recent_screenshot_block(messages)
-        if found is None or not _is_fresh(found[0], messages):
+        screen = self._fresh(messages, "the latest screenshot")
+        if screen is None:
             return False
         step = self.steps[self.index]
         action = parse_action(step)
         if action is None or action.name not in ACTING_ACTIONS:
             return False
-        screen = self._screen(decode_screenshot(found[1].source.data, "the latest screenshot"))
         if not isinstance(self._check(step, action, screen, keep_view=False), _Checked):
             return False
         if self._can_watch():

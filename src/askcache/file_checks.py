@@ -29,13 +29,14 @@ from askcache.actions import (
     action_anchors,
     parse_action,
 )
+from askcache.elsewhere import HASH_SIZE, ChangeElsewhere
 from askcache.errors import CacheFileCorruptError, CacheFileLimitError
 from askcache.messages import ToolUseBlockParam
 from askcache.parameters import PARAMETER_NAME, PLACEHOLDER, text_problem
 from askcache.screen_state import Thumbnail
 
 if TYPE_CHECKING:
-    from askcache.cache_file import CacheFile, VisualValidationConfig
+    from askcache.cache_file import CacheFile, CoordinateSpace, VisualValidationConfig
 
 __all__ = [
     "CHECKED_ACTIONS",
@@ -336,7 +337,11 @@ def _check_screen_state(cache_file: CacheFile) -> None:
     """Effects and the end state must fit the thumbnails of the recorded screen."""
     meta = cache_file.metadata
     config, space = meta.screen_state, meta.coordinate_space
-    stored = [i for i, s in enumerate(cache_file.trajectory) if s.effect and s.effect.tiles]
+    stored = [
+        i
+        for i, s in enumerate(cache_file.trajectory)
+        if s.effect and (s.effect.tiles or s.effect.elsewhere)
+    ]
     if config is None:
         if stored or meta.end_state is not None:
             field = f"trajectory[{stored[0]}].effect" if stored else "metadata.end_state"
@@ -369,6 +374,10 @@ def _check_screen_state(cache_file: CacheFile) -> None:
         for part in ("parameter_before", "parameter_after"):
             if not set(getattr(effect, part)) <= set(effect.tiles):
                 raise _ProblemError(f"{where}.{part}", "names tiles the effect does not have")
+    for index in stored:
+        effect = cache_file.trajectory[index].effect
+        assert effect is not None
+        _check_elsewhere(effect.elsewhere, f"trajectory[{index}].effect", space)
     end = meta.end_state
     if end is not None:
         if (end.width, end.height) != (width, height):
@@ -387,6 +396,22 @@ def _check_screen_state(cache_file: CacheFile) -> None:
         for part in ("volatile", "parameter_tiles"):
             if not all(0 <= t < tiles for t in getattr(end, part)):
                 raise _ProblemError(f"metadata.end_state.{part}", f"tiles must be below {tiles}")
+
+
+def _check_elsewhere(places: list[ChangeElsewhere], where: str, space: CoordinateSpace) -> None:
+    """Places away from the point must lie on the recorded screen and hold full hashes."""
+    digits = HASH_SIZE * HASH_SIZE // 4
+    for position, place in enumerate(places):
+        field = f"{where}.elsewhere[{position}]"
+        left, top, right, bottom = place.box
+        if not (0 <= left < right <= space.width and 0 <= top < bottom <= space.height):
+            raise _ProblemError(
+                f"{field}.box", f"must lie on the {space.width}x{space.height} recorded screen"
+            )
+        for part in ("before", "after"):
+            text = getattr(place, part)
+            if len(text) != digits or not _is_hex(text):
+                raise _ProblemError(f"{field}.{part}", f"must be {digits} hex digits")
 
 
 def _is_hex(text: str) -> bool:

@@ -15,10 +15,12 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+import numpy as np
 from PIL import Image
 
 from askcache.actions import ACTING_ACTIONS, Point, action_anchors, parse_action
 from askcache.cache_file import CacheFile, CacheMetadata, CoordinateSpace, RecordingStats
+from askcache.elsewhere import changed_blocks, changes_elsewhere, prune
 from askcache.messages import ImageBlockParam, MessageParam, ToolUseBlockParam, Usage
 from askcache.parameters import (
     SECRET_PREFIX,
@@ -220,6 +222,9 @@ class CacheManager:
                     visual_target=fingerprint.target if fingerprint else None,
                 )
             )
+        trajectory = [
+            call.model_copy(update={"effect": tracker.prune(call.effect)}) for call in trajectory
+        ]
         final = screens.decode(final_screenshot(messages), "the last screenshot")
         calls = [m.usage for m in messages if m.usage is not None]
         stats = RecordingStats(
@@ -289,6 +294,8 @@ class _StateTracker:
         self.config = ScreenStateConfig() if settings.record_screen_state else None
         self.volatile: set[int] = set()
         self.parameter_tiles: set[int] = set()
+        self.volatile_blocks: np.ndarray | None = None
+        """Blocks that changed while nothing acted (:mod:`askcache.elsewhere`)."""
         self._after_parameter = False
 
     def step(
@@ -312,15 +319,30 @@ class _StateTracker:
             self.parameter_tiles.update(changed)
         if not acting:
             self.volatile.update(changed)
+            if before.size == after.size:
+                blocks = changed_blocks(before, after)
+                known = self.volatile_blocks
+                self.volatile_blocks = blocks if known is None else known | blocks
             return None
         self.volatile.update(set(changed) - set(first.near(changed, anchor)))
-        return effect_of(
+        effect = effect_of(
             first,
             second,
             anchor,
             parameter_before=shown_before,
             parameter_after=self.parameter_tiles,
         )
+        if effect is not None and not self._after_parameter:
+            # what a step changes elsewhere after a typed parameter may show its value
+            effect.elsewhere = changes_elsewhere(before, after, anchor, self.config.effect_radius)
+        return effect
+
+    def prune(self, effect: StepEffect | None) -> StepEffect | None:
+        """``effect`` without the places elsewhere that also changed while nothing acted."""
+        if effect is None or not effect.elsewhere:
+            return effect
+        kept = prune(effect.elsewhere, self.volatile_blocks)
+        return effect.model_copy(update={"elsewhere": kept})
 
     def end_state(self, final: Image.Image | None) -> EndState | None:
         """The end state from the last screenshot (``None`` when not recorded)."""

@@ -29,9 +29,10 @@ its values moved further than a level. Two levels serve two questions:
   brightness are not seen (grey only).
 
 What is stored: for each acting step, the tiles near its point that it changed (their values
-before and after), and for the file, the final screen's thumbnail. A 1/8-scale grey thumbnail
-shows the layout but no readable text at ordinary font sizes (a 16 px line becomes 2 pixels);
-recording it is the ``record_screen_state`` setting (on by default, documented in
+before and after) and, hashed, the places away from it that it changed
+(:mod:`askcache.elsewhere`), and for the file, the final screen's thumbnail. A 1/8-scale grey
+thumbnail shows the layout but no readable text at ordinary font sizes (a 16 px line becomes
+2 pixels); recording it is the ``record_screen_state`` setting (on by default, documented in
 docs/caching.md).
 """
 
@@ -45,6 +46,8 @@ from dataclasses import dataclass
 import numpy as np
 from PIL import Image
 from pydantic import BaseModel, ConfigDict, Field
+
+from askcache.elsewhere import MAX_PLACES, ChangeElsewhere
 
 __all__ = [
     "DEFAULT_BLOCK",
@@ -121,6 +124,9 @@ class StepEffect(_Model):
     the action (another value looks different there)."""
     parameter_after: list[int] = Field(default_factory=list)
     """Tiles whose ``after`` values show a typed parameter's value: not compared after it."""
+    elsewhere: list[ChangeElsewhere] = Field(default_factory=list, max_length=MAX_PLACES)
+    """Places away from the point that the action changed (:mod:`askcache.elsewhere`): each
+    must look as recorded after the replayed action. Empty in files recorded before."""
 
 
 class EndState(_Model):

@@ -471,3 +471,25 @@ def test_the_model_cannot_switch_the_check_off(storage: LocalCacheStorage) -> No
     output = ExecuteCachedTrajectory(storage, executor).run(call)
     assert output.is_error
     assert not executor.is_active
+
+
+@pytest.mark.parametrize(
+    ("place", "fragment"),
+    [
+        ({"box": [0, 0, 8000, 16]}, r"elsewhere\[0\]\.box: must lie on the"),
+        ({"box": [16, 16, 8, 32]}, r"elsewhere\[0\]\.box: must lie on the"),
+        ({"after": "zz" * 32}, r"elsewhere\[0\]\.after: must be 64 hex digits"),
+        ({"before": "ab"}, r"elsewhere\[0\]\.before: must be 64 hex digits"),
+    ],
+)
+def test_a_bad_place_elsewhere_is_refused_never_skipped(
+    storage: LocalCacheStorage, place: dict[str, Any], fragment: str
+) -> None:
+    data = _data(storage)
+    good = {"box": [8, 8, 24, 24], "before": "0" * 64, "after": "f" * 64}
+    data["trajectory"][1]["effect"]["elsewhere"] = [good]
+    parse_cache_file(json.dumps(data), "good.json")  # a well-formed place loads
+    data["trajectory"][1]["effect"]["elsewhere"] = [{**good, **place}]
+    error = _refused(data, fragment)
+    assert error.field is not None
+    assert error.field.startswith("trajectory[1].effect.elsewhere")

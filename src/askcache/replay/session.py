@@ -46,6 +46,7 @@ from askcache.actions import (
     parse_action,
 )
 from askcache.cache_file import CacheFile
+from askcache.elsewhere import check_elsewhere
 from askcache.errors import AskCacheError, InvalidHashError
 from askcache.messages import MessageParam, TextBlockParam, ToolUseBlockParam
 from askcache.parameters import substitute
@@ -164,6 +165,9 @@ class _Pending:
     """The step it replays (``None``: a screenshot request)."""
     before: Thumbnail | None = None
     """The screen just before the step, in recorded space."""
+    before_image: Image.Image | None = None
+    """The same screen at full size, when it was the recorded size (for the places away from
+    the point that the step changed when recorded; :mod:`askcache.elsewhere`)."""
     started: float = 0.0
     """When the step's observation began (the replay's clock)."""
 
@@ -615,7 +619,14 @@ class ReplaySession:
                 "input": self._fit(step.input, checked.screen),
             }
         )
-        self._pending = _Pending(call.id, self.index, checked.thumbnail, self._step_started)
+        same_size = checked.screen is not None and checked.screen.image.size == self._space
+        self._pending = _Pending(
+            call.id,
+            self.index,
+            checked.thumbnail,
+            before_image=checked.screen.image if same_size and checked.screen else None,
+            started=self._step_started,
+        )
         self.emitted[call.id] = step
         return Emit(call)
 
@@ -639,7 +650,9 @@ class ReplaySession:
         if effect is None or config is None or pending.before is None:
             record.effect = "not_checked"
             return None
-        if not effect.tiles:
+        before_image = pending.before_image
+        elsewhere = effect.elsewhere if before_image is not None else []
+        if not effect.tiles and not elsewhere:
             record.effect = "none_recorded"
             return None
         screen = self._current(messages, "the result")
@@ -650,20 +663,25 @@ class ReplaySession:
         tiles = set(effect.tiles)
 
         def evaluate(seen: _Screen) -> str | None:
-            now = seen.thumbnail(config)
-            if not tiles & set(before.changed_tiles(now)):
-                return (
-                    f"the action had no effect: when recorded it changed {len(tiles)} tiles "
-                    "near its point, now none changed (it did not land, or landed elsewhere)"
+            if tiles:
+                now = seen.thumbnail(config)
+                if not tiles & set(before.changed_tiles(now)):
+                    return (
+                        f"the action had no effect: when recorded it changed {len(tiles)} tiles "
+                        "near its point, now none changed (it did not land, or landed elsewhere)"
+                    )
+                comparison = compare_tiles(
+                    now, effect.tiles, effect.after, skip=effect.parameter_after
                 )
-            comparison = compare_tiles(now, effect.tiles, effect.after, skip=effect.parameter_after)
-            if not comparison.matched:
-                boxes = [list(now.tile_box(i)) for i in comparison.differing[:3]]
-                return (
-                    f"the action's effect differs from the recording: {len(comparison.differing)}"
-                    f" of {comparison.compared} tiles look different after it "
-                    f"(at {', '.join(map(str, boxes))})"
-                )
+                if not comparison.matched:
+                    boxes = [list(now.tile_box(i)) for i in comparison.differing[:3]]
+                    return (
+                        "the action's effect differs from the recording: "
+                        f"{len(comparison.differing)} of {comparison.compared} tiles look "
+                        f"different after it (at {', '.join(map(str, boxes))})"
+                    )
+            if before_image is not None and seen.image.size == before_image.size:
+                return check_elsewhere(elsewhere, before_image, seen.image)
             return None
 
         try:

@@ -1,0 +1,91 @@
+"""Places away from the action point that an action changed (askcache.elsewhere)."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+from PIL import Image, ImageDraw, ImageFont
+
+from askcache.elsewhere import (
+    BLOCK,
+    ChangeElsewhere,
+    changed_blocks,
+    changes_elsewhere,
+    check_elsewhere,
+    prune,
+)
+
+KEY = (400, 500)
+"""Where the action clicks: a key, far below the display."""
+
+
+def _screen(display: str, *, pressed: bool = False, clock: str = "12:00") -> Image.Image:
+    """A calculator-like screen: a display at the top, a key far below it, a clock."""
+    image = Image.new("RGB", (640, 640), "white")
+    draw = ImageDraw.Draw(image)
+    font = ImageFont.load_default(size=28)
+    draw.rectangle((20, 20, 320, 70), outline="black")
+    draw.text((300, 28), display, fill="black", font=font, anchor="ra")
+    draw.rectangle((370, 480, 430, 520), fill="grey" if pressed else "lightgrey")
+    draw.text((392, 484), "3", fill="black", font=font)
+    draw.text((20, 610), clock, fill="black", font=ImageFont.load_default(size=14))
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")  # a real PNG, decoded as a screenshot would be
+    return Image.open(io.BytesIO(buffer.getvalue())).convert("RGB")
+
+
+def test_the_display_far_from_the_key_is_a_place_the_click_changed() -> None:
+    places = changes_elsewhere(_screen("12"), _screen("3", pressed=True), KEY, radius=192)
+    assert len(places) == 1
+    left, top, right, bottom = places[0].box
+    assert 20 <= left < right <= 320
+    assert 20 <= top < bottom <= 72
+    assert left % BLOCK == 0
+    assert top % BLOCK == 0
+
+
+def test_changes_near_the_point_and_without_a_point_are_not_places_elsewhere() -> None:
+    before, after = _screen("12"), _screen("12", pressed=True)
+    assert changed_blocks(before, after).any()  # the key was pressed
+    assert changes_elsewhere(before, after, KEY, radius=192) == []
+    assert changes_elsewhere(_screen("12"), _screen("3"), None, radius=192) == []
+
+
+def test_the_same_result_passes_and_another_digit_does_not() -> None:
+    before = _screen("12")
+    places = changes_elsewhere(before, _screen("3", pressed=True), KEY, radius=192)
+    assert check_elsewhere(places, before, _screen("3", pressed=True)) is None
+    problem = check_elsewhere(places, before, _screen("7", pressed=True))
+    assert problem is not None
+    assert "differs from the recording" in problem
+
+
+def test_a_display_that_did_not_change_is_an_effect_that_did_not_appear() -> None:
+    before = _screen("12")
+    places = changes_elsewhere(before, _screen("3"), KEY, radius=192)
+    problem = check_elsewhere(places, before, _screen("12", pressed=True))
+    assert problem is not None
+    assert "did not appear" in problem
+
+
+def test_a_place_untouched_now_and_unlike_the_recording_is_not_the_actions() -> None:
+    # When recorded, the clock ticked during the click; now it shows another time, untouched.
+    places = changes_elsewhere(_screen("0"), _screen("0", clock="12:01"), KEY, radius=192)
+    assert len(places) == 1
+    now = _screen("0", clock="17:45")
+    assert check_elsewhere(places, now, now) is None
+
+
+def test_places_that_changed_while_nothing_acted_are_pruned() -> None:
+    places = changes_elsewhere(_screen("0"), _screen("0", clock="12:01"), KEY, radius=192)
+    idle = changed_blocks(_screen("0", clock="12:01"), _screen("0", clock="12:02"))
+    assert prune(places, idle) == []
+    assert prune(places, np.zeros_like(idle)) == places
+    assert prune(places, None) == places
+
+
+def test_a_place_is_a_strict_model() -> None:
+    with pytest.raises(ValueError, match="extra"):
+        ChangeElsewhere.model_validate({"box": [0, 0, 8, 8], "before": "", "after": "", "x": 1})

@@ -75,7 +75,11 @@ def _lines(name: str, cache_file: CacheFile, runs: list[RunRecord]) -> list[str]
         action = parse_action(step)
         if step.visual_representation is None and action and action.name in ACTING_ACTIONS:
             fingerprint = "UNCHECKED: acts without a fingerprint"
-        effect = f", effect on {len(step.effect.tiles)} tiles" if step.effect else ""
+        effect = ""
+        if step.effect:
+            effect = f", effect on {len(step.effect.tiles)} tiles"
+            if step.effect.elsewhere:
+                effect += f" and {len(step.effect.elsewhere)} places away from the point"
         lines.append(f"  {index:>3}  {step.name:<10} {step.input}  [{fingerprint}{effect}]")
     return lines
 

@@ -46,6 +46,7 @@ from askcache.recording import CACHING_TOOL_NAMES, CacheManager, final_screensho
 from askcache.replay.session import ReplaySession
 from askcache.screen_state import ScreenStateConfig, Thumbnail
 from askcache.settings import CacheWritingSettings, HealMode, VisualMethod
+from askcache.signing import sign_cache_file
 from askcache.storage import CacheStorage
 from askcache.versions import TrajectoryVersions
 from askcache.visual import decode_screenshot
@@ -315,11 +316,12 @@ def heal_trajectory(
 
 
 def healed_bytes(cache_file: CacheFile) -> bytes:
-    """The bytes a healed version is stored as.
-
-    Re-signing hook: when the trajectory is signed (askcache.signing, on another branch), the
-    new version is signed here, with the same key, before it is written anywhere.
-    """
+    """The bytes a changed version (healed, tuned) is stored as: signed with the signing key
+    when one is set (:mod:`askcache.signing`), before it is written anywhere; without a key,
+    a signature the file carried is removed (it signed the old content and would not verify:
+    a replay that requires signatures refuses the new version until it is signed again)."""
+    if not sign_cache_file(cache_file):
+        cache_file.signature = None
     return dump_cache_file(cache_file)
 
 

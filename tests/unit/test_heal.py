@@ -155,3 +155,25 @@ def test_a_heal_ends_a_run_of_hand_backs_in_the_ledger(storage: LocalCacheStorag
     healed = [r for r in ledger.records("t.json") if r.event == "healed"]
     assert healed[0].healed_steps == [1, 2]
     assert healed[0].host
+
+
+def test_a_changed_version_is_signed_again_or_loses_a_signature_it_cannot_keep(
+    storage: LocalCacheStorage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from askcache.cache_file import parse_cache_file
+    from askcache.errors import CacheSignatureError
+    from askcache.heal import healed_bytes
+    from askcache.signing import SIGNING_KEY_ENV, sign_cache_file, verify_cache_file
+
+    monkeypatch.setenv(SIGNING_KEY_ENV, "team:" + "ab" * 32)
+    record_form(storage)
+    signed = load_cache_file(storage, "form.json")
+    verify_cache_file(signed, "form.json")
+    signed.trajectory[1].visual_mask = "0;0;0;0;0"  # a change, as a heal or a tune makes
+    with pytest.raises(CacheSignatureError):
+        verify_cache_file(signed, "form.json")  # the old signature no longer verifies
+    verify_cache_file(parse_cache_file(healed_bytes(signed), "new.json"), "new.json")
+
+    monkeypatch.delenv(SIGNING_KEY_ENV)
+    assert not sign_cache_file(signed)
+    assert parse_cache_file(healed_bytes(signed), "new.json").signature is None

@@ -32,6 +32,7 @@ from askcache.commands.replay import add_replay_command
 from askcache.commands.show import add_show_command
 from askcache.commands.signing import add_signing_commands
 from askcache.commands.stats import add_stats_command
+from askcache.commands.tune import add_tune_command
 from askcache.errors import AskCacheError, MissingApiKeyError
 
 __all__ = ["main"]
@@ -193,6 +194,7 @@ def _parser() -> argparse.ArgumentParser:
     add_stats_command(commands, cached)
     add_signing_commands(commands, cached)
     add_replay_command(commands, cached)
+    add_tune_command(commands, cached)
     from askcache.parity.command import add_parity_command
     from askcache.parity.verify_command import add_verify_command
 

@@ -15,8 +15,9 @@ them on histories of runs whose screens were right.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from PIL import Image
 
@@ -28,7 +29,14 @@ from askcache.screenshots import decode_screenshot
 from askcache.target import TargetFingerprint
 from askcache.tone import decode_tones, tone_change
 
-__all__ = ["MASK_MARGIN", "StepMask", "learn_masks"]
+__all__ = [
+    "MASK_MARGIN",
+    "StepMask",
+    "learn_masks",
+    "learn_masks_from_screens",
+    "run_screens",
+    "save_run_screens",
+]
 
 MASK_MARGIN = 0.03
 """Added to the largest tone change seen in repeat runs to make the step's tolerance."""
@@ -91,6 +99,30 @@ def _in_space(image: Image.Image, cache_file: CacheFile) -> Image.Image:
     return image.resize((space.width, space.height), Image.Resampling.LANCZOS)
 
 
+def run_screens(history: Sequence[MessageParam]) -> dict[int, Image.Image]:
+    """The screen before each step of a run (a recording's or a replay's messages), keyed by
+    step index; steps with no screenshot before them are left out."""
+    from askcache.recording import steps_with_screens
+
+    return {
+        index: decode_screenshot(pair.before.source.data, f"the screen before step {index}")
+        for index, pair in enumerate(steps_with_screens(history))
+        if pair.before is not None
+    }
+
+
+def save_run_screens(history: Sequence[MessageParam], folder: Path) -> list[Path]:
+    """Write :func:`run_screens` as ``folder/step-N.png`` (what ``askcache tune --run``
+    reads) and return the paths."""
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for index, image in run_screens(history).items():
+        path = folder / f"step-{index}.png"
+        image.save(path, format="PNG")
+        paths.append(path)
+    return paths
+
+
 def learn_masks(cache_file: CacheFile, histories: Sequence[Sequence[MessageParam]]) -> list[str]:
     """Learn each validated step's mask from ``histories`` (other runs of the same
     trajectory), store it on the step, and say what was learned, one line per step.
@@ -99,22 +131,32 @@ def learn_masks(cache_file: CacheFile, histories: Sequence[Sequence[MessageParam
     is left out, and the first line says so.
     """
     from askcache.recording import steps_with_screens
+
+    lines: list[str] = []
+    runs = []
+    for number, history in enumerate(histories):
+        steps = len(steps_with_screens(history))
+        if steps != len(cache_file.trajectory):
+            lines.append(
+                f"history {number} left out: {steps} steps, the trajectory has "
+                f"{len(cache_file.trajectory)}"
+            )
+            continue
+        runs.append(run_screens(history))
+    return lines + learn_masks_from_screens(cache_file, runs)
+
+
+def learn_masks_from_screens(
+    cache_file: CacheFile, runs: Sequence[Mapping[int, Image.Image]]
+) -> list[str]:
+    """:func:`learn_masks` from screens: per repeat run, the screen before each step, keyed
+    by step index (steps without one are not learned from that run)."""
     from askcache.visual import StepFingerprint, compute_step_representation
 
     config = cache_file.metadata.visual_validation
     if config is None:
         return ["the trajectory has no visual validation: nothing to learn"]
     lines: list[str] = []
-    runs = []
-    for number, history in enumerate(histories):
-        pairs = steps_with_screens(history)
-        if len(pairs) != len(cache_file.trajectory):
-            lines.append(
-                f"history {number} left out: {len(pairs)} steps, the trajectory has "
-                f"{len(cache_file.trajectory)}"
-            )
-            continue
-        runs.append(pairs)
     anchors = list(action_anchors(cache_file.trajectory))
     for index, step in enumerate(cache_file.trajectory):
         stored = StepFingerprint.of(step)
@@ -123,11 +165,11 @@ def learn_masks(cache_file: CacheFile, histories: Sequence[Sequence[MessageParam
         main = detail = ink = 0
         brightness = contrast = 0.0
         seen = 0
-        for pairs in runs:
-            screen = pairs[index].before
+        for screens in runs:
+            screen = screens.get(index)
             if screen is None:
                 continue
-            image = _in_space(decode_screenshot(screen.source.data, f"step {index}"), cache_file)
+            image = _in_space(screen, cache_file)
             other = compute_step_representation(image, step, config, pointer=anchors[index])
             if other is None:
                 continue

@@ -92,3 +92,75 @@ def test_a_malformed_mask_is_a_clear_error(bad: str) -> None:
 def test_a_mask_round_trips() -> None:
     mask = StepMask(main=0x11, detail=0xF00, ink=0b101, brightness=0.1, contrast=0.25)
     assert StepMask.decode(mask.encode()) == mask
+
+
+def test_askcache_tune_learns_from_run_folders_writes_a_version_and_says_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from askcache.cli import main
+    from askcache.masks import save_run_screens
+    from askcache.versions import TrajectoryVersions
+
+    storage = LocalCacheStorage(tmp_path / "cache")
+    manager = CacheManager(storage, CacheWritingSettings(filename="form.json"))
+    manager.start_recording(GOAL)
+    manager.finish_recording(_history("17"))
+    recorded = storage.read("form.json")
+    repeat = _history("42")
+    folder = tmp_path / "run42"
+    assert [p.name for p in save_run_screens(repeat, folder)][:2] == ["step-1.png", "step-2.png"]
+    where = ["--cache-dir", str(tmp_path / "cache")]
+
+    assert main(["tune", "form", "--run", str(folder), "--check", *where]) == 0
+    out = capsys.readouterr().out
+    assert "step 3 (computer): " in out
+    assert "--check, nothing written (1 steps would be masked)" in out
+    assert storage.read("form.json") == recorded
+
+    assert main(["tune", "form", "--run", str(folder), *where]) == 0
+    assert "1 steps masked; version 2" in capsys.readouterr().out
+    tuned = load_cache_file(storage, "form.json")
+    save = tuned.trajectory[3]
+    masked, config = StepFingerprint.of(save), tuned.metadata.visual_validation
+    assert masked is not None
+    assert config is not None
+    screen = decode_screenshot(repeat[6].tool_results[0].content[1].source.data)  # type: ignore[union-attr]
+    assert check_step_representation(screen, save, masked, config).matched
+    assert TrajectoryVersions(storage, "form.json").resolve("1")[1] == recorded
+
+    # the same runs again: nothing new, nothing written
+    assert main(["tune", "form", "--run", str(folder), "--json", *where]) == 0
+    assert '"version": null' in capsys.readouterr().out
+    assert main(["rollback", "form.json", *where]) == 0
+    assert storage.read("form.json") == recorded
+
+
+def test_askcache_tune_errors_are_one_line_and_write_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from askcache.cli import main
+
+    storage = LocalCacheStorage(tmp_path / "cache")
+    manager = CacheManager(storage, CacheWritingSettings(filename="form.json"))
+    manager.start_recording(GOAL)
+    manager.finish_recording(_history("17"))
+    recorded = storage.read("form.json")
+    where = ["--cache-dir", str(tmp_path / "cache")]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "step-3.png").write_bytes(b"not a png")
+    cases = [
+        (["tune", "form", "--run", str(tmp_path / "nowhere"), *where], "no such folder"),
+        (["tune", "form", "--run", str(empty), *where], "no step-N.png in it"),
+        (["tune", "form", "--run", str(broken), *where], "step-3.png"),
+        (["tune", "missing", "--run", str(empty), *where], "missing.json"),
+    ]
+    for argv, fragment in cases:
+        assert main(argv) == 3, argv
+        err = capsys.readouterr().err
+        assert fragment in err
+        assert "Traceback" not in err
+    assert main(["tune", "form", *where]) == 64  # --run is required
+    assert storage.read("form.json") == recorded

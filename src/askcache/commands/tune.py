@@ -1,0 +1,134 @@
+"""``askcache tune NAME --run DIR ...``: learn per-step masks from repeat runs.
+
+Each ``--run DIR`` is a folder of another run of the same trajectory whose screens were right:
+``step-N.png`` is the screen just before step ``N`` (write such a folder from a run's messages
+with :func:`askcache.masks.save_run_screens`). What varied at a step across those runs (a
+clock, a counter, a caret inside its region) is stored on the step as its mask
+(:mod:`askcache.masks`) and ignored from then on; one line per step says what and why.
+
+The tuned file is a new version of the trajectory (:mod:`askcache.versions`:
+``askcache rollback NAME`` undoes it), signed again when a signing key is set. ``--check``
+says what would be learned and writes nothing. Exit 0: learned (or nothing to learn).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import re
+from pathlib import Path
+
+from PIL import Image
+
+from askcache.cache_file import parse_cache_file
+from askcache.commands.common import EXIT_OK, emit_json, open_storage, resolve_name
+from askcache.errors import AskCacheError
+from askcache.heal import healed_bytes
+from askcache.masks import learn_masks_from_screens
+from askcache.versions import TrajectoryVersions
+from askcache.visual import decode_screenshot
+
+__all__ = ["add_tune_command", "read_run_folder"]
+
+_STEP_FILE = re.compile(r"^step-(\d{1,6})\.png$")
+
+
+def add_tune_command(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    parents: list[argparse.ArgumentParser],
+) -> None:
+    """Register ``tune``."""
+    parser = commands.add_parser(
+        "tune",
+        parents=parents,
+        help="learn per-step masks from repeat runs (a clock, a counter, a caret)",
+        description="Compare each checked step's fingerprint with the screens of other runs "
+        "of the same trajectory whose screens were right, and store on each step what varied "
+        "there (ignored from then on). The tuned file is a new version (askcache rollback "
+        "undoes it). Exit 0: learned, or nothing to learn.",
+    )
+    parser.add_argument("name", help="cache file name, with or without .json")
+    parser.add_argument(
+        "--run",
+        dest="runs",
+        action="append",
+        default=[],
+        required=True,
+        metavar="DIR",
+        help="a folder of another run's screens, step-N.png the screen before step N "
+        "(repeatable; askcache.masks.save_run_screens writes one)",
+    )
+    parser.add_argument(
+        "--check", action="store_true", help="say what would be learned; write nothing"
+    )
+    parser.add_argument(
+        "--keep-versions",
+        type=int,
+        default=10,
+        metavar="N",
+        help="versions of the trajectory kept (default 10, as CachingSettings.keep_versions)",
+    )
+    parser.set_defaults(run=run_tune)
+
+
+def read_run_folder(folder: str) -> dict[int, Image.Image]:
+    """The screens of one run: ``step-N.png`` in ``folder``, keyed by ``N``.
+
+    Raises:
+        AskCacheError: the folder does not exist or holds no ``step-N.png``, or a file is
+            not an image (the message names it).
+    """
+    path = Path(folder)
+    if not path.is_dir():
+        raise AskCacheError(f"--run {folder!r}: no such folder")
+    screens: dict[int, Image.Image] = {}
+    for entry in sorted(path.iterdir()):
+        found = _STEP_FILE.match(entry.name)
+        if found is None or not entry.is_file():
+            continue
+        try:
+            data = entry.read_bytes()
+        except OSError as exc:
+            raise AskCacheError(f"{entry}: {exc.strerror or exc}") from exc
+        screens[int(found.group(1))] = decode_screenshot(
+            base64.b64encode(data).decode("ascii"), str(entry)
+        )
+    if not screens:
+        raise AskCacheError(f"--run {folder!r}: no step-N.png in it (N: the step's index)")
+    return screens
+
+
+def run_tune(args: argparse.Namespace) -> int:
+    """Run ``tune``."""
+    storage = open_storage(args.cache_dir)
+    name = resolve_name(storage, args.name)
+    runs = [read_run_folder(folder) for folder in args.runs]
+    base = storage.read(name)
+    if args.keep_versions < 1:
+        raise AskCacheError(f"--keep-versions {args.keep_versions}: keep at least 1")
+    cache_file = parse_cache_file(base, name)
+    before = [step.visual_mask for step in cache_file.trajectory]
+    lines = learn_masks_from_screens(cache_file, runs)
+    after = [step.visual_mask for step in cache_file.trajectory]
+    masked = [index for index, mask in enumerate(after) if mask is not None]
+    version = None
+    if not args.check and after != before:
+        versions = TrajectoryVersions(storage, name, keep=args.keep_versions)
+        version = versions.commit(base, healed_bytes(cache_file))
+        if version is None:
+            raise AskCacheError(f"{name} changed while it was tuned; run askcache tune again")
+    if args.json:
+        emit_json({"name": name, "lines": lines, "masked_steps": masked, "version": version})
+        return EXIT_OK
+    for line in lines:
+        print(f"  {line}")
+    if args.check:
+        print(f"{name}: --check, nothing written ({len(masked)} steps would be masked)")
+    elif version is None:
+        print(f"{name}: the masks are as they were, nothing written")
+    else:
+        print(
+            f"{name}: {len(masked)} steps masked; version {version} "
+            f"(askcache rollback {name} undoes it)"
+        )
+    return EXIT_OK

@@ -202,7 +202,7 @@ def _parser() -> argparse.ArgumentParser:
     add_verify_command(commands)
     from askcache.heal_cli import add_heal_commands
 
-    add_heal_commands(commands)
+    add_heal_commands(commands, cached)
     return parser
 
 

@@ -17,14 +17,13 @@ import io
 import json
 from base64 import b64encode
 from pathlib import Path
-from typing import Any
 
 from PIL import Image
 
 from askcache.cache_file import CacheFile, parse_cache_file
+from askcache.commands.common import EXIT_OK, emit_json, open_storage, resolve_name
 from askcache.errors import AskCacheError
 from askcache.messages import ToolUseBlockParam
-from askcache.storage import LocalCacheStorage
 from askcache.versions import TrajectoryVersions
 
 __all__ = ["add_heal_commands", "diff_lines"]
@@ -110,9 +109,8 @@ def _html(labels: tuple[str, str], a: CacheFile, b: CacheFile) -> str:
 
 
 def _versions(args: argparse.Namespace) -> TrajectoryVersions:
-    storage = LocalCacheStorage(args.cache_dir)
-    if not storage.exists(args.name):
-        raise AskCacheError(f"no trajectory {args.name!r} in {args.cache_dir}")
+    storage = open_storage(args.cache_dir)
+    args.name = resolve_name(storage, args.name)
     return TrajectoryVersions(storage, args.name)
 
 
@@ -128,47 +126,80 @@ def _diff(args: argparse.Namespace) -> int:
         refs = ("previous", "current")
     (label_a, raw_a), (label_b, raw_b) = (versions.resolve(ref) for ref in refs)
     a, b = parse_cache_file(raw_a, label_a), parse_cache_file(raw_b, label_b)
-    print(f"{label_a} -> {label_b}")
-    for line in diff_lines(a, b):
-        print(line)
+    lines = diff_lines(a, b)
     if args.html:
         Path(args.html).write_text(_html((label_a, label_b), a, b), encoding="utf-8")
+    if args.json:
+        emit_json(
+            {"name": args.name, "a": label_a, "b": label_b, "lines": lines, "html": args.html}
+        )
+        return EXIT_OK
+    print(f"{label_a} -> {label_b}")
+    for line in lines:
+        print(line)
+    if args.html:
         print(f"wrote {args.html}")
-    return 0
+    return EXIT_OK
 
 
 def _accept(args: argparse.Namespace) -> int:
     versions = _versions(args)
     number = versions.accept(args.proposal)
-    print(f"accepted: {args.name} is now version {number}")
-    return 0
+    if args.json:
+        emit_json({"name": args.name, "version": number})
+    else:
+        print(f"accepted: {args.name} is now version {number}")
+    return EXIT_OK
 
 
 def _rollback(args: argparse.Namespace) -> int:
     versions = _versions(args)
     number = versions.rollback(args.version)
+    if args.json:
+        emit_json({"name": args.name, "version": number})
+        return EXIT_OK
     source = f"version {args.version}" if args.version else "the previous version"
     print(f"rolled back: {args.name} is now version {number} (the content of {source})")
-    return 0
+    return EXIT_OK
 
 
-def add_heal_commands(commands: Any) -> None:
+def add_heal_commands(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    parents: list[argparse.ArgumentParser],
+) -> None:
     """Register ``diff``, ``accept`` and ``rollback`` on the ``askcache`` command's
-    sub-parsers."""
-    diff = commands.add_parser("diff", help="what changed between versions of a trajectory")
-    diff.add_argument("name")
-    diff.add_argument("a", nargs="?", help="current, previous, proposed, a number, a proposal")
-    diff.add_argument("b", nargs="?")
+    sub-parsers (``parents``: the cache commands' common options)."""
+    diff = commands.add_parser(
+        "diff",
+        parents=parents,
+        help="what changed between versions of a trajectory",
+        description="What changed step by step between two versions of a trajectory (or its "
+        "newest healing proposal). Exit 0; 3 when the trajectory or a version does not exist.",
+    )
+    diff.add_argument("name", help="cache file name, with or without .json")
+    diff.add_argument(
+        "a", nargs="?", help="current, previous, proposed, a version number or a proposal"
+    )
+    diff.add_argument("b", nargs="?", help="the version to compare A with (same forms)")
     diff.add_argument("--html", metavar="FILE", help="also write the steps side by side")
-    diff.add_argument("--cache-dir", default=".askcache")
     diff.set_defaults(run=_diff)
-    accept = commands.add_parser("accept", help="make a proposed (healed) version current")
-    accept.add_argument("name")
+    accept = commands.add_parser(
+        "accept",
+        parents=parents,
+        help="make a proposed (healed) version current",
+        description="Make a healing proposal the current version (it is added as the newest "
+        "version; nothing is lost). Exit 0; 3 when there is no such proposal.",
+    )
+    accept.add_argument("name", help="cache file name, with or without .json")
     accept.add_argument("proposal", nargs="?", help="a proposal's file name; default: newest")
-    accept.add_argument("--cache-dir", default=".askcache")
     accept.set_defaults(run=_accept)
-    rollback = commands.add_parser("rollback", help="make an older version current again")
-    rollback.add_argument("name")
+    rollback = commands.add_parser(
+        "rollback",
+        parents=parents,
+        help="make an older version current again",
+        description="Make an older version current again (added as the newest version; "
+        "nothing is lost). Exit 0; 3 when there is no such version.",
+    )
+    rollback.add_argument("name", help="cache file name, with or without .json")
     rollback.add_argument("version", nargs="?", help="a number; default: the previous one")
-    rollback.add_argument("--cache-dir", default=".askcache")
     rollback.set_defaults(run=_rollback)

@@ -3,6 +3,7 @@ tests/integration/test_heal.py)."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -131,8 +132,19 @@ def test_cli_diff_html_and_errors(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert html.count('alt="fingerprint"') == 6  # three checked steps on each side
     assert "Grace Hopper" in html
     assert main(["rollback", "missing.json", "--cache-dir", str(tmp_path)]) == 3
-    assert "no trajectory 'missing.json'" in capsys.readouterr().err
+    assert "cache file 'missing.json' not found" in capsys.readouterr().err
     assert main(["diff", "t.json", "1", "--cache-dir", str(tmp_path)]) == 3
+    assert storage.read("t.json") == before
+    # like every cache command: NAME without .json, --json for scripts
+    assert main(["diff", "t", "--json", "--cache-dir", str(tmp_path)]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert (listed["name"], listed["a"]) == ("t.json", "t.json")  # the current version
+    assert listed["b"].startswith("proposed-")
+    assert any(line.startswith("= ") for line in listed["lines"])
+    assert main(["accept", "t", "--json", "--cache-dir", str(tmp_path)]) == 0
+    assert json.loads(capsys.readouterr().out) == {"name": "t.json", "version": 2}
+    assert main(["rollback", "t", "--json", "--cache-dir", str(tmp_path)]) == 0
+    assert json.loads(capsys.readouterr().out) == {"name": "t.json", "version": 3}
     assert storage.read("t.json") == before
 
 

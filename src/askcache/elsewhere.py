@@ -10,12 +10,12 @@ action changed, at 1/8 scale. Two things escape it:
 
 So, per acting step, the recording also finds the places away from the point whose pixels the
 action changed (at full resolution: an 8 x 8 pixel block changed when one of its pixels moved
-by more than :data:`CHANGE_LEVEL` grey levels), and stores each place's box with a perceptual
-hash of it before and after the action (:class:`ChangeElsewhere`; hashes only, no pixels).
-After a replayed action, each place must look as recorded after it (within
-:data:`MATCH_THRESHOLD` bits). An xcalc key rebound to another digit, whose label still looks
-as recorded, is clicked (nothing on the screen could tell before) but the replay hands back
-at once: the display shows another digit.
+by more than :data:`CHANGE_LEVEL` grey levels), and stores each place's box (the changed
+blocks and one block around them) with a perceptual hash of it before and after the action
+(:class:`ChangeElsewhere`; hashes only, no pixels). After a replayed action, each place must
+look as recorded after it (within :data:`MATCH_THRESHOLD` bits). An xcalc key rebound to
+another digit, whose label still looks as recorded, is clicked (nothing on the screen could
+tell before) but the replay hands back at once: the display shows another digit.
 
 What is left out, so that the check does not hand back for nothing:
 
@@ -60,8 +60,8 @@ HASH_SIZE = 16
 """Side of a place's perceptual hash (pHash, ``HASH_SIZE**2`` bits)."""
 MATCH_THRESHOLD = 24
 """Largest Hamming distance between a place's hash now and as recorded still counted as the
-same (measured on xcalc's display, 2026-11-22: 0 for the same digits drawn again, 42-62 for
-another digit)."""
+same (measured on xcalc's display, 2026-11-22: 0 for the same digits drawn again, 48-60 for
+another digit, 2-16 for the same screen resampled to 0.8x or 1.5x and back)."""
 MAX_PLACES = 4
 """Places kept per step (the largest)."""
 
@@ -157,11 +157,12 @@ def changes_elsewhere(
     for group in groups:
         rows = [r for r, _ in group]
         columns = [c for _, c in group]
-        box = (
-            min(columns) * BLOCK,
-            min(rows) * BLOCK,
-            (max(columns) + 1) * BLOCK,
-            (max(rows) + 1) * BLOCK,
+        width, height = before.size
+        box = (  # the changed blocks and one block around them: a digit hashed alone is noise
+            max(0, (min(columns) - 1) * BLOCK),
+            max(0, (min(rows) - 1) * BLOCK),
+            min(width, (max(columns) + 2) * BLOCK),
+            min(height, (max(rows) + 2) * BLOCK),
         )
         places.append(ChangeElsewhere(box=box, before=_hash(before, box), after=_hash(after, box)))
     return sorted(places, key=lambda place: (place.box[1], place.box[0]))

@@ -10,7 +10,10 @@ after taking over, and what the replay saved.
 
 from __future__ import annotations
 
+import contextlib
 import html
+import os
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,15 +32,23 @@ from askcache.tools.computer import encode_png
 from askcache.visual import decode_screenshot, region_box
 
 __all__ = [
+    "MARK_COLOUR",
+    "Figure",
     "ReplaySection",
+    "StepRow",
+    "mark_point",
     "model_actions",
     "recorded_regions",
     "recorded_views",
     "savings_text",
+    "steps_table",
+    "view_figures",
     "write_html_report",
+    "write_page",
 ]
 
-_MARK = (230, 30, 30)
+MARK_COLOUR = (230, 30, 30)
+"""The colour of action points and region boxes in reports."""
 
 
 def recorded_views(messages: Sequence[MessageParam], cache_file: CacheFile) -> dict[int, StepView]:
@@ -119,38 +130,94 @@ class ReplaySection:
     """What the replay saved (:func:`savings_text`)."""
 
 
-def _img(image: Image.Image | None, alt: str, css: str = "region") -> str:
-    if image is None:
-        return "<em>none</em>"
-    return f'<img class="{css}" alt="{alt}" src="data:image/png;base64,{encode_png(image)}">'
+@dataclass(frozen=True)
+class Figure:
+    """One picture in a report's table cell."""
+
+    image: Image.Image
+    """The picture (inlined as a PNG)."""
+    alt: str
+    """What it shows, for people and tests (the ``alt`` text)."""
+    css: str = "region"
+    """Its class: ``region`` (shown 120 px wide), ``screen`` (200 px), ``effect``, ``end``."""
+
+
+@dataclass
+class StepRow:
+    """One step in a report's steps table: how it was checked, what it looked like when
+    recorded and what it looks like now."""
+
+    step_index: int
+    """Index in the trajectory."""
+    action: str
+    """The action (``left_click``), perhaps with its arguments."""
+    check: str
+    """How it was (or would be) checked, in words."""
+    matched: bool | None = None
+    """True: the check passed (green row); False: it failed (red row); None: not checked."""
+    recorded: list[Figure] = field(default_factory=list)
+    """Pictures of the step as recorded."""
+    current: list[Figure] = field(default_factory=list)
+    """Pictures of the step as checked now."""
+    recorded_note: str = ""
+    """Words under the recorded pictures."""
+    current_note: str = ""
+    """Words under the current pictures."""
+
+
+def view_figures(view: StepView) -> list[Figure]:
+    """A checked step's pictures: the region with a cross at the action point, and the small
+    whole screen with the region boxed."""
+    return [
+        Figure(_marked(view), "region with the action point"),
+        Figure(_boxed(view), "whole screen with the region boxed", "screen"),
+    ]
+
+
+def _figures(item: StepView | Image.Image | None) -> list[Figure]:
+    if item is None:
+        return []
+    if isinstance(item, StepView):
+        return view_figures(item)
+    return [Figure(item, "region")]
+
+
+def _img(figure: Figure) -> str:
+    return (
+        f'<img class="{figure.css}" alt="{html.escape(figure.alt)}" '
+        f'src="data:image/png;base64,{encode_png(figure.image)}">'
+    )
 
 
 def _marked(view: StepView) -> Image.Image:
     """The region with a cross at the action point."""
     image = view.region.convert("RGB")
     if view.point is not None:
-        x, y = view.point
-        draw = ImageDraw.Draw(image)
-        draw.line((x - 8, y, x + 8, y), fill=_MARK, width=2)
-        draw.line((x, y - 8, x, y + 8), fill=_MARK, width=2)
+        mark_point(image, view.point)
     return image
+
+
+def mark_point(image: Image.Image, point: tuple[int, int], size: int = 8) -> None:
+    """Draw the report's red cross at ``point`` on ``image`` (RGB), in place."""
+    x, y = point
+    draw = ImageDraw.Draw(image)
+    draw.line((x - size, y, x + size, y), fill=MARK_COLOUR, width=2)
+    draw.line((x, y - size, x, y + size), fill=MARK_COLOUR, width=2)
 
 
 def _boxed(view: StepView) -> Image.Image:
     """The small full screen with the region's box."""
     image = view.screen.convert("RGB")
     left, top, right, bottom = (round(v * view.scale) for v in view.box)
-    ImageDraw.Draw(image).rectangle((left, top, right, bottom), outline=_MARK, width=2)
+    ImageDraw.Draw(image).rectangle((left, top, right, bottom), outline=MARK_COLOUR, width=2)
     return image
 
 
-def _cell(view: StepView | None, region: Image.Image | None) -> str:
-    if view is None:
-        return f"<td>{_img(region, 'region')}</td>"
-    return (
-        f"<td>{_img(_marked(view), 'region with the action point')}"
-        f"{_img(_boxed(view), 'whole screen with the region boxed', 'screen')}</td>"
-    )
+def _cell(figures: Sequence[Figure], note: str = "") -> str:
+    if not figures and not note:
+        return "<td><em>none</em></td>"
+    text = f"<div class='note'>{html.escape(note)}</div>" if note else ""
+    return f"<td>{''.join(_img(figure) for figure in figures)}{text}</td>"
 
 
 _STYLE = (
@@ -159,10 +226,59 @@ _STYLE = (
     "table{border-collapse:collapse;margin-bottom:1em;table-layout:fixed;width:100%}"
     "img.region{width:120px;image-rendering:pixelated;border:1px solid #888;margin-right:6px}"
     "img.screen{width:200px;border:1px solid #888}"
-    ".bad{background:#fde2e1}.ok{background:#e6f4ea}"
+    "img.effect{max-width:100%;image-rendering:pixelated;border:1px solid #888}"
+    "img.end{max-width:100%;image-rendering:pixelated;border:1px solid #888}"
+    ".bad{background:#fde2e1}.ok{background:#e6f4ea}.warn{background:#fff4d6}"
     "pre{background:#f6f6f6;padding:1em;white-space:pre-wrap;overflow-wrap:anywhere}"
-    "p,li{overflow-wrap:anywhere}"
+    "p,li,.note{overflow-wrap:anywhere}.note{font-size:90%;color:#444}"
 )
+
+
+def steps_table(
+    rows: Sequence[StepRow], headings: tuple[str, str] = ("recorded", "current")
+) -> list[str]:
+    """The steps table's HTML: step, action, check, the recorded and the current pictures."""
+    parts = [
+        "<table class='steps'><tr><th style='width:4em'>step</th>"
+        "<th style='width:8em'>action</th><th>check</th>"
+        f"<th>{html.escape(headings[0])}</th><th>{html.escape(headings[1])}</th></tr>"
+    ]
+    for row in rows:
+        css = "" if row.matched is None else (" class='ok'" if row.matched else " class='bad'")
+        parts.append(
+            f"<tr{css}><td>{row.step_index}</td><td>{html.escape(row.action)}</td>"
+            f"<td>{html.escape(row.check)}</td>{_cell(row.recorded, row.recorded_note)}"
+            f"{_cell(row.current, row.current_note)}</tr>"
+        )
+    parts.append("</table>")
+    return parts
+
+
+def write_page(path: Path, title: str, body: Sequence[str]) -> Path:
+    """Write a self-contained HTML page (images inline) with the report's style.
+
+    Registered secret values are redacted from it. It is written to a temporary file beside
+    ``path`` and renamed, so ``path`` is never half-written.
+    """
+    parts = [
+        "<!doctype html><html><head><meta charset='utf-8'>",
+        f"<title>{html.escape(title)}</title>",
+        f"<style>{_STYLE}</style></head><body>",
+        f"<h1>{html.escape(title)}</h1>",
+        *body,
+        "</body></html>",
+    ]
+    data = redact("\n".join(parts)).encode("utf-8")  # secrets never written
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as file:
+            file.write(data)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+        raise
+    return path
 
 
 def write_html_report(
@@ -175,19 +291,10 @@ def write_html_report(
 ) -> Path:
     """Write a self-contained HTML file (images inline) and return its path. ``recorded``
     holds the recording's views (:func:`recorded_views`) or plain regions."""
-    parts = [
-        "<!doctype html><html><head><meta charset='utf-8'>",
-        f"<title>{html.escape(title)}</title>",
-        f"<style>{_STYLE}</style></head><body>",
-        f"<h1>{html.escape(title)}</h1>",
-    ]
-    if summary:
-        parts.append(f"<pre>{html.escape(summary)}</pre>")
+    body = [f"<pre>{html.escape(summary)}</pre>"] if summary else []
     for section in sections:
-        parts.extend(_section(section, recorded))
-    parts.append("</body></html>")
-    path.write_text(redact("\n".join(parts)), encoding="utf-8")  # secrets never written
-    return path
+        body.extend(_section(section, recorded))
+    return write_page(path, title, body)
 
 
 def _section(
@@ -211,25 +318,26 @@ def _section(
         )
     if section.saved:
         parts.append(f"<p class='saved'>{html.escape(section.saved)}</p>")
-    parts.append(
-        "<table><tr><th style='width:4em'>step</th><th style='width:8em'>action</th>"
-        "<th>check</th><th>recorded</th><th>current</th></tr>"
-    )
+    rows = []
     for step in result.steps:
-        css = "" if step.matched is None else (" class='ok'" if step.matched else " class='bad'")
         check = step.check_summary()
         if step.effect is not None:
             check += f"; effect: {step.effect.replace('_', ' ')}"
         if step.seconds is not None:
             check += f"; {step.seconds:.2f} s"
-        before = recorded.get(step.step_index)
-        recorded_cell = _cell(before, None) if isinstance(before, StepView) else _cell(None, before)
-        current = _cell(section.views.get(step.step_index), section.regions.get(step.step_index))
-        parts.append(
-            f"<tr{css}><td>{step.step_index}</td><td>{html.escape(step.action)}</td>"
-            f"<td>{html.escape(check)}</td>{recorded_cell}{current}</tr>"
+        view = section.views.get(step.step_index)
+        current = view if view is not None else section.regions.get(step.step_index)
+        rows.append(
+            StepRow(
+                step.step_index,
+                step.action,
+                check,
+                step.matched,
+                recorded=_figures(recorded.get(step.step_index)),
+                current=_figures(current),
+            )
         )
-    parts.append("</table>")
+    parts.extend(steps_table(rows))
     if section.model_steps:
         parts.append("<h3>What the model did after taking over</h3><ol class='model'>")
         parts.extend(f"<li>{html.escape(step)}</li>" for step in section.model_steps)

@@ -13,20 +13,22 @@ from __future__ import annotations
 import contextlib
 import html
 import os
-import tempfile
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 from PIL import Image, ImageDraw
 
-from askcache.actions import action_anchors, parse_action
+from askcache.actions import ACTING_ACTIONS, action_anchors, parse_action
 from askcache.cache_file import CacheFile
 from askcache.ledger import RunRecord
 from askcache.messages import MessageParam, TextBlockParam
 from askcache.recording import steps_with_screens
 from askcache.redaction import redact
 from askcache.replay import ReplayResult
+from askcache.screen_state import Thumbnail
 from askcache.step_view import StepView
 from askcache.tools.computer import encode_png
 from askcache.visual import decode_screenshot, region_box
@@ -36,6 +38,9 @@ __all__ = [
     "Figure",
     "ReplaySection",
     "StepRow",
+    "TrajectoryReport",
+    "effect_figure",
+    "end_state_figure",
     "mark_point",
     "model_actions",
     "recorded_regions",
@@ -45,6 +50,7 @@ __all__ = [
     "view_figures",
     "write_html_report",
     "write_page",
+    "write_trajectory_report",
 ]
 
 MARK_COLOUR = (230, 30, 30)
@@ -269,9 +275,9 @@ def write_page(path: Path, title: str, body: Sequence[str]) -> Path:
         "</body></html>",
     ]
     data = redact("\n".join(parts)).encode("utf-8")  # secrets never written
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.tmp")
     try:
-        with os.fdopen(handle, "wb") as file:
+        with temporary.open("xb") as file:  # the umask's permissions, as any new file
             file.write(data)
         os.replace(temporary, path)
     except BaseException:
@@ -343,3 +349,300 @@ def _section(
         parts.extend(f"<li>{html.escape(step)}</li>" for step in section.model_steps)
         parts.append("</ol>")
     return parts
+
+
+END_STATE_WIDTH = 480
+"""About how wide the recorded end state is shown (its thumbnail scaled up by a whole
+number)."""
+
+_VOLATILE = (230, 150, 0)
+_PARAMETER = (40, 90, 220)
+_UNKNOWN = (238, 230, 210)
+
+
+def end_state_figure(cache_file: CacheFile) -> Figure | None:
+    """The recorded end state (the file's 1/8-scale grey thumbnail of the final screen),
+    scaled up, with each acting step's action point and number in red, the tiles that
+    changed away from any action (volatile) boxed in amber and the tiles showing a
+    parameter's value boxed in blue. ``None`` when the file records no end state."""
+    meta = cache_file.metadata
+    state, config = meta.end_state, meta.screen_state
+    if state is None or config is None:
+        return None
+    try:
+        thumbnail = Thumbnail.from_end_state(state, config)
+    except ValueError:  # the loader refuses such files; a report never fails on one
+        return None
+    scale = max(1, round(END_STATE_WIDTH / state.width))
+    image = Image.fromarray(thumbnail.values, "L").convert("RGB")
+    image = image.resize((state.width * scale, state.height * scale), Image.Resampling.NEAREST)
+    draw = ImageDraw.Draw(image)
+    factor = scale / config.block
+    for tiles, colour in ((state.volatile, _VOLATILE), (state.parameter_tiles, _PARAMETER)):
+        for tile in tiles:
+            left, top, right, bottom = thumbnail.tile_box(tile)
+            box = (left * factor, top * factor, right * factor - 1, bottom * factor - 1)
+            draw.rectangle(box, outline=colour, width=2)
+    anchors = action_anchors(cache_file.trajectory)
+    steps_at: dict[tuple[int, int], list[str]] = {}
+    for index, (step, anchor) in enumerate(zip(cache_file.trajectory, anchors, strict=True)):
+        action = parse_action(step)
+        if anchor is not None and action is not None and action.name in ACTING_ACTIONS:
+            steps_at.setdefault(anchor, []).append(str(index))
+    for anchor, numbers in steps_at.items():
+        x, y = round(anchor[0] * factor), round(anchor[1] * factor)
+        mark_point(image, (x, y), size=6)
+        draw.text((x + 5, y + 3), ", ".join(numbers), fill=MARK_COLOUR)
+    return Figure(
+        image,
+        "the recorded end state: the final screen as a 1/8-scale grey thumbnail, with each "
+        "step's action point",
+        "end",
+    )
+
+
+def _thumbnail_size(cache_file: CacheFile) -> tuple[int, int] | None:
+    meta = cache_file.metadata
+    if meta.end_state is not None:
+        return meta.end_state.width, meta.end_state.height
+    if meta.coordinate_space is None or meta.screen_state is None:
+        return None
+    block = meta.screen_state.block
+    space = meta.coordinate_space
+    return -(-space.width // block), -(-space.height // block)
+
+
+@dataclass(frozen=True)
+class _EffectLayout:
+    """Where an effect's tiles lie, and the part of the screen shown around them."""
+
+    size: tuple[int, int]
+    """Thumbnail width and height."""
+    side: int
+    """Thumbnail pixels per tile side."""
+    block: int
+    """Screen pixels per thumbnail pixel."""
+    zoom: int
+    """Picture pixels per thumbnail pixel."""
+    tiles: list[int]
+    """The effect's tiles."""
+    boxes: list[tuple[int, int, int, int]]
+    """Their boxes, in thumbnail pixels."""
+    crop: tuple[int, int, int, int]
+    """The part shown, in thumbnail pixels."""
+    region: tuple[float, float, float, float] | None
+    """The step's region, in thumbnail pixels."""
+    anchor: tuple[int, int] | None
+    """The action point, in screen pixels."""
+
+    def panel(self, values: bytes, shown: Sequence[int]) -> Image.Image:
+        """The tiles' ``values`` on the beige ground, zoomed, with the marks drawn."""
+        width, height = self.size
+        left, top, right, bottom = self.crop
+        per_tile = self.side * self.side
+        canvas = np.empty((height, width, 3), dtype=np.uint8)
+        canvas[:, :] = _UNKNOWN
+        for number, (x0, y0, x1, y1) in enumerate(self.boxes):
+            if x0 >= width or y0 >= height:
+                continue
+            raw = np.frombuffer(values[number * per_tile : (number + 1) * per_tile], np.uint8)
+            grey = raw.reshape(self.side, self.side)[: min(y1, height) - y0, : min(x1, width) - x0]
+            canvas[y0 : y0 + grey.shape[0], x0 : x0 + grey.shape[1]] = grey[:, :, None]
+        zoom = self.zoom
+        part = Image.fromarray(canvas[top:bottom, left:right], "RGB")
+        part = part.resize((part.width * zoom, part.height * zoom), Image.Resampling.NEAREST)
+        draw = ImageDraw.Draw(part)
+        for tile, (x0, y0, x1, y1) in zip(self.tiles, self.boxes, strict=True):
+            if tile in shown:
+                corner = ((x0 - left) * zoom, (y0 - top) * zoom)
+                far = ((x1 - left) * zoom - 1, (y1 - top) * zoom - 1)
+                draw.rectangle((corner, far), outline=_PARAMETER, width=2)
+        if self.region is not None:
+            r = self.region
+            corner = (round((r[0] - left) * zoom), round((r[1] - top) * zoom))
+            far = (round((r[2] - left) * zoom), round((r[3] - top) * zoom))
+            draw.rectangle((corner, far), outline=MARK_COLOUR, width=2)
+        if self.anchor is not None:
+            x, y = (round(v * zoom / self.block) for v in self.anchor)
+            mark_point(part, (x - left * zoom, y - top * zoom), size=6)
+        return part
+
+
+def effect_figure(
+    cache_file: CacheFile, index: int, anchor: tuple[int, int] | None
+) -> Figure | None:
+    """What step ``index`` changed when recorded, from the file alone: the tiles of its
+    effect (1/8-scale grey) before and after the action, side by side, on a beige ground
+    (the rest of the screen is not stored), at half the screen's size, with the step's
+    region boxed and its action point crossed in red; tiles showing a parameter's value are
+    boxed in blue. ``None`` when the step stores no effect."""
+    effect, config = cache_file.trajectory[index].effect, cache_file.metadata.screen_state
+    size = _thumbnail_size(cache_file)
+    if effect is None or not effect.tiles or config is None or size is None:
+        return None
+    side, block = config.tile, config.block
+    try:
+        before, after = bytes.fromhex(effect.before), bytes.fromhex(effect.after)
+    except ValueError:
+        return None
+    if len(before) != side * side * len(effect.tiles) or len(after) != len(before):
+        return None
+    columns = -(-size[0] // side)
+    boxes = []
+    for tile in effect.tiles:
+        row, column = divmod(tile, columns)
+        boxes.append((column * side, row * side, (column + 1) * side, (row + 1) * side))
+    validation = cache_file.metadata.visual_validation
+    region = None
+    if anchor is not None and validation is not None:
+        half = validation.region_size / 2 / block
+        x, y = anchor[0] / block, anchor[1] / block
+        region = (x - half, y - half, x + half, y + half)
+    around = [*boxes, *([region] if region is not None else [])]
+    crop = (
+        max(0, int(min(b[0] for b in around)) - side),
+        max(0, int(min(b[1] for b in around)) - side),
+        min(size[0], int(max(b[2] for b in around)) + side + 1),
+        min(size[1], int(max(b[3] for b in around)) + side + 1),
+    )
+    layout = _EffectLayout(
+        size, side, block, max(1, block // 2), effect.tiles, boxes, crop, region, anchor
+    )
+    first = layout.panel(before, effect.parameter_before)
+    second = layout.panel(after, effect.parameter_after)
+    gap = 8
+    image = Image.new("RGB", (first.width * 2 + gap, first.height), "white")
+    image.paste(first, (0, 0))
+    image.paste(second, (first.width + gap, 0))
+    return Figure(
+        image,
+        "what the action changed when recorded: its tiles before and after (1/8-scale grey)",
+        "effect",
+    )
+
+
+@dataclass
+class TrajectoryReport:
+    """What :func:`write_trajectory_report` shows: a cache file, its runs from the run
+    ledger, and perhaps each step on the screen as it is now."""
+
+    name: str
+    """Cache file name."""
+    facts: list[str] = field(default_factory=list)
+    """Lines about the file: goal, when and at what size it was recorded, its cost, its
+    validation set-up."""
+    steps: list[StepRow] = field(default_factory=list)
+    """Every step: its check set-up, its recorded effect, and (with ``checked_on``) its
+    region now."""
+    end_state: Figure | None = None
+    """The recorded end state (:func:`end_state_figure`)."""
+    runs: list[RunRecord] = field(default_factory=list)
+    """The ledger entries shown, most recent first."""
+    runs_total: int = 0
+    """Entries in the ledger for this file."""
+    totals: str = ""
+    """All replays added up, one line."""
+    checked_on: str | None = None
+    """Where the "now" pictures come from (``the live screen of :1``); ``None``: none."""
+    verdict: str | None = None
+    """What a replay would do on those screens, one line."""
+    verdict_ok: bool | None = None
+    """True: every checked step would run; False: a replay would stop."""
+
+
+_RUN_CSS = {
+    "completed": "ok",
+    "completed_unverified": "warn",
+    "handed_back": "bad",
+    "interrupted": "bad",
+    "refused": "bad",
+}
+
+
+def _run_row(record: RunRecord) -> str:
+    when = f"{record.started_at:%Y-%m-%d %H:%M:%S} UTC"
+    where = record.host if record.user is None else f"{record.user}@{record.host}"
+    status = record.status if record.event in ("replay", record.status) else record.event
+    stopped = ""
+    if record.stopped_at_step is not None:
+        stopped = f"step {record.stopped_at_step}"
+    if record.reason:
+        stopped += f"{': ' if stopped else ''}{record.reason}"
+    if record.event == "replay":
+        saved = savings_text(record)
+    elif record.event in ("healed", "proposed"):
+        saved = f"steps {record.healed_steps} from the model; version {record.version}"
+    elif record.event == "imported":
+        saved = f"{record.successes} of {record.attempts} replays counted by the old file"
+    else:
+        saved = ""
+    steps = f"{record.steps_run}/{record.steps_total}" if record.event == "replay" else ""
+    cells = [
+        when,
+        where,
+        f"<b>{html.escape(status)}</b>",
+        steps,
+        stopped,
+        str(record.rejoins),
+        str(record.model_calls),
+        f"{record.usage.total_tokens:,}",
+        f"{record.seconds:.1f}",
+        saved,
+    ]
+    css = _RUN_CSS.get(record.status, "") if record.event == "replay" else ""
+    shown = [cell if index == 2 else html.escape(cell) for index, cell in enumerate(cells)]
+    return f"<tr class='run {css}'>" + "".join(f"<td>{cell}</td>" for cell in shown) + "</tr>"
+
+
+def write_trajectory_report(path: Path, report: TrajectoryReport) -> Path:
+    """Write the report of one trajectory (``askcache report``) and return its path: the
+    file's facts, its recorded end state, its most recent runs with what they saved, and
+    each step as recorded and (when checked) as it looks now."""
+    body = ["<h2>The trajectory</h2><ul class='facts'>"]
+    body.extend(f"<li>{html.escape(fact)}</li>" for fact in report.facts)
+    body.append("</ul><h2>Recorded end state</h2>")
+    if report.end_state is not None:
+        body.append(f"<p>{_img(report.end_state)}</p>")
+        body.append(
+            "<p class='note'>The final screen of the recording as the file stores it: grey, "
+            "1/8 scale (layout, not readable text). Red: each acting step's action point and "
+            "number; amber boxes: areas that changed on their own (not compared); blue boxes: "
+            "areas showing a parameter's value (not compared).</p>"
+        )
+    else:
+        body.append(
+            "<p class='note'>No end state recorded (an older file, or recorded "
+            "with record_screen_state off): replays cannot confirm how they ended.</p>"
+        )
+    body.append("<h2>Runs</h2>")
+    if report.totals:
+        body.append(f"<p class='totals'>{html.escape(report.totals)}</p>")
+    if report.runs:
+        body.append(
+            f"<p>The {len(report.runs)} most recent of {report.runs_total} entries in the run "
+            "ledger, newest first.</p>"
+            "<table class='runs'><tr><th style='width:7em'>when</th><th>where</th>"
+            "<th>status</th><th style='width:4em'>steps</th><th>stopped at</th>"
+            "<th style='width:4em'>re-joins</th><th style='width:4em'>model calls</th>"
+            "<th style='width:5em'>tokens</th><th style='width:4em'>seconds</th>"
+            "<th style='width:22%'>saved</th></tr>"
+        )
+        body.extend(_run_row(record) for record in report.runs)
+        body.append("</table>")
+    else:
+        body.append("<p class='runs-none'>No runs in the run ledger yet.</p>")
+    body.append("<h2>Steps</h2>")
+    if report.checked_on is None:
+        body.append(
+            "<p class='note'>Recorded only: give --screenshots DIR or --live to see each "
+            "step's region as it looks now.</p>"
+        )
+    else:
+        css = "" if report.verdict_ok is None else ("ok" if report.verdict_ok else "bad")
+        body.append(
+            f"<p class='verdict {css}'>Checked on {html.escape(report.checked_on)}: "
+            f"{html.escape(report.verdict or '')}</p>"
+        )
+    now = "now" if report.checked_on is None else f"now ({report.checked_on})"
+    body.extend(steps_table(report.steps, ("recorded (from the cache file)", now)))
+    return write_page(path, f"askcache report: {report.name}", body)

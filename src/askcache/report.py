@@ -1,11 +1,21 @@
-"""An HTML report of replays: per checked step, the recorded and the current region.
+"""The HTML reports: one renderer for the demo's report and ``askcache report``.
 
-The cache file stores only hashes and thumbnails, so the recorded regions come from the
-recording's own message history (its screenshots), and the current ones from the executor,
-which keeps what it checked each step on (:attr:`askcache.replay.CacheExecutor.views`).
-Each region shows the action point; beside it, the whole screen with the region boxed.
-Each replay's section also says how it ended (the end-state verdict), what the model did
-after taking over, and what the replay saved.
+Pages are self-contained (images inline), redacted of every registered secret, and written
+to a temporary file that is then renamed (:func:`write_page`). Steps are shown in one table
+(:func:`steps_table`): per step, its check, what it looked like when recorded and what it
+looks like now, each a list of :class:`Figure`; a checked region shows its action point and,
+beside it, the whole screen with the region boxed (:func:`view_figures`).
+
+* :func:`write_html_report`: replays that just ran (the demo). The cache file stores only
+  hashes and thumbnails, so the recorded regions come from the recording's own message
+  history (its screenshots), and the current ones from the executor, which keeps what it
+  checked each step on (:attr:`askcache.replay.CacheExecutor.views`). Each replay's section
+  also says how it ended (the end-state verdict), what the model did after taking over, and
+  what the replay saved.
+* :func:`write_trajectory_report`: a cache file and its run ledger, from disk alone
+  (``askcache report``): the recorded end state (:func:`end_state_figure`), each step's
+  effect tiles before and after (:func:`effect_figure`), the latest runs, and each step's
+  region now when a dry run checked it.
 """
 
 from __future__ import annotations

@@ -36,6 +36,8 @@ from askcache.commands.show import describe_validation
 from askcache.commands.stats import stats_line, summarize
 from askcache.errors import AskCacheError
 from askcache.ledger import RunLedger, RunRecord
+from askcache.parameters import secret_placeholders_in
+from askcache.redaction import register_secrets
 from askcache.replay.dry_run import DryRunStep, dry_run
 from askcache.report import (
     StepRow,
@@ -307,6 +309,10 @@ def run_report(args: argparse.Namespace) -> int:
     output = _output(args.output, name)
     records = RunLedger(storage).records(name)
     values = dict(item.split("=", 1) for item in args.param if "=" in item)
+    secrets = secret_placeholders_in(
+        [cache_file.metadata.goal, *(step.input for step in cache_file.trajectory)]
+    )
+    register_secrets({key: values[key] for key in secrets if key in values})  # never shown
     views: dict[int, StepView] = {}
     checked: list[DryRunStep] | None = None
     checked_on: str | None = None

@@ -149,6 +149,10 @@ def test_the_report_shows_the_runs_the_end_state_and_every_step(
     assert "<b>handed_back</b>" in page
     assert "<b>completed</b>" not in page
     assert sorted(os.listdir(tmp_path)) == ["form.html"]  # replaced whole, no leftovers
+    # the same from the storage as a URL (file://, as s3:// on a fleet)
+    url = ["report", "form", "--cache-dir", fleet.as_uri(), "--output", str(output), "--json"]
+    assert main(url) == 0
+    assert json.loads(capsys.readouterr().out)["runs_total"] == 2
 
 
 def test_with_screenshots_each_region_is_marked_and_judged(
@@ -246,6 +250,15 @@ def test_user_mistakes_are_one_line_errors(fleet: Path, tmp_path: Path) -> None:
         3,
         "no such file or folder",
     )
+    no_x = subprocess.run(
+        [*ASKCACHE, "report", "form", *cache, "--live"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "DISPLAY": ""},
+    )
+    one_line(no_x, 3, "no X display for --live")
     (tmp_path / "empty").mkdir()
     one_line(
         _run("report", "form", *cache, "--screenshots", str(tmp_path / "empty")),

@@ -23,6 +23,7 @@ never half-written. Registered secret values never appear in it.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 from pathlib import Path
 
@@ -318,6 +319,9 @@ def run_report(args: argparse.Namespace) -> int:
     checked_on: str | None = None
     if args.live or args.display:
         from askcache.tools.desktop import DesktopBackend
+
+        if not args.display and not os.environ.get("DISPLAY"):
+            raise AskCacheError("no X display for --live: set DISPLAY or give --display :N")
 
         backend = DesktopBackend(args.display)
         try:

@@ -588,8 +588,7 @@ def _run_row(record: RunRecord) -> str:
         saved = ""
     steps = f"{record.steps_run}/{record.steps_total}" if record.event == "replay" else ""
     cells = [
-        when,
-        where,
+        f"{when}, {where}",
         f"<b>{html.escape(status)}</b>",
         steps,
         stopped,
@@ -600,7 +599,7 @@ def _run_row(record: RunRecord) -> str:
         saved,
     ]
     css = _RUN_CSS.get(record.status, "") if record.event == "replay" else ""
-    shown = [cell if index == 2 else html.escape(cell) for index, cell in enumerate(cells)]
+    shown = [cell if index == 1 else html.escape(cell) for index, cell in enumerate(cells)]
     return f"<tr class='run {css}'>" + "".join(f"<td>{cell}</td>" for cell in shown) + "</tr>"
 
 
@@ -631,14 +630,21 @@ def write_trajectory_report(path: Path, report: TrajectoryReport) -> Path:
         body.append(
             f"<p>The {len(report.runs)} most recent of {report.runs_total} entries in the run "
             "ledger, newest first.</p>"
-            "<table class='runs'><tr><th style='width:7em'>when</th><th>where</th>"
-            "<th>status</th><th style='width:4em'>steps</th><th>stopped at</th>"
-            "<th style='width:4em'>re-joins</th><th style='width:4em'>model calls</th>"
-            "<th style='width:5em'>tokens</th><th style='width:4em'>seconds</th>"
-            "<th style='width:22%'>saved</th></tr>"
+            "<table class='runs'><tr><th style='width:9em'>when, where</th>"
+            "<th style='width:8em'>status</th><th style='width:3.5em'>steps</th>"
+            "<th>stopped at</th><th style='width:4em'>re-joins</th>"
+            "<th style='width:4em'>model calls</th><th style='width:5em'>tokens</th>"
+            "<th style='width:4.5em'>seconds</th><th style='width:18%'>saved</th></tr>"
         )
         body.extend(_run_row(record) for record in report.runs)
-        body.append("</table>")
+        body.append(
+            "</table><p class='note'>completed: every step ran and the final screen matched "
+            "the recording; completed_unverified: every step ran but the final screen could "
+            "not be confirmed; handed_back: the replay stopped and the model took over (its "
+            "calls and tokens are this run's); refused: the file was not replayed; "
+            "interrupted: the conversation ended while the replay ran. Savings are estimates "
+            "from the recording's cost.</p>"
+        )
     else:
         body.append("<p class='runs-none'>No runs in the run ledger yet.</p>")
     body.append("<h2>Steps</h2>")

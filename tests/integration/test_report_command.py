@@ -245,6 +245,7 @@ def test_user_mistakes_are_one_line_errors(fleet: Path, tmp_path: Path) -> None:
     one_line(_run("report", "form", *cache, "--runs", "0"), 64, "at least 1 run")
     one_line(_run("report", "form", *cache, "--runs", "many"), 64, "whole number of runs")
     one_line(_run("report", *cache), 64, "the following arguments are required: name")
+    one_line(_run("report", "form", *cache, "--param", "who"), 64, "expected NAME=VALUE")
     one_line(
         _run("report", "form", *cache, "--screenshots", str(tmp_path / "none")),
         3,

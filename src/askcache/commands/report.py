@@ -102,6 +102,7 @@ def add_report_command(
         "--param",
         action="append",
         default=[],
+        type=_param,
         metavar="NAME=VALUE",
         help="a parameter value for the checks (repeatable; a secret's value never appears "
         "in the report)",
@@ -117,6 +118,13 @@ def _positive(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected at least 1 run, got {value}")
     return value
+
+
+def _param(text: str) -> tuple[str, str]:
+    name, equals, value = text.partition("=")
+    if not equals or not name:
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    return name, value
 
 
 _STEP_NUMBER = re.compile(r"(\d+)$")
@@ -195,7 +203,7 @@ def _setup_text(cache_file: CacheFile, index: int) -> str:
     return text
 
 
-def _facts(name: str, cache_file: CacheFile) -> list[str]:
+def _facts(cache_file: CacheFile) -> list[str]:
     meta = cache_file.metadata
     rec = meta.recording
     seconds = "" if rec.duration_seconds is None else f", {rec.duration_seconds:.1f} s"
@@ -272,7 +280,7 @@ def build_report(
     replays = [r for r in records if r.event == "replay"]
     report = TrajectoryReport(
         name=name,
-        facts=_facts(name, cache_file),
+        facts=_facts(cache_file),
         steps=rows,
         end_state=end_state_figure(cache_file),
         runs=list(reversed(records[-runs:])),
@@ -309,7 +317,7 @@ def run_report(args: argparse.Namespace) -> int:
     cache_file = load_cache_file(storage, name)
     output = _output(args.output, name)
     records = RunLedger(storage).records(name)
-    values = dict(item.split("=", 1) for item in args.param if "=" in item)
+    values = dict(args.param)
     secrets = secret_placeholders_in(
         [cache_file.metadata.goal, *(step.input for step in cache_file.trajectory)]
     )

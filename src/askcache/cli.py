@@ -1,4 +1,4 @@
-"""The ``askcache`` command: the demo, cache files (list, show, lint, stats), parity checks.
+"""The ``askcache`` command: the demo, cache files (list, show, lint, stats, report), parity.
 
 Each subcommand is a module of :mod:`askcache.commands`; this module builds the parser, turns
 every user mistake into a one-line error and maps outcomes to the exit codes documented in
@@ -29,6 +29,7 @@ from askcache.commands.common import (
 from askcache.commands.lint import add_lint_command
 from askcache.commands.listing import add_list_command
 from askcache.commands.replay import add_replay_command
+from askcache.commands.report import add_report_command
 from askcache.commands.show import add_show_command
 from askcache.commands.signing import add_signing_commands
 from askcache.commands.stats import add_stats_command
@@ -46,6 +47,7 @@ Record computer-use agent runs once, replay them with no model calls.
   askcache lint [NAME ...]       problems in cache files
   askcache stats [NAME]          replays, hit rate and savings from the run ledger
   askcache replay NAME --dry-run --screenshot STEP=PNG | --display :N   check, never act
+  askcache report NAME [--screenshots DIR | --live]   an HTML report of a file and its runs
   askcache parity SRC CANDIDATE  compare two renderings
   askcache verify SRC CANDIDATE --fix-command CMD   the auto-verify loop
   askcache sign NAME | check-signature NAME | upgrade NAME   signed files, format upgrades
@@ -195,6 +197,7 @@ def _parser() -> argparse.ArgumentParser:
     add_signing_commands(commands, cached)
     add_replay_command(commands, cached)
     add_tune_command(commands, cached)
+    add_report_command(commands, cached)
     from askcache.parity.command import add_parity_command
     from askcache.parity.verify_command import add_verify_command
 

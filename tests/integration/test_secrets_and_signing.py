@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -109,6 +112,36 @@ def test_a_secret_is_never_written_to_files_failures_logs_or_reports(
         sections=[ReplaySection(title="failed replay", result=result)],
     )
     assert SECRET not in report.read_text()
+    # askcache report, in a process that learns the secret only from --param
+    SimulatedFormApp().screenshot().save(tmp_path / "form.png")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "askcache.cli",
+            "report",
+            "login",
+            "--cache-dir",
+            str(tmp_path),
+            "--screenshots",
+            str(tmp_path / "form.png"),
+            "--param",
+            f"password={SECRET}",
+            "--output",
+            str(tmp_path / "login.html"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    assert done.returncode == 0, done.stderr
+    page = (tmp_path / "login.html").read_text()
+    assert "the field rejected &#x27;[secret:password]&#x27;" in page  # the ledger's reason
+    assert "{{secret:password}}" in page  # the typed text as the file stores it
+    assert SECRET not in page
+    assert SECRET not in done.stdout + done.stderr
 
 
 def test_password_like_typed_text_can_be_redacted_without_declaring_it(tmp_path: Path) -> None:

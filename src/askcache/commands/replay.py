@@ -20,7 +20,7 @@ from askcache.replay.dry_run import dry_run
 from askcache.storage import load_cache_file
 from askcache.visual import decode_screenshot
 
-__all__ = ["add_replay_command"]
+__all__ = ["add_replay_command", "read_screen"]
 
 
 def add_replay_command(
@@ -68,12 +68,21 @@ def _screens(specs: list[str]) -> dict[int, Image.Image]:
         index = int(step) if step.isdigit() else 0
         if step and not step.isdigit():
             raise AskCacheError(f"--screenshot {spec!r}: expected STEP=PNG with a step number")
-        try:
-            data = Path(path).read_bytes()
-        except OSError as exc:
-            raise AskCacheError(f"--screenshot {path!r}: {exc.strerror or exc}") from exc
-        screens[index] = decode_screenshot(base64.b64encode(data).decode("ascii"), path)
+        screens[index] = read_screen(Path(path), "--screenshot")
     return screens
+
+
+def read_screen(path: Path, option: str) -> Image.Image:
+    """The screenshot in the PNG (or JPEG) file ``path``, named by ``option`` in errors.
+
+    Raises:
+        AskCacheError: the file cannot be read or is not an image askcache can check on.
+    """
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise AskCacheError(f"{option} {str(path)!r}: {exc.strerror or exc}") from exc
+    return decode_screenshot(base64.b64encode(data).decode("ascii"), str(path))
 
 
 def run_replay(args: argparse.Namespace) -> int:

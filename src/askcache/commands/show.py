@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 
 from askcache.actions import ACTING_ACTIONS, parse_action
-from askcache.cache_file import CacheFile
+from askcache.cache_file import CacheFile, VisualValidationConfig
 from askcache.commands.common import EXIT_OK, emit_json, open_storage, resolve_name
 from askcache.ledger import RunLedger, RunRecord
 from askcache.storage import load_cache_file
 
-__all__ = ["add_show_command", "run_show"]
+__all__ = ["add_show_command", "describe_validation", "run_show"]
 
 
 def add_show_command(
@@ -29,6 +29,31 @@ def add_show_command(
     parser.set_defaults(run=run_show)
 
 
+def describe_validation(v: VisualValidationConfig) -> str:
+    """The validation set-up in one line: method, hash, region, shift, thresholds, detail
+    hash, tone and whole-target checks."""
+    shift = f" ±{v.shift_tolerance} px" if v.shift_tolerance else ""
+    detail = ""
+    if v.detail is not None:
+        d = v.detail
+        blur = f", blur {d.blur:g}" if d.blur else ""
+        detail = (
+            f"; detail {d.hash_size}x{d.hash_size} hash, {d.region_size} px region{blur}, "
+            f"threshold {d.threshold}"
+        )
+    if v.tone is not None:
+        detail += (
+            f"; tone: brightness {v.tone.mean_tolerance:.0%}, "
+            f"contrast {v.tone.contrast_tolerance:.0%}"
+        )
+    if v.target is not None:
+        detail += f"; whole target: {v.target.columns} columns, threshold {v.target.threshold}"
+    return (
+        f"{v.method}, {v.hash_size}x{v.hash_size} hash, "
+        f"{v.region_size} px region{shift}, threshold {v.threshold}{detail}"
+    )
+
+
 def _lines(name: str, cache_file: CacheFile, runs: list[RunRecord]) -> list[str]:
     meta = cache_file.metadata
     lines = [
@@ -40,27 +65,7 @@ def _lines(name: str, cache_file: CacheFile, runs: list[RunRecord]) -> list[str]
         f"  recording cost: {rec.model_calls} model calls, {rec.usage.total_tokens:,} tokens"
     )
     if meta.visual_validation:
-        v = meta.visual_validation
-        shift = f" ±{v.shift_tolerance} px" if v.shift_tolerance else ""
-        detail = ""
-        if v.detail is not None:
-            d = v.detail
-            blur = f", blur {d.blur:g}" if d.blur else ""
-            detail = (
-                f"; detail {d.hash_size}x{d.hash_size} hash, {d.region_size} px region{blur}, "
-                f"threshold {d.threshold}"
-            )
-        if v.tone is not None:
-            detail += (
-                f"; tone: brightness {v.tone.mean_tolerance:.0%}, "
-                f"contrast {v.tone.contrast_tolerance:.0%}"
-            )
-        if v.target is not None:
-            detail += f"; whole target: {v.target.columns} columns, threshold {v.target.threshold}"
-        lines.append(
-            f"  validation: {v.method}, {v.hash_size}x{v.hash_size} hash, "
-            f"{v.region_size} px region{shift}, threshold {v.threshold}{detail}"
-        )
+        lines.append(f"  validation: {describe_validation(meta.visual_validation)}")
     if not meta.is_valid:
         lines.append(f"  INVALID: {meta.invalidation_reason or 'no reason given'}")
     done = sum(r.status == "completed" for r in runs)

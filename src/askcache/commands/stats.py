@@ -17,7 +17,7 @@ from askcache.commands.common import EXIT_OK, emit_json, location, open_storage
 from askcache.ledger import RunLedger, RunRecord
 from askcache.prices import PRICES_AS_OF, ModelPrice, parse_price, price_for
 
-__all__ = ["TrajectoryStats", "add_stats_command", "run_stats", "summarize"]
+__all__ = ["TrajectoryStats", "add_stats_command", "run_stats", "stats_line", "summarize"]
 
 
 class TrajectoryStats(BaseModel):
@@ -123,7 +123,8 @@ def _money(value: float | None) -> str:
     return "n/a" if value is None else f"${value:,.2f}"
 
 
-def _line(stats: TrajectoryStats) -> str:
+def stats_line(stats: TrajectoryStats) -> str:
+    """One trajectory's (or all) replays, hit rate, spending and savings, one line."""
     rate = "-" if stats.hit_rate is None else f"{stats.hit_rate:.0%}"
     return (
         f"{stats.trajectory}: {stats.runs} replays, hit rate {rate} "
@@ -160,9 +161,9 @@ def run_stats(args: argparse.Namespace) -> int:
         print(f"no replays recorded in the run ledger of {location(storage)}")
         return EXIT_OK
     for row in rows:
-        print(_line(row))
+        print(stats_line(row))
     if len(rows) > 1:
-        print(_line(total))
+        print(stats_line(total))
     if total.unpriced_models:
         print(
             f"no price for {', '.join(total.unpriced_models)}: left out of the dollars "

@@ -15,9 +15,12 @@ from PIL import Image
 
 from askcache.actions import ACTING_ACTIONS, parse_action
 from askcache.cache_file import CacheFile
+from askcache.hashing import region_box
 from askcache.replay.result import StepRecord
 from askcache.replay.session import ReplaySession
+from askcache.scaling import same_aspect
 from askcache.settings import CacheExecutionSettings
+from askcache.step_view import StepView
 
 __all__ = ["DryRunStep", "dry_run"]
 
@@ -38,12 +41,16 @@ def dry_run(
     *,
     parameter_values: Mapping[str, str] | None = None,
     settings: CacheExecutionSettings | None = None,
+    views: dict[int, StepView] | None = None,
 ) -> list[DryRunStep]:
     """Check every acting step of ``cache_file`` without acting.
 
     ``screens`` maps a step index to the screen before that step (steps without one are
     checked on the closest earlier screen given), or is a function returning the current
-    screen (the live screen, checked once for every step).
+    screen (the live screen, checked once for every step). ``views``, when given, receives
+    per checked step what its region looks like on that screen (for reports: the region
+    with the action point, the whole screen with the region boxed), in the recording's
+    coordinates as a replay checks it.
     """
     settings = settings or CacheExecutionSettings()
     values = dict(parameter_values or settings.parameter_values)
@@ -80,5 +87,25 @@ def dry_run(
             source = max(earlier)
             image = screens[source]
         record, problem = session.check_step(index, image)
+        if views is not None:
+            view = _view(cache_file, image, session.anchors[index] or action.point)
+            if view is not None:
+                views[index] = view
         found.append(DryRunStep(**record.model_dump(), checked_on=source, problem=problem))
     return found
+
+
+def _view(
+    cache_file: CacheFile, image: Image.Image, anchor: tuple[int, int] | None
+) -> StepView | None:
+    """The step's region on ``image``, scaled to the recorded screen as a replay scales it."""
+    config = cache_file.metadata.visual_validation
+    if config is None:
+        return None
+    space = cache_file.metadata.coordinate_space
+    if space is not None:
+        size = (space.width, space.height)
+        if image.size != size and same_aspect(image.size, size):
+            image = image.resize(size, Image.Resampling.LANCZOS)
+    box = region_box(image.size, anchor, config.region_size)
+    return None if box is None else StepView.of(image, box, anchor)

@@ -277,3 +277,6 @@ def test_replay_dry_run_checks_without_acting(
     assert main(["replay", "form", "--cache-dir", str(tmp_path), "--screenshot", "x.png"]) == 64
     assert main([*args]) == 3  # no screens given: a one-line error
     assert "--screenshot STEP=PNG or --display" in capsys.readouterr().err
+    # a parameter without a value is a usage error, not silently dropped
+    assert main([*args, "--screenshot", str(tmp_path / "before.png"), "--param", "name"]) == 64
+    assert "expected NAME=VALUE" in capsys.readouterr().err

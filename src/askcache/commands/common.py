@@ -7,11 +7,16 @@ import difflib
 import json
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from askcache.errors import AskCacheError, CacheNotFoundError
+from askcache.parameters import secret_placeholders_in
+from askcache.redaction import register_secrets
 from askcache.remote_storage import is_url, storage_for
 from askcache.storage import CacheStorage, LocalCacheStorage
+
+if TYPE_CHECKING:
+    from askcache.cache_file import CacheFile
 
 __all__ = [
     "DEFAULT_CACHE_DIR",
@@ -111,6 +116,24 @@ def location(storage: CacheStorage) -> str:
     if isinstance(storage, LocalCacheStorage):
         return str(storage.directory)
     return str(getattr(storage, "url", type(storage).__name__))
+
+
+def parameter_argument(text: str) -> tuple[str, str]:
+    """``--param NAME=VALUE`` as ``(NAME, VALUE)`` (argparse ``type``: a usage error without
+    ``=``)."""
+    name, equals, value = text.partition("=")
+    if not equals or not name:
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    return name, value
+
+
+def register_given_secrets(cache_file: CacheFile, values: dict[str, str]) -> None:
+    """Register the values given for ``cache_file``'s secret parameters, so that no output
+    of this process shows them (:mod:`askcache.redaction`)."""
+    secrets = secret_placeholders_in(
+        [cache_file.metadata.goal, *(step.input for step in cache_file.trajectory)]
+    )
+    register_secrets({key: values[key] for key in secrets if key in values})
 
 
 def emit_json(value: Any) -> None:

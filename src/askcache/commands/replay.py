@@ -14,7 +14,15 @@ from pathlib import Path
 
 from PIL import Image
 
-from askcache.commands.common import EXIT_FINDINGS, EXIT_OK, emit_json, open_storage, resolve_name
+from askcache.commands.common import (
+    EXIT_FINDINGS,
+    EXIT_OK,
+    emit_json,
+    open_storage,
+    parameter_argument,
+    register_given_secrets,
+    resolve_name,
+)
 from askcache.errors import AskCacheError
 from askcache.replay.dry_run import dry_run
 from askcache.storage import load_cache_file
@@ -55,8 +63,9 @@ def add_replay_command(
         "--param",
         action="append",
         default=[],
+        type=parameter_argument,
         metavar="NAME=VALUE",
-        help="a parameter value (repeatable)",
+        help="a parameter value (repeatable; a secret's value never appears in the output)",
     )
     parser.set_defaults(run=run_replay)
 
@@ -90,7 +99,8 @@ def run_replay(args: argparse.Namespace) -> int:
     storage = open_storage(args.cache_dir)
     name = resolve_name(storage, args.name)
     cache_file = load_cache_file(storage, name)
-    values = dict(item.split("=", 1) for item in args.param if "=" in item)
+    values = dict(args.param)
+    register_given_secrets(cache_file, values)
     if args.display:
         from askcache.tools.desktop import DesktopBackend
 

@@ -31,14 +31,19 @@ from PIL import Image
 
 from askcache.actions import ACTING_ACTIONS, action_anchors, parse_action
 from askcache.cache_file import CacheFile
-from askcache.commands.common import EXIT_OK, emit_json, open_storage, resolve_name
+from askcache.commands.common import (
+    EXIT_OK,
+    emit_json,
+    open_storage,
+    parameter_argument,
+    register_given_secrets,
+    resolve_name,
+)
 from askcache.commands.replay import read_screen
 from askcache.commands.show import describe_validation
 from askcache.commands.stats import stats_line, summarize
 from askcache.errors import AskCacheError
 from askcache.ledger import RunLedger, RunRecord
-from askcache.parameters import secret_placeholders_in
-from askcache.redaction import register_secrets
 from askcache.replay.dry_run import DryRunStep, dry_run
 from askcache.report import (
     StepRow,
@@ -102,7 +107,7 @@ def add_report_command(
         "--param",
         action="append",
         default=[],
-        type=_param,
+        type=parameter_argument,
         metavar="NAME=VALUE",
         help="a parameter value for the checks (repeatable; a secret's value never appears "
         "in the report)",
@@ -118,13 +123,6 @@ def _positive(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected at least 1 run, got {value}")
     return value
-
-
-def _param(text: str) -> tuple[str, str]:
-    name, equals, value = text.partition("=")
-    if not equals or not name:
-        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
-    return name, value
 
 
 _STEP_NUMBER = re.compile(r"(\d+)$")
@@ -318,10 +316,7 @@ def run_report(args: argparse.Namespace) -> int:
     output = _output(args.output, name)
     records = RunLedger(storage).records(name)
     values = dict(args.param)
-    secrets = secret_placeholders_in(
-        [cache_file.metadata.goal, *(step.input for step in cache_file.trajectory)]
-    )
-    register_secrets({key: values[key] for key in secrets if key in values})  # never shown
+    register_given_secrets(cache_file, values)  # never shown
     views: dict[int, StepView] = {}
     checked: list[DryRunStep] | None = None
     checked_on: str | None = None

@@ -24,6 +24,7 @@ from askcache.cache_file import CacheFile, parse_cache_file
 from askcache.commands.common import EXIT_OK, emit_json, open_storage, resolve_name
 from askcache.errors import AskCacheError
 from askcache.messages import ToolUseBlockParam
+from askcache.report import write_page
 from askcache.versions import TrajectoryVersions
 
 __all__ = ["add_heal_commands", "diff_lines"]
@@ -83,7 +84,9 @@ def _bits_png(hex_hash: str | None) -> str:
     return "data:image/png;base64," + b64encode(buffer.getvalue()).decode()
 
 
-def _html(labels: tuple[str, str], a: CacheFile, b: CacheFile) -> str:
+def _html(labels: tuple[str, str], a: CacheFile, b: CacheFile) -> list[str]:
+    """The body of the side-by-side page (:func:`askcache.report.write_page` writes it)."""
+
     def cell(step: ToolUseBlockParam | None) -> str:
         if step is None:
             return "<td></td>"
@@ -101,11 +104,12 @@ def _html(labels: tuple[str, str], a: CacheFile, b: CacheFile) -> str:
             right = b.trajectory[j1 + k] if j1 + k < j2 else None
             rows.append(f'<tr class="{tag}">{cell(left)}{cell(right)}</tr>')
     head = "".join(f"<th>{html.escape(label)}</th>" for label in labels)
-    return (
-        "<!doctype html><meta charset=utf-8><title>askcache diff</title><style>"
-        "td{vertical-align:top;padding:4px 12px}.replace td,.delete td,.insert td"
-        "{background:#fff3cd}</style><table><tr>" + head + "</tr>" + "".join(rows) + "</table>"
-    )
+    return [
+        "<style>.replace td,.delete td,.insert td{background:#fff3cd}</style>",
+        f"<table><tr>{head}</tr>",
+        *rows,
+        "</table>",
+    ]
 
 
 def _versions(args: argparse.Namespace) -> TrajectoryVersions:
@@ -128,7 +132,10 @@ def _diff(args: argparse.Namespace) -> int:
     a, b = parse_cache_file(raw_a, label_a), parse_cache_file(raw_b, label_b)
     lines = diff_lines(a, b)
     if args.html:
-        Path(args.html).write_text(_html((label_a, label_b), a, b), encoding="utf-8")
+        page = Path(args.html)
+        if not page.parent.is_dir():
+            raise AskCacheError(f"--html {args.html!r}: no folder {str(page.parent)!r}")
+        write_page(page, f"askcache diff: {label_a} -> {label_b}", _html((label_a, label_b), a, b))
     if args.json:
         emit_json(
             {"name": args.name, "a": label_a, "b": label_b, "lines": lines, "html": args.html}

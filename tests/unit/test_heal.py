@@ -131,6 +131,9 @@ def test_cli_diff_html_and_errors(tmp_path: Path, capsys: pytest.CaptureFixture[
     html = page.read_text()
     assert html.count('alt="fingerprint"') == 6  # three checked steps on each side
     assert "Grace Hopper" in html
+    nowhere = str(tmp_path / "no" / "diff.html")
+    assert main(["diff", "t.json", "--html", nowhere, "--cache-dir", str(tmp_path)]) == 3
+    assert "no folder" in capsys.readouterr().err
     assert main(["rollback", "missing.json", "--cache-dir", str(tmp_path)]) == 3
     assert "cache file 'missing.json' not found" in capsys.readouterr().err
     assert main(["diff", "t.json", "1", "--cache-dir", str(tmp_path)]) == 3

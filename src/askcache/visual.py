@@ -8,6 +8,11 @@ The two functions a benchmark (or a curious user) calls directly are
   sees layout (:mod:`askcache.hashing`);
 - a fine hash of a smaller detail region (48 px), blurred first so that re-rendered text
   hashes alike, which sees the element's own label;
+- optionally (off by default), a *noise floor* for either hash: at replay a differing bit
+  counts only when the current region's DCT coefficient behind it is clearly away from the
+  median, so bits that JPEG noise or another anti-aliasing flips do not add up (nothing more
+  is stored: the floors are in the file's settings). It also lets relabels of small keys
+  through, hence off by default (docs/benchmarks.md);
 - the tone of both regions, their brightness and contrast, which hashes normalise away: it
   sees a dimming backdrop and a faded, disabled element (:mod:`askcache.tone`);
 - the whole target, when the element under the point is larger than the main region (a wide
@@ -77,6 +82,7 @@ def validation_config(settings: CacheWritingSettings) -> VisualValidationConfig 
     """The per-file validation config for these writing settings (``None`` for ``none``)."""
     if settings.visual_verification_method == VisualMethod.NONE:
         return None
+    phash = settings.visual_verification_method == VisualMethod.PHASH  # floors: pHash only
     detail = None
     if settings.visual_validation_detail_region_size is not None:
         detail = DetailCheckConfig(
@@ -84,6 +90,7 @@ def validation_config(settings: CacheWritingSettings) -> VisualValidationConfig 
             region_size=settings.visual_validation_detail_region_size,
             threshold=settings.visual_validation_detail_threshold,
             blur=settings.visual_validation_detail_blur,
+            noise_floor=settings.visual_validation_detail_noise_floor if phash else 0.0,
         )
     tone = None
     if settings.visual_validation_tone:
@@ -103,6 +110,7 @@ def validation_config(settings: CacheWritingSettings) -> VisualValidationConfig 
         region_size=settings.visual_validation_region_size,
         threshold=settings.visual_validation_threshold,
         shift_tolerance=settings.visual_validation_shift_tolerance,
+        noise_floor=settings.visual_validation_noise_floor if phash else 0.0,
         detail=detail,
         tone=tone,
         target=target,
@@ -400,6 +408,7 @@ def check_step_representation(
             shift_tolerance=0 if failed else config.shift_tolerance,
             good_enough=limit,
             mask=mask.main,
+            noise_floor=config.noise_floor,
         )
         failed = failed or distance > limit
         if detail is not None and stored.detail is not None and detail_box is not None:
@@ -413,6 +422,7 @@ def check_step_representation(
                 blur=detail.blur,
                 good_enough=detail_limit if detail_limit is not None else 0,
                 mask=mask.detail,
+                noise_floor=detail.noise_floor,
             )
     check = VisualCheck(
         matched=False,

@@ -46,9 +46,10 @@ def _lines(name: str, cache_file: CacheFile, runs: list[RunRecord]) -> list[str]
         if v.detail is not None:
             d = v.detail
             blur = f", blur {d.blur:g}" if d.blur else ""
+            floor = f", noise floor {d.noise_floor:g}" if d.noise_floor else ""
             detail = (
                 f"; detail {d.hash_size}x{d.hash_size} hash, {d.region_size} px region{blur}, "
-                f"threshold {d.threshold}"
+                f"threshold {d.threshold}{floor}"
             )
         if v.tone is not None:
             detail += (
@@ -57,9 +58,10 @@ def _lines(name: str, cache_file: CacheFile, runs: list[RunRecord]) -> list[str]
             )
         if v.target is not None:
             detail += f"; whole target: {v.target.columns} columns, threshold {v.target.threshold}"
+        main_floor = f", noise floor {v.noise_floor:g}" if v.noise_floor else ""
         lines.append(
             f"  validation: {v.method}, {v.hash_size}x{v.hash_size} hash, "
-            f"{v.region_size} px region{shift}, threshold {v.threshold}{detail}"
+            f"{v.region_size} px region{shift}, threshold {v.threshold}{main_floor}{detail}"
         )
     if not meta.is_valid:
         lines.append(f"  INVALID: {meta.invalidation_reason or 'no reason given'}")

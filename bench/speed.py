@@ -51,8 +51,8 @@ SHIPPED_CHANGED = "shipped, screen changed"
 CHECKS = [*METHODS, "phash ±1 px", FORMAT_2, SHIPPED, SHIPPED_FIELD, SHIPPED_CHANGED]
 """Methods at the exact position (8x8, 100 px), pHash with a 1 px shift tolerance, the
 format-2 default (that plus the 16x16 detail hash of a 48 px region, also ±1 px) and the
-shipped format-3 default (both hashes compared with their noise floors, the tone of both
-regions, and the whole target when the element is wider than the region: the Name field).
+shipped format-3 default (both hashes, the tone of both regions, and the whole target when
+the element is wider than the region: the Name field).
 On an unchanged screen the unmoved region matches at once (the other moves are skipped); on
 a changed one the first failing part stops the shifted search: the worst case."""
 
@@ -218,7 +218,8 @@ def main() -> None:
         "the check (crop, hash, distance) is what validation adds. The format-2 check: 8x8 hash of the 100 px "
         "region and 16x16 hash of the 48 px detail region, each tried at up to 9 positions for the ±1 px "
         "tolerance. The shipped format-3 check (`validation_config(CacheWritingSettings())`): the same two "
-        "hashes compared with their noise floors, plus the tone (mean and deviation of grey) of both regions, "
+        "hashes (the detail one blurred first; noise floors off, the default), plus the tone (mean and deviation "
+        "of grey) of both regions, "
         "at the Save button; *wide field*: at the Name field, wider than the region, so the whole target's ink "
         "map is measured too (at 1920x1080 the field, 1200 px wide, is wider than the 800 px window the "
         "target is searched in: no target is stored there). Each stops at the first position within its threshold on an unchanged screen; "

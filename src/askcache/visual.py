@@ -247,6 +247,10 @@ class VisualCheck:
     """The target's threshold applied, when there is one."""
     target_box: Box | None = None
     """The target's box on the screen, when there is one."""
+    noise_floor: float = 0.0
+    """The main hash's noise floor applied (0: every differing bit counted)."""
+    detail_noise_floor: float = 0.0
+    """The detail hash's noise floor applied (0: every differing bit counted)."""
 
     @property
     def failed_parts(self) -> list[str]:
@@ -285,6 +289,8 @@ class VisualCheck:
         )
         if self.shift_tolerance:
             setup += f" ±{self.shift_tolerance} px"
+        if self.noise_floor:
+            setup += f", noise floor {self.noise_floor:g}"
         if self.distance is None:
             return f"{setup}: the action point is outside the current screen"
 
@@ -296,7 +302,9 @@ class VisualCheck:
         if self.detail_distance is not None and self.detail_threshold is not None:
             size = self.detail_hash_size
             text += (
-                f"; detail ({size}x{size} hash, {self.detail_region_size} px): "
+                f"; detail ({size}x{size} hash, {self.detail_region_size} px"
+                + (f", noise floor {self.detail_noise_floor:g}" if self.detail_noise_floor else "")
+                + "): "
                 f"distance {self.detail_distance} "
                 f"{rel(self.detail_distance, self.detail_threshold)} "
                 f"threshold {self.detail_threshold}"
@@ -443,5 +451,7 @@ def check_step_representation(
         target_distance=target_distance,
         target_threshold=config.target.threshold if target is not None and config.target else None,
         target_box=target_box,
+        noise_floor=config.noise_floor,
+        detail_noise_floor=detail.noise_floor if detail is not None else 0.0,
     )
     return replace(check, matched=not check.failed_parts)

@@ -133,6 +133,9 @@ def test_the_floors_leave_out_the_bits_anti_aliasing_flips(screens: dict[str, An
     assert counted.detail_distance is not None
     assert floored.detail_distance < counted.detail_distance
     assert not counted.matched  # every flipped bit counted, threshold 4: handed back
+    assert "noise floor 100" in floored.describe()
+    assert "48 px, noise floor 3000)" in floored.describe()
+    assert "noise floor" not in counted.describe()
 
 
 @pytest.mark.parametrize("floors", [False, True], ids=["shipped", "noise floors"])

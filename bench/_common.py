@@ -49,8 +49,12 @@ def machine() -> str:
     packages = ", ".join(
         f"{name} {version(name)}" for name in ("pillow", "imagehash", "numpy", "anthropic")
     )
+    try:
+        load = ", load average {:.2f} / {:.2f} / {:.2f} (1/5/15 min)".format(*os.getloadavg())
+    except OSError:
+        load = ""
     return (
-        f"Run {datetime.now(UTC):%Y-%m-%d %H:%M} UTC on {cpu}, {os.cpu_count()} cores{memory}, "
+        f"Run {datetime.now(UTC):%Y-%m-%d %H:%M} UTC on {cpu}, {os.cpu_count()} cores{memory}{load}, "
         f"{platform.system()} {platform.release()}; Python {platform.python_version()}, {packages}; "
         f"askcache at {commit or '?'}."
     )

@@ -31,12 +31,13 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 from PIL import Image, ImageChops, ImageEnhance
 
 from askcache.testing import TkFormApp, VirtualDisplay, run_on_display
 from askcache.tools import ComputerTool
 from askcache.tools.desktop import DesktopBackend
-from askcache.visual import Box
+from askcache.visual import Box, crop_region
 
 SCREEN = (1280, 800)
 FAR = 82
@@ -89,6 +90,24 @@ def is_far(before: Image.Image, after: Image.Image, point: tuple[int, int]) -> b
     return (
         box[2] <= x - FAR or box[0] > x + FAR or box[3] <= y - FAR or box[1] > y + FAR
     )  # right/bottom exclusive
+
+
+def only_scrolled(
+    before: Image.Image, after: Image.Image, point: tuple[int, int], side: int = 100
+) -> bool:
+    """True when every pixel of the ``side`` px square around ``point`` on ``after`` equals
+    (within 2 levels) the same pixel of ``before`` or one a pixel above or below: a page
+    scrolled by at most 1 px, its fixed parts left where they were. A page whose layout moved
+    when scrolled (a header collapsing on the first scroll) is not."""
+    x, y = point
+    half = side // 2
+    box = (x - half - 1, y - half - 1, x + half + 1, y + half + 1)
+    old = np.asarray(crop_region(before, box).convert("L"), dtype=np.int16)
+    new = np.asarray(crop_region(after, box).convert("L"), dtype=np.int16)[1:-1, 1:-1]
+    explained = np.zeros(new.shape, dtype=bool)
+    for dy in (-1, 0, 1):
+        explained |= np.abs(new - old[1 + dy : old.shape[0] - 1 + dy, 1:-1]) <= 2
+    return bool(explained.all())
 
 
 def shift(image: Image.Image, dy: int) -> Image.Image:

@@ -44,13 +44,17 @@ from askcache.visual import (
 )
 
 METHODS = ["phash", "ahash", "dhash", "whash"]
-SHIPPED = "shipped: phash ±1 px + detail"
+FORMAT_2 = "format 2: phash ±1 px + detail"
+SHIPPED = "shipped (format 3)"
+SHIPPED_FIELD = "shipped, wide field"
 SHIPPED_CHANGED = "shipped, screen changed"
-CHECKS = [*METHODS, "phash ±1 px", SHIPPED, SHIPPED_CHANGED]
-"""Methods at the exact position (8x8, 100 px), pHash with a 1 px shift tolerance, and the
-shipped default: that plus the 16x16 detail hash of a 48 px region, also ±1 px. On an
-unchanged screen the unmoved region matches at once (the other moves are skipped); on a
-changed one every move of both regions is hashed: the worst case."""
+CHECKS = [*METHODS, "phash ±1 px", FORMAT_2, SHIPPED, SHIPPED_FIELD, SHIPPED_CHANGED]
+"""Methods at the exact position (8x8, 100 px), pHash with a 1 px shift tolerance, the
+format-2 default (that plus the 16x16 detail hash of a 48 px region, also ±1 px) and the
+shipped format-3 default (both hashes, the tone of both regions, and the whole target when
+the element is wider than the region: the Name field).
+On an unchanged screen the unmoved region matches at once (the other moves are skipped); on
+a changed one the first failing part stops the shifted search: the worst case."""
 
 
 def timed(function: Callable[[], object], repeat: int) -> float:
@@ -87,17 +91,35 @@ def per_step(width: int, height: int) -> dict[str, float]:
             lambda c=config, s=stored: check_step_representation(image, click, s, c), 200
         )
     shipped = validation_config(CacheWritingSettings())
+    format_2 = validation_config(
+        CacheWritingSettings(
+            visual_validation_tone=False,
+            visual_validation_target=False,
+            visual_validation_detail_blur=0.0,
+            visual_validation_detail_threshold=14,
+            visual_validation_noise_floor=0.0,
+            visual_validation_detail_noise_floor=0.0,
+        )
+    )
     assert shipped is not None
+    assert format_2 is not None
+    plain = format_2.model_copy(update={"detail": None})
     changed = SimulatedFormApp(width=width, height=height, layout="banner").screenshot()
-    for name, config, current in (
-        ("phash ±1 px", shipped.model_copy(update={"detail": None}), image),
-        (SHIPPED, shipped, image),
-        (SHIPPED_CHANGED, shipped, changed),
+    field = make_tool_use("left_click", "tool", coordinate=list(app.widget("name").center))  # type: ignore[attr-defined]
+    for name, config, current, step in (
+        ("phash ±1 px", plain, image, click),
+        (FORMAT_2, format_2, image, click),
+        (SHIPPED, shipped, image, click),
+        (SHIPPED_FIELD, shipped, image, field),
+        (SHIPPED_CHANGED, shipped, changed, click),
     ):
-        stored = compute_step_representation(image, click, config)
+        stored = compute_step_representation(image, step, config)
         assert stored is not None
+        if name == SHIPPED_FIELD:
+            results["field target"] = float(stored.target is not None)
         results[name] = timed(
-            lambda c=config, s=stored, i=current: check_step_representation(i, click, s, c), 200
+            lambda c=config, s=stored, i=current, t=step: check_step_representation(i, t, s, c),
+            200,
         )
     return results
 
@@ -193,10 +215,16 @@ def main() -> None:
         "Per step, on a real PNG screenshot of a UI (the simulated form, drawn with Pillow), 100 px region, 8x8 hash. "
         "*Decode* is base64 + PNG decoding of the screenshot, the cost any validation must pay once per screenshot; "
         "finish_recording's trajectory types one character per step, so every screenshot differs; "
-        "the check (crop, hash, Hamming distance) is what validation adds. The shipped check (8x8 hash of the "
-        "100 px region and 16x16 hash of the 48 px detail region, each tried at up to 9 positions for the ±1 px "
-        "tolerance) stops at the first exact match on an unchanged screen; on a changed screen (the banner layout) "
-        "it hashes every position of both regions, the worst case. Medians.",
+        "the check (crop, hash, distance) is what validation adds. The format-2 check: 8x8 hash of the 100 px "
+        "region and 16x16 hash of the 48 px detail region, each tried at up to 9 positions for the ±1 px "
+        "tolerance. The shipped format-3 check (`validation_config(CacheWritingSettings())`): the same two "
+        "hashes (the detail one blurred first; noise floors off, the default), plus the tone (mean and deviation "
+        "of grey) of both regions, "
+        "at the Save button; *wide field*: at the Name field, wider than the region, so the whole target's ink "
+        "map is measured too (at 1920x1080 the field, 1200 px wide, is wider than the 800 px window the "
+        "target is searched in: no target is stored there). Each stops at the first position within its threshold on an unchanged screen; "
+        "on a changed screen (the banner layout) the first failing part ends the shifted search. Medians of "
+        "200 calls; the load average when the section was written is in the first line.",
         "",
         "| screen | decode once | "
         + " | ".join(f"check {m}" for m in CHECKS)

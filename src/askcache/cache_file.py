@@ -100,6 +100,11 @@ class DetailCheckConfig(_FileModel):
     """Radius of the Gaussian blur applied to the detail region (in grey) before hashing, so
     that re-rendered text (another anti-aliasing, a HiDPI screen scaled down) hashes alike;
     0: none (every file before version 3)."""
+    noise_floor: float = Field(0.0, ge=0, le=limits.MAX_DETAIL_NOISE_FLOOR, allow_inf_nan=False)
+    """pHash only: a differing bit is not counted when the current region's DCT coefficient
+    behind it lies within this of the coefficients' median (a bit decided by noise:
+    :func:`askcache.hashing.region_distance`); 0: every differing bit counts (files written
+    before this field)."""
 
 
 class ToneCheckConfig(_FileModel):
@@ -140,6 +145,9 @@ class VisualValidationConfig(_FileModel):
     shift_tolerance: int = Field(0, ge=0, le=8)
     """Pixels the current region may be moved each way at replay; files from before this
     field were checked at the exact position (0)."""
+    noise_floor: float = Field(0.0, ge=0, le=limits.MAX_NOISE_FLOOR, allow_inf_nan=False)
+    """pHash only: the main hash's noise floor (as :attr:`DetailCheckConfig.noise_floor`);
+    0: every differing bit counts (files written before this field)."""
     detail: DetailCheckConfig | None = None
     """The detail hash's set-up; ``None``: steps store the main hash only (all files before
     version 2)."""

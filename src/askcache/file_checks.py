@@ -91,6 +91,14 @@ class _ProblemError(Exception):
 
 
 def _check_config(config: VisualValidationConfig) -> None:
+    floors = [("metadata.visual_validation.noise_floor", config.noise_floor)]
+    if config.detail is not None:
+        floors.append(("metadata.visual_validation.detail.noise_floor", config.detail.noise_floor))
+    for where, floor in floors:
+        if floor and config.method != "phash":
+            raise _ProblemError(
+                where, f"a noise floor applies to phash only, the file's method is {config.method}"
+            )
     sizes = [("metadata.visual_validation", config.hash_size, config.threshold)]
     if config.detail is not None:
         sizes.append(

@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 import imagehash
 import numpy as np
+import scipy.fftpack
 from PIL import Image, ImageFilter
 
 from askcache.actions import Point
@@ -21,6 +22,7 @@ __all__ = [
     "compute_hash",
     "crop_region",
     "hamming_distance",
+    "phash_coefficients",
     "region_box",
     "region_distance",
     "shifted_boxes",
@@ -56,6 +58,31 @@ def compute_hash(image: Image.Image, method: str, hash_size: int = 8, blur: floa
     if blur > 0:
         image = image.convert("L").filter(ImageFilter.GaussianBlur(blur))
     return str(hasher(image, hash_size))
+
+
+def phash_coefficients(image: Image.Image, hash_size: int, blur: float = 0.0) -> np.ndarray:
+    """The low-frequency DCT coefficients behind a pHash, minus their median, row by row.
+
+    The same computation as imagehash's ``phash`` (grey, Lanczos-resized to ``4 * hash_size``
+    square, DCT of rows and columns, the top-left ``hash_size`` square): a coefficient above
+    zero here is a set bit of :func:`compute_hash`'s hash. ``blur`` as there. A coefficient
+    near zero is a bit decided by noise (JPEG, another anti-aliasing): see
+    :func:`region_distance`'s ``noise_floor``.
+    """
+    grey = image.convert("L")
+    if blur > 0:
+        grey = grey.filter(ImageFilter.GaussianBlur(blur))
+    side = hash_size * 4
+    pixels = np.asarray(grey.resize((side, side), Image.Resampling.LANCZOS))
+    dct = scipy.fftpack.dct(scipy.fftpack.dct(pixels, axis=0), axis=1)
+    low = dct[:hash_size, :hash_size]
+    return np.asarray((low - np.median(low)).ravel(), dtype=np.float64)
+
+
+def _bits(stored: str, size: int) -> np.ndarray:
+    """The bits of a hex hash, as imagehash orders them (first bit: the hash's top bit)."""
+    value = int(stored, 16)
+    return np.array([(value >> (size - 1 - index)) & 1 for index in range(size)], dtype=bool)
 
 
 def hamming_distance(first: str, second: str) -> int:
@@ -109,17 +136,47 @@ def region_distance(
     blur: float = 0.0,
     good_enough: int = 0,
     mask: int = 0,
+    noise_floor: float = 0.0,
 ) -> int:
     """The smallest Hamming distance between ``stored`` and the hash of ``box`` on ``image``,
     ``box`` moved by up to ``shift_tolerance`` px each way (:func:`shifted_boxes`). The
     search stops at the first move whose distance is ``good_enough`` or less (a threshold:
     any such distance decides the same). Bits set in ``mask`` are not counted.
 
+    ``noise_floor`` > 0 (pHash only): a differing bit is not counted when the current
+    region's DCT coefficient behind it lies within ``noise_floor`` of the coefficients'
+    median (:func:`phash_coefficients`). Such a bit is decided by noise, a JPEG re-encode, a
+    re-rendered glyph's anti-aliasing, a nearly flat region; a changed label moves strong
+    coefficients. 0: every differing bit counts (all files before this setting).
+
     Raises:
         InvalidHashError: ``stored`` is malformed or of another hash size.
     """
+    robust = noise_floor > 0 and method == "phash"
+    if robust:
+        hamming_distance(stored, stored)  # malformed stored hashes are refused as always
+        expected = (hash_size * hash_size + 3) // 4
+        if len(stored) != expected:
+            raise InvalidHashError(
+                f"cannot compare hashes of different sizes: {len(stored) * 4} bits "
+                f"({stored!r}) vs {hash_size * hash_size} bits; were they made with "
+                "different hash_size?"
+            )
+        recorded = _bits(stored, hash_size * hash_size)
+        ignored = _bits(f"{mask:x}", hash_size * hash_size) if mask else None
     best: int | None = None
     for moved in shifted_boxes(box, shift_tolerance):
+        if robust:
+            coefficients = phash_coefficients(crop_region(image, moved), hash_size, blur)
+            differs = (recorded != (coefficients > 0)) & (np.abs(coefficients) > noise_floor)
+            if ignored is not None:
+                differs &= ~ignored
+            found = int(differs.sum())
+            if best is None or found < best:
+                best = found
+            if best <= good_enough:
+                break
+            continue
         current = compute_hash(crop_region(image, moved), method, hash_size, blur)
         found = hamming_distance(stored, current)
         if mask:

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 __all__ = [
     "MAX_COUNT",
+    "MAX_DETAIL_NOISE_FLOOR",
     "MAX_FILE_BYTES",
     "MAX_HASH_SIZE",
     "MAX_LIST_ITEMS",
     "MAX_NESTING",
+    "MAX_NOISE_FLOOR",
     "MAX_OBJECT_KEYS",
     "MAX_PARAMETERS",
     "MAX_PARAMETER_CHARS",
@@ -56,6 +58,16 @@ MIN_DETAIL_REGION_SIZE = 8
 """Smallest side of the detail region, in pixels (as the writing settings allow)."""
 MAX_REGION_SIZE = 4096
 """Largest side of a hashed region, in pixels."""
+MAX_NOISE_FLOOR = 400.0
+"""Largest noise floor of the main hash (``visual_validation.noise_floor``; off by default,
+the benchmark's choice is 100). On the benchmark's screens half of a 100 px region's pHash
+coefficients lie farther than 1,200 from their median, so even this floor leaves most bits
+counted."""
+MAX_DETAIL_NOISE_FLOOR = 4000.0
+"""Largest noise floor of the detail hash (``visual_validation.detail.noise_floor``; off by
+default, the benchmark's choice is 3,000). On the benchmark's screens half of a 48 px
+region's coefficients lie farther than 4,200 from their median, so even this floor leaves
+about half the bits counted."""
 MIN_HASH_SIZE = 4
 """Smallest hash side (``hash_size**2`` bits)."""
 MAX_HASH_SIZE = 32

@@ -29,6 +29,7 @@ from pydantic import (
     model_validator,
 )
 
+from askcache import limits
 from askcache.actions import ACTION_ALIASES, DEFAULT_VALIDATED_ACTIONS, KNOWN_ACTIONS
 from askcache.errors import InvalidSettingsError
 from askcache.parameters import PARAMETER_NAME, parameter_value_problem
@@ -36,9 +37,11 @@ from askcache.parameters import PARAMETER_NAME, parameter_value_problem
 __all__ = [
     "DEFAULT_DETAIL_BLUR",
     "DEFAULT_DETAIL_HASH_SIZE",
+    "DEFAULT_DETAIL_NOISE_FLOOR",
     "DEFAULT_DETAIL_REGION_SIZE",
     "DEFAULT_DETAIL_THRESHOLD",
     "DEFAULT_HASH_SIZE",
+    "DEFAULT_NOISE_FLOOR",
     "DEFAULT_REGION_SIZE",
     "DEFAULT_SHIFT_TOLERANCE",
     "DEFAULT_TARGET_COLUMNS",
@@ -71,6 +74,12 @@ DEFAULT_DETAIL_THRESHOLD = 22
 """Largest distance of the (blurred) detail hash still counted as unchanged. Chosen on the
 tuning split of bench/accuracy.py (docs/benchmarks.md): re-rendered text reaches 8-50,
 relabelled keys 18 and up."""
+DEFAULT_NOISE_FLOOR = 0.0
+"""The main hash's noise floor: off, every differing bit counts (see
+``CacheWritingSettings.visual_validation_noise_floor`` for what a floor trades)."""
+DEFAULT_DETAIL_NOISE_FLOOR = 0.0
+"""The detail hash's noise floor: off. A floor forgives JPEG noise and re-rendered text but
+lets relabels of small keys through (6 -> 8, 3 -> 8: docs/benchmarks.md)."""
 
 DEFAULT_DETAIL_BLUR = 1.0
 """Blur radius of the detail region before hashing (chosen on the tuning split of
@@ -263,6 +272,17 @@ class CacheWritingSettings(SettingsModel):
     visual_validation_shift_tolerance: int = Field(DEFAULT_SHIFT_TOLERANCE, ge=0, le=8)
     """At replay, the current region is also hashed moved by up to this many pixels each way,
     and the smallest distance counts: a 1 px scroll then does not hand back. 0: exact position."""
+    visual_validation_noise_floor: float = Field(
+        DEFAULT_NOISE_FLOOR, ge=0, le=limits.MAX_NOISE_FLOOR
+    )
+    """pHash only (other methods store 0): at replay, a bit of the main hash that differs is
+    not counted when the current region's DCT coefficient behind it lies within this of the
+    coefficients' median (noise decided it: a JPEG re-encode, re-rendered anti-aliasing).
+    Stored in the file. 0 (the default): every differing bit counts. Floors (the benchmark's
+    tuning split chose 100 here, 3000 for the detail hash with its threshold 4 and blur 0.5)
+    cut false hand-backs on re-rendered and JPEG screens by more than half but let more
+    relabels of small keys through: off by default, a deliberate choice for screens that
+    arrive re-encoded (docs/benchmarks.md)."""
     visual_validation_detail_region_size: int | None = Field(
         DEFAULT_DETAIL_REGION_SIZE, ge=8, le=4096
     )
@@ -280,6 +300,11 @@ class CacheWritingSettings(SettingsModel):
     """Radius of the Gaussian blur applied to the detail region before hashing, so that text
     re-rendered with other anti-aliasing (a HiDPI screen scaled down, another font
     rasteriser) hashes alike while another label does not. 0: no blur (the format-2 check)."""
+    visual_validation_detail_noise_floor: float = Field(
+        DEFAULT_DETAIL_NOISE_FLOOR, ge=0, le=limits.MAX_DETAIL_NOISE_FLOOR
+    )
+    """pHash only: the detail hash's noise floor (as ``visual_validation_noise_floor``; 0, the
+    default: off)."""
     visual_validation_tone: bool = True
     """Also store the brightness and contrast of the main and detail regions (two numbers
     each, not pixels) and hand back when either moves beyond its tolerance: a dialog's dimming

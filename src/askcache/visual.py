@@ -8,6 +8,11 @@ The two functions a benchmark (or a curious user) calls directly are
   sees layout (:mod:`askcache.hashing`);
 - a fine hash of a smaller detail region (48 px), blurred first so that re-rendered text
   hashes alike, which sees the element's own label;
+- optionally (off by default), a *noise floor* for either hash: at replay a differing bit
+  counts only when the current region's DCT coefficient behind it is clearly away from the
+  median, so bits that JPEG noise or another anti-aliasing flips do not add up (nothing more
+  is stored: the floors are in the file's settings). It also lets relabels of small keys
+  through, hence off by default (docs/benchmarks.md);
 - the tone of both regions, their brightness and contrast, which hashes normalise away: it
   sees a dimming backdrop and a faded, disabled element (:mod:`askcache.tone`);
 - the whole target, when the element under the point is larger than the main region (a wide
@@ -77,6 +82,7 @@ def validation_config(settings: CacheWritingSettings) -> VisualValidationConfig 
     """The per-file validation config for these writing settings (``None`` for ``none``)."""
     if settings.visual_verification_method == VisualMethod.NONE:
         return None
+    phash = settings.visual_verification_method == VisualMethod.PHASH  # floors: pHash only
     detail = None
     if settings.visual_validation_detail_region_size is not None:
         detail = DetailCheckConfig(
@@ -84,6 +90,7 @@ def validation_config(settings: CacheWritingSettings) -> VisualValidationConfig 
             region_size=settings.visual_validation_detail_region_size,
             threshold=settings.visual_validation_detail_threshold,
             blur=settings.visual_validation_detail_blur,
+            noise_floor=settings.visual_validation_detail_noise_floor if phash else 0.0,
         )
     tone = None
     if settings.visual_validation_tone:
@@ -103,6 +110,7 @@ def validation_config(settings: CacheWritingSettings) -> VisualValidationConfig 
         region_size=settings.visual_validation_region_size,
         threshold=settings.visual_validation_threshold,
         shift_tolerance=settings.visual_validation_shift_tolerance,
+        noise_floor=settings.visual_validation_noise_floor if phash else 0.0,
         detail=detail,
         tone=tone,
         target=target,
@@ -239,6 +247,10 @@ class VisualCheck:
     """The target's threshold applied, when there is one."""
     target_box: Box | None = None
     """The target's box on the screen, when there is one."""
+    noise_floor: float = 0.0
+    """The main hash's noise floor applied (0: every differing bit counted)."""
+    detail_noise_floor: float = 0.0
+    """The detail hash's noise floor applied (0: every differing bit counted)."""
 
     @property
     def failed_parts(self) -> list[str]:
@@ -277,6 +289,8 @@ class VisualCheck:
         )
         if self.shift_tolerance:
             setup += f" ±{self.shift_tolerance} px"
+        if self.noise_floor:
+            setup += f", noise floor {self.noise_floor:g}"
         if self.distance is None:
             return f"{setup}: the action point is outside the current screen"
 
@@ -288,7 +302,9 @@ class VisualCheck:
         if self.detail_distance is not None and self.detail_threshold is not None:
             size = self.detail_hash_size
             text += (
-                f"; detail ({size}x{size} hash, {self.detail_region_size} px): "
+                f"; detail ({size}x{size} hash, {self.detail_region_size} px"
+                + (f", noise floor {self.detail_noise_floor:g}" if self.detail_noise_floor else "")
+                + "): "
                 f"distance {self.detail_distance} "
                 f"{rel(self.detail_distance, self.detail_threshold)} "
                 f"threshold {self.detail_threshold}"
@@ -400,6 +416,7 @@ def check_step_representation(
             shift_tolerance=0 if failed else config.shift_tolerance,
             good_enough=limit,
             mask=mask.main,
+            noise_floor=config.noise_floor,
         )
         failed = failed or distance > limit
         if detail is not None and stored.detail is not None and detail_box is not None:
@@ -413,6 +430,7 @@ def check_step_representation(
                 blur=detail.blur,
                 good_enough=detail_limit if detail_limit is not None else 0,
                 mask=mask.detail,
+                noise_floor=detail.noise_floor,
             )
     check = VisualCheck(
         matched=False,
@@ -433,5 +451,7 @@ def check_step_representation(
         target_distance=target_distance,
         target_threshold=config.target.threshold if target is not None and config.target else None,
         target_box=target_box,
+        noise_floor=config.noise_floor,
+        detail_noise_floor=detail.noise_floor if detail is not None else 0.0,
     )
     return replace(check, matched=not check.failed_parts)

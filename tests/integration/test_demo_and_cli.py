@@ -62,7 +62,7 @@ def test_cli_demo_list_and_show(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert main(["show", "contact-form.json", "--cache-dir", str(tmp_path)]) == 0
     shown = capsys.readouterr().out
     assert (
-        "validation: phash, 8x8 hash, 100 px region ±1 px, threshold 2; "
+        "validation: phash, 8x8 hash, 100 px region ±1 px, threshold 2; "  # floors off
         f"detail 16x16 hash, 48 px region, blur {DEFAULT_DETAIL_BLUR:g}, "
         f"threshold {DEFAULT_DETAIL_THRESHOLD}; "
         f"tone: brightness {DEFAULT_TONE_MEAN_TOLERANCE:.0%}, "

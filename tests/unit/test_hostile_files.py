@@ -110,6 +110,57 @@ def test_thresholds_at_or_above_the_bit_count_are_refused(
     _refused(data, "threshold: .* would accept any screen")
 
 
+@pytest.mark.parametrize(
+    ("where", "value", "fragment"),
+    [
+        ("main", 401.0, "noise_floor: Input should be less than or equal to 400"),
+        ("detail", 4001.0, "noise_floor: Input should be less than or equal to 4000"),
+        ("main", -1.0, "noise_floor: Input should be greater than or equal to 0"),
+        ("detail", "high", "noise_floor: Input should be a valid number"),
+    ],
+)
+def test_a_noise_floor_out_of_range_is_refused_naming_it(
+    storage: LocalCacheStorage, where: str, value: float | str, fragment: str
+) -> None:
+    # A floor high enough would leave every bit uncounted, the check off in effect.
+    data = _data(
+        storage, visual_validation_noise_floor=100.0, visual_validation_detail_noise_floor=3000.0
+    )
+    visual = data["metadata"]["visual_validation"]
+    assert (visual["noise_floor"], visual["detail"]["noise_floor"]) == (100.0, 3000.0)
+    (visual if where == "main" else visual["detail"])["noise_floor"] = value
+    error = _refused(data, fragment)
+    field = "metadata.visual_validation" + ("" if where == "main" else ".detail")
+    assert isinstance(error, CacheFileCorruptError)
+    assert error.field == f"{field}.noise_floor"
+
+
+def test_a_noise_floor_with_another_hash_method_is_refused(storage: LocalCacheStorage) -> None:
+    data = _data(
+        storage,
+        visual_verification_method="dhash",
+        visual_validation_noise_floor=100.0,
+        visual_validation_detail_noise_floor=3000.0,
+    )
+    visual = data["metadata"]["visual_validation"]
+    assert (visual["noise_floor"], visual["detail"]["noise_floor"]) == (0, 0)  # phash only
+    visual["detail"]["noise_floor"] = 1500.0
+    error = _refused(data, "noise_floor: a noise floor applies to phash only")
+    assert error.field == "metadata.visual_validation.detail.noise_floor"  # type: ignore[attr-defined]
+
+
+def test_older_format_3_files_without_noise_floors_load_with_none(
+    storage: LocalCacheStorage,
+) -> None:
+    data = _data(storage, visual_validation_noise_floor=100.0)
+    del data["metadata"]["visual_validation"]["noise_floor"]
+    del data["metadata"]["visual_validation"]["detail"]["noise_floor"]
+    loaded = parse_cache_file(json.dumps(data), "old.json").metadata.visual_validation
+    assert loaded is not None
+    assert loaded.detail is not None
+    assert (loaded.noise_floor, loaded.detail.noise_floor) == (0.0, 0.0)
+
+
 def test_a_misspelt_key_is_refused_naming_the_closest(storage: LocalCacheStorage) -> None:
     data = _data(storage)
     step = data["trajectory"][2]

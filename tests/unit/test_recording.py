@@ -10,7 +10,9 @@ from askcache.messages import MessageParam, ToolUseBlockParam, Usage
 from askcache.recording import CacheManager, default_filename, steps_with_screens
 from askcache.settings import (
     DEFAULT_DETAIL_BLUR,
+    DEFAULT_DETAIL_NOISE_FLOOR,
     DEFAULT_DETAIL_THRESHOLD,
+    DEFAULT_NOISE_FLOOR,
     CacheWritingSettings,
 )
 from askcache.storage import LocalCacheStorage, load_cache_file
@@ -45,7 +47,9 @@ def test_validated_actions_get_hashes_and_others_null(
         region_size=48,
         threshold=DEFAULT_DETAIL_THRESHOLD,
         blur=DEFAULT_DETAIL_BLUR,
+        noise_floor=DEFAULT_DETAIL_NOISE_FLOOR,
     )
+    assert visual.noise_floor == DEFAULT_NOISE_FLOOR
     assert visual.tone is not None
     assert visual.target is not None
     tones = [step.visual_tone for step in cache_file.trajectory]

@@ -26,6 +26,7 @@ from askcache.visual import (
     find_recent_screenshot_block,
     hamming_distance,
     region_box,
+    region_distance,
     shifted_boxes,
     validation_config,
 )
@@ -297,3 +298,58 @@ def test_the_detail_hash_sees_a_relabelled_key_that_the_region_hash_misses(
     assert "detail (16x16 hash, 48 px)" in check.describe()
     unchanged = check_step_representation(_keypad(KEYS), key, stored, with_detail)
     assert (unchanged.matched, unchanged.distance, unchanged.detail_distance) == (True, 0, 0)
+
+
+@pytest.mark.parametrize(("old", "new"), [("6", "8"), ("3", "8"), ("9", "8")])
+def test_noise_floors_let_a_relabelled_small_key_through_so_they_are_off_by_default(
+    old: str, new: str
+) -> None:
+    # Why the floors are opt-in: a stroke added to a small glyph moves only coefficients near
+    # the median, which a floor leaves uncounted (docs/benchmarks.md).
+    index = KEYS.index(old)
+    before = _keypad(KEYS)
+    after = _keypad([(new if label == old else label) for label in KEYS])
+    left, top = 100 + (index % 4) * 51, 80 + (index // 4) * 28
+    key = computer_call("left_click", coordinate=[left + 23, top + 12])
+    shipped = validation_config(CacheWritingSettings())
+    floored = validation_config(
+        CacheWritingSettings(
+            visual_validation_noise_floor=100.0,
+            visual_validation_detail_noise_floor=3000.0,
+            visual_validation_detail_threshold=4,
+            visual_validation_detail_blur=0.5,
+        )
+    )
+    assert shipped is not None
+    assert floored is not None
+    assert (shipped.noise_floor, shipped.detail and shipped.detail.noise_floor) == (0.0, 0.0)
+    for config, hands_back in ((shipped, True), (floored, False)):
+        stored = compute_step_representation(before, key, config)
+        assert stored is not None
+        assert check_step_representation(after, key, stored, config).matched is not hands_back
+        # the unchanged keypad matches either way
+        assert check_step_representation(_keypad(KEYS), key, stored, config).matched
+
+
+def test_a_noise_floor_counts_only_bits_with_strong_coefficients() -> None:
+    screen = _keypad(KEYS)
+    box = region_box(screen.size, (123, 92), 48)
+    assert box is not None
+    stored = compute_hash(screen.crop(box), "phash", 16, 1.0)
+    other = _keypad(["8" if label == "7" else label for label in KEYS])
+    plain = region_distance(other, box, stored, "phash", 16, shift_tolerance=0, blur=1.0)
+    assert plain == hamming_distance(stored, compute_hash(other.crop(box), "phash", 16, 1.0))
+    floors = [
+        region_distance(
+            other, box, stored, "phash", 16, shift_tolerance=0, blur=1.0, noise_floor=floor
+        )
+        for floor in (0.0, 1.0, 500.0, 3000.0, 10**9)
+    ]
+    assert floors[0] == plain > 0
+    assert floors == sorted(floors, reverse=True)  # a higher floor never counts more bits
+    assert floors[-1] == 0
+    # a floor is pHash only: other methods count every bit
+    dstored = compute_hash(screen.crop(box), "dhash", 16)
+    assert region_distance(
+        other, box, dstored, "dhash", 16, shift_tolerance=0, noise_floor=3000.0
+    ) == region_distance(other, box, dstored, "dhash", 16, shift_tolerance=0)

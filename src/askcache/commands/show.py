@@ -37,9 +37,10 @@ def describe_validation(v: VisualValidationConfig) -> str:
     if v.detail is not None:
         d = v.detail
         blur = f", blur {d.blur:g}" if d.blur else ""
+        floor = f", noise floor {d.noise_floor:g}" if d.noise_floor else ""
         detail = (
             f"; detail {d.hash_size}x{d.hash_size} hash, {d.region_size} px region{blur}, "
-            f"threshold {d.threshold}"
+            f"threshold {d.threshold}{floor}"
         )
     if v.tone is not None:
         detail += (
@@ -48,9 +49,10 @@ def describe_validation(v: VisualValidationConfig) -> str:
         )
     if v.target is not None:
         detail += f"; whole target: {v.target.columns} columns, threshold {v.target.threshold}"
+    main_floor = f", noise floor {v.noise_floor:g}" if v.noise_floor else ""
     return (
         f"{v.method}, {v.hash_size}x{v.hash_size} hash, "
-        f"{v.region_size} px region{shift}, threshold {v.threshold}{detail}"
+        f"{v.region_size} px region{shift}, threshold {v.threshold}{main_floor}{detail}"
     )
 
 

@@ -277,6 +277,12 @@ def test_replay_dry_run_checks_without_acting(
     assert main(["replay", "form", "--cache-dir", str(tmp_path), "--screenshot", "x.png"]) == 64
     assert main([*args]) == 3  # no screens given: a one-line error
     assert "--screenshot STEP=PNG or --display" in capsys.readouterr().err
+    # a step no screen was given for is not checked, and never reported as passing
+    assert main([*args, "--screenshot", f"9={tmp_path / 'before.png'}"]) == 1
+    out = capsys.readouterr().out
+    assert "would run" not in out
+    assert "1  left_click   NOT CHECKED: no screen given for this step" in out
+    assert "0 of 3 acting steps checked; not confirmed: no screen for step(s) 1, 2, 3" in out
     # a parameter without a value is a usage error, not silently dropped
     assert main([*args, "--screenshot", str(tmp_path / "before.png"), "--param", "name"]) == 64
     assert "expected NAME=VALUE" in capsys.readouterr().err

@@ -195,6 +195,16 @@ def test_with_screenshots_each_region_is_marked_and_judged(
     assert "STOP: " in page
     assert "a replay would stop at step 2" in page
 
+    # a screen only for a step after the others: they are not checked, never "would run"
+    (shots / "step-1.png").rename(shots / "step-9.png")
+    argv = ["report", "form", "--cache-dir", str(fleet), "--screenshots", str(shots)]
+    assert main([*argv, "--json", "--output", str(tmp_path / "r2.html")]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert (summary["checked_steps"], summary["unchecked_steps"]) == (0, [1, 2, 3])
+    page = (tmp_path / "r2.html").read_text()
+    assert "would run" not in page
+    assert "not confirmed: no screen was given for step(s) 1, 2, 3" in page
+
 
 def test_the_report_in_chromium_shows_its_parts(fleet: Path, tmp_path: Path) -> None:
     playwright = pytest.importorskip("playwright.sync_api")

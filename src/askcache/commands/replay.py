@@ -3,7 +3,8 @@
 Each acting step's check phase runs on the screenshots given (``--screenshot STEP=PNG``, the
 screen before that step; a step without one is checked on the closest earlier one) or on
 the live screen (``--display :N``, every step on the screen as it is now). Nothing is
-clicked or typed. Exit 0 when every checked step would run, 1 when the replay would stop.
+clicked or typed. Exit 0 when every acting step was checked and would run; 1 when the replay
+would stop, or a step had no screen to be checked on (not confirmed).
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ def add_replay_command(
         help="check a trajectory step by step without acting (--dry-run)",
         description="Run the check phase of each acting step on screenshots or the live "
         "screen, without clicking or typing: would a replay run, and where would it stop? "
-        "Exit 0: every checked step would run; 1: the replay would stop.",
+        "Exit 0: every acting step was checked and would run; 1: the replay would stop, or "
+        "a step had no screen to be checked on.",
     )
     parser.add_argument("name", help="cache file name, with or without .json")
     parser.add_argument(
@@ -115,13 +117,30 @@ def run_replay(args: argparse.Namespace) -> int:
             raise AskCacheError("give the screens to check on: --screenshot STEP=PNG or --display")
         steps = dry_run(cache_file, name, screens, parameter_values=values)
     stops = [s for s in steps if s.problem is not None]
+    unchecked = [s.step_index for s in steps if s.checked_on is None]
     if args.json:
-        emit_json({"name": name, "steps": [s.model_dump(mode="json") for s in steps]})
+        emit_json(
+            {
+                "name": name,
+                "steps": [s.model_dump(mode="json") for s in steps],
+                "would_stop_at": stops[0].step_index if stops else None,
+                "unchecked_steps": unchecked,
+            }
+        )
     else:
         for step in steps:
-            verdict = "would run" if step.problem is None else f"STOP: {step.problem}"
-            where = "" if step.checked_on is None else f" (on screen {step.checked_on})"
-            print(f"  {step.step_index:>3}  {step.action:<12} {verdict}{where}")
-        first = f"; the replay would stop at step {stops[0].step_index}" if stops else ""
-        print(f"{name}: {len(steps)} acting steps checked{first}")
-    return EXIT_FINDINGS if stops else EXIT_OK
+            if step.checked_on is None:
+                verdict = f"NOT CHECKED: {step.note or 'no screen'}"
+            elif step.problem is None:
+                verdict = f"would run (on screen {step.checked_on})"
+            else:
+                verdict = f"STOP: {step.problem} (on screen {step.checked_on})"
+            print(f"  {step.step_index:>3}  {step.action:<12} {verdict}")
+        checked = len(steps) - len(unchecked)
+        summary = f"{name}: {checked} of {len(steps)} acting steps checked"
+        if stops:
+            summary += f"; the replay would stop at step {stops[0].step_index}"
+        elif unchecked:
+            summary += f"; not confirmed: no screen for step(s) {', '.join(map(str, unchecked))}"
+        print(summary)
+    return EXIT_FINDINGS if stops or unchecked else EXIT_OK

@@ -288,13 +288,19 @@ def build_report(
     )
     if checked is not None:
         stops = [s for s in checked if s.problem is not None]
-        seen = [s for s in checked if s.checked_on is not None]
-        report.verdict_ok = not stops
-        report.verdict = (
-            f"a replay would stop at step {stops[0].step_index}: {stops[0].problem}"
-            if stops
-            else f"each of the {len(seen)} acting steps checked would run"
-        )
+        unchecked = [s.step_index for s in checked if s.checked_on is None]
+        report.verdict_ok = not stops and not unchecked
+        if stops:
+            report.verdict = (
+                f"a replay would stop at step {stops[0].step_index}: {stops[0].problem}"
+            )
+        elif unchecked:
+            report.verdict = (
+                f"not confirmed: no screen was given for step(s) "
+                f"{', '.join(map(str, unchecked))}, so they were not checked"
+            )
+        else:
+            report.verdict = f"each of the {len(checked)} acting steps would run"
     return report
 
 
@@ -359,7 +365,12 @@ def run_report(args: argparse.Namespace) -> int:
                 "steps": len(report.steps),
                 "end_state": report.end_state is not None,
                 "checked_on": checked_on,
-                "checked_steps": None if checked is None else len(checked),
+                "checked_steps": None
+                if checked is None
+                else sum(1 for s in checked if s.checked_on is not None),
+                "unchecked_steps": None
+                if checked is None
+                else [s.step_index for s in checked if s.checked_on is None],
                 "would_stop_at": stop,
             }
         )

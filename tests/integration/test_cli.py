@@ -230,6 +230,9 @@ def test_stats_adds_up_the_ledger_and_prices_it(
     assert "($1.05)" in text
     assert main(["stats", "--cache-dir", str(tmp_path), "--price", "mystery-1=1,2"]) == 0
     assert "no price for" not in capsys.readouterr().out
+    # a name with neither replays nor a file is a mistake, not "no replays"
+    assert main(["stats", "logn", "--cache-dir", str(tmp_path)]) == 3
+    assert "cache file 'logn.json' not found" in capsys.readouterr().err
 
 
 def test_prices_match_the_longest_prefix_and_parse() -> None:

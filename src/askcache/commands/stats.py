@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from askcache.commands.common import EXIT_OK, emit_json, location, open_storage
+from askcache.commands.common import EXIT_OK, emit_json, location, open_storage, resolve_name
 from askcache.ledger import RunLedger, RunRecord
 from askcache.prices import PRICES_AS_OF, ModelPrice, parse_price, price_for
 
@@ -144,6 +144,8 @@ def run_stats(args: argparse.Namespace) -> int:
     if name is not None and not name.endswith(".json"):
         name += ".json"
     records = RunLedger(storage).records(name)
+    if name is not None and not records:
+        resolve_name(storage, name)  # a misspelt name: exit 3, with the closest ones
     names = sorted({r.trajectory for r in records})
     rows = [summarize(n, [r for r in records if r.trajectory == n], prices) for n in names]
     total = summarize("(all)", records, prices)

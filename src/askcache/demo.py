@@ -120,7 +120,7 @@ class _Stage:
         if self._backend is None:
             self._backend = DesktopBackend(self._display)
             self.stack.callback(self._backend.close)
-        state = self.workdir / "tk-form-state.json"
+        state = self.workdir / ".tk-form-state.json"  # hidden: not a cache file to list
         with TkFormApp(self._display, state, layout=layout) as tk_app:
             yield tk_app, ComputerTool(self._backend, settle_delay=0.3)
 

@@ -48,6 +48,8 @@ def test_demo_on_a_real_tk_app_under_xvfb(tmp_path: Path, monkeypatch: pytest.Mo
         "4. Replay after the heal, on the changed app: 0 model calls",
     ):
         assert fragment in summary
+    # the demo's folder holds cache files only (the form's state is hidden): lint is clean
+    assert main(["lint", "--cache-dir", str(tmp_path)]) == 0
 
 
 def test_cli_demo_list_and_show(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

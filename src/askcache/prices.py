@@ -7,7 +7,9 @@ MODEL=INPUT,OUTPUT`` (dollars per million tokens) adds or overrides a row; a mod
 by no row gets no dollar figure rather than a guess.
 
 A model name matches the row with the longest name it starts with, so dated snapshots
-(``claude-sonnet-4-5-20250929``) take their family's price.
+(``claude-sonnet-4-5-20250929``) take their family's price. Rows are as narrow as that needs:
+``claude-opus-4-2`` (for ``claude-opus-4-20250514``), not ``claude-opus-4``, so that a model
+the table does not list (``claude-opus-4-8``) gets no price instead of an older one.
 """
 
 from __future__ import annotations
@@ -53,15 +55,23 @@ class ModelPrice(BaseModel):
         return tokens * self.input / 1_000_000
 
 
-PRICES_AS_OF = "2025-11"
-"""When the list prices below were copied."""
+PRICES_AS_OF = "2026-11"
+"""When the list prices below were copied (the model pages of platform.claude.com)."""
 
 PRICES: Mapping[str, ModelPrice] = {
+    "claude-opus-5-5": ModelPrice(input=4.0, output=20.0),
+    "claude-opus-5": ModelPrice(input=5.0, output=25.0),
+    "claude-sonnet-5-5": ModelPrice(input=2.0, output=10.0),
+    "claude-sonnet-5": ModelPrice(input=2.0, output=10.0),
+    "claude-opus-4-6": ModelPrice(input=5.0, output=25.0),
+    "claude-sonnet-4-6": ModelPrice(input=3.0, output=15.0),
     "claude-opus-4-5": ModelPrice(input=5.0, output=25.0),
     "claude-opus-4-1": ModelPrice(input=15.0, output=75.0),
-    "claude-opus-4": ModelPrice(input=15.0, output=75.0),
+    "claude-opus-4-0": ModelPrice(input=15.0, output=75.0),
+    "claude-opus-4-2": ModelPrice(input=15.0, output=75.0),  # claude-opus-4-20250514
     "claude-sonnet-4-5": ModelPrice(input=3.0, output=15.0),
-    "claude-sonnet-4": ModelPrice(input=3.0, output=15.0),
+    "claude-sonnet-4-0": ModelPrice(input=3.0, output=15.0),
+    "claude-sonnet-4-2": ModelPrice(input=3.0, output=15.0),  # claude-sonnet-4-20250514
     "claude-3-7-sonnet": ModelPrice(input=3.0, output=15.0),
     "claude-haiku-4-5": ModelPrice(input=1.0, output=5.0),
     "claude-3-5-haiku": ModelPrice(input=0.8, output=4.0),

@@ -239,6 +239,11 @@ def test_prices_match_the_longest_prefix_and_parse() -> None:
     assert price_for("claude-opus-4-1-20250805") == ModelPrice(input=15, output=75)
     assert price_for("claude-opus-4-5-20251101") == ModelPrice(input=5, output=25)
     assert price_for("unknown") is None
+    assert price_for("claude-sonnet-5-5") == ModelPrice(input=2, output=10)  # the default model
+    assert price_for("claude-opus-5-5") == ModelPrice(input=4, output=20)
+    assert price_for("claude-opus-4-20250514") == ModelPrice(input=15, output=75)
+    assert price_for("claude-opus-4-6") == ModelPrice(input=5, output=25)
+    assert price_for("claude-opus-4-8") is None  # not listed: no price, not an older one's
     assert parse_price("m=1.5,7") == ("m", ModelPrice(input=1.5, output=7))
     with pytest.raises(ValueError, match="MODEL=INPUT,OUTPUT"):
         parse_price("m=1")

@@ -11,6 +11,7 @@ import argparse
 import logging
 import os
 import sys
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn, cast
@@ -48,6 +49,8 @@ Record computer-use agent runs once, replay them with no model calls.
   askcache stats [NAME]          replays, hit rate and savings from the run ledger
   askcache replay NAME --dry-run --screenshot STEP=PNG | --display :N   check, never act
   askcache report NAME [--screenshots DIR | --live]   an HTML report of a file and its runs
+  askcache tune NAME --run DIR ...   learn per-step masks from repeat runs that were right
+  askcache diff NAME | accept NAME | rollback NAME   versions and healing proposals
   askcache parity SRC CANDIDATE  compare two renderings
   askcache verify SRC CANDIDATE --fix-command CMD   the auto-verify loop
   askcache sign NAME | check-signature NAME | upgrade NAME   signed files, format upgrades
@@ -55,8 +58,8 @@ Record computer-use agent runs once, replay them with no model calls.
 Every subcommand has --help; the cache commands take --json."""
 
 _EPILOG = """\
-exit codes: 0 success; 1 a problem found (lint errors, parity FAIL or parity not reached,
-demo failed); 2 parity ERROR verdict or a failed verify loop; 3 an error to fix (missing
+exit codes: 0 success; 1 a problem found (lint errors, a dry run that would stop or could
+not check a step, parity FAIL or parity not reached, demo failed); 2 parity ERROR verdict or a failed verify loop; 3 an error to fix (missing
 key, folder or file, unreadable or refused file, storage unreachable); 64 bad command
 line; 70 internal error (report it, with --debug); 130 interrupted; 141 output closed
 (askcache list | head). See docs/cli.md."""
@@ -229,6 +232,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         hint = f" (see {exc.parser.prog} --help)"
         print(f"{exc.parser.prog}: usage error: {exc}{hint}", file=sys.stderr)
+        words = list(sys.argv[1:] if argv is None else argv)
+        if "--json" in words:  # scripts get the error as JSON too
+            emit_json(
+                {"error": {"type": "UsageError", "message": str(exc)}, "exit_code": EXIT_USAGE}
+            )
         return EXIT_USAGE
     except SystemExit as exc:  # --help
         return exc.code if isinstance(exc.code, int) else EXIT_OK
@@ -251,8 +259,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("askcache: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except Exception as exc:
-        if debug:
-            raise
+        if debug:  # the traceback, then the same one line and exit code as without
+            traceback.print_exc(file=sys.stderr)
         if isinstance(exc, AskCacheError | OSError):
             return _fail(args, EXIT_ERROR, _one_line(exc), exc)
         if type(exc).__module__.split(".")[0] == "anthropic":

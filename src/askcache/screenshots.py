@@ -36,7 +36,9 @@ def decode_screenshot(data: str, where: str = "a screenshot") -> Image.Image:
         return _decode(data)
     except (binascii.Error, ValueError) as exc:
         raise InvalidScreenshotError(where, f"not base64 ({exc})") from exc
-    except (UnidentifiedImageError, OSError, Image.DecompressionBombError) as exc:
+    except UnidentifiedImageError as exc:
+        raise InvalidScreenshotError(where, "not an image Pillow can read") from exc
+    except (OSError, Image.DecompressionBombError) as exc:
         raise InvalidScreenshotError(where, str(exc)) from exc
 
 

@@ -86,6 +86,17 @@ def test_user_mistakes_are_one_line_errors_with_documented_codes(
     debug = _run("--debug", "show", "nope", "--cache-dir", str(demo_dir))
     assert "Traceback" in debug.stderr
     assert "CacheNotFoundError" in debug.stderr
+    assert debug.returncode == 3  # the same exit code as without --debug
+    usage = _run("show", "--bogus", "--json")
+    assert usage.returncode == 64
+    assert json.loads(usage.stdout)["exit_code"] == 64
+    not_png = demo_dir.parent / "notes.png"
+    not_png.write_text("not a picture")
+    where = ["--cache-dir", str(demo_dir)]
+    broken = _run("replay", "contact-form", "--dry-run", "--screenshot", str(not_png), *where)
+    assert broken.returncode == 3
+    assert "not an image Pillow can read" in broken.stderr
+    assert "BytesIO" not in broken.stderr
 
 
 def test_help_has_no_raw_markup_and_every_option_is_explained() -> None:
@@ -283,8 +294,10 @@ def test_replay_dry_run_checks_without_acting(
     assert "no longer matches" in steps[0]["problem"]
     assert changed.events == []
     assert main(["replay", "form", "--cache-dir", str(tmp_path), "--screenshot", "x.png"]) == 64
-    assert main([*args]) == 3  # no screens given: a one-line error
-    assert "--screenshot STEP=PNG or --display" in capsys.readouterr().err
+    assert main([*args]) == 64  # no screens given: a usage error
+    assert "one of the arguments --screenshot --display is required" in capsys.readouterr().err
+    assert main([*args, "--screenshot", "x=shot.png"]) == 64
+    assert "expected STEP=PNG with a step number" in capsys.readouterr().err
     # a step no screen was given for is not checked, and never reported as passing
     assert main([*args, "--screenshot", f"9={tmp_path / 'before.png'}"]) == 1
     out = capsys.readouterr().out

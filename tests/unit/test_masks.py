@@ -163,4 +163,5 @@ def test_askcache_tune_errors_are_one_line_and_write_nothing(
         assert fragment in err
         assert "Traceback" not in err
     assert main(["tune", "form", *where]) == 64  # --run is required
+    assert main(["tune", "form", "--run", str(empty), "--keep-versions", "0", *where]) == 64
     assert storage.read("form.json") == recorded

@@ -53,14 +53,16 @@ def add_replay_command(
         required=True,
         help="required: this command never acts (a real replay goes through Agent.act)",
     )
-    parser.add_argument(
+    screens = parser.add_mutually_exclusive_group(required=True)
+    screens.add_argument(
         "--screenshot",
         action="append",
         default=[],
+        type=_screenshot_argument,
         metavar="STEP=PNG",
         help="the screen before step STEP (repeatable); PNG alone means step 0",
     )
-    parser.add_argument("--display", help="check on the live screen of this X display")
+    screens.add_argument("--display", help="check on the live screen of this X display")
     parser.add_argument(
         "--param",
         action="append",
@@ -72,13 +74,18 @@ def add_replay_command(
     parser.set_defaults(run=run_replay)
 
 
-def _screens(specs: list[str]) -> dict[int, Image.Image]:
+def _screenshot_argument(text: str) -> tuple[int, str]:
+    """``--screenshot STEP=PNG`` (or ``PNG``: step 0) as ``(STEP, PNG)``; a usage error when
+    STEP is not a step number."""
+    step, _, path = text.rpartition("=")
+    if step and not step.isdigit():
+        raise argparse.ArgumentTypeError(f"expected STEP=PNG with a step number, got {text!r}")
+    return (int(step) if step else 0), path
+
+
+def _screens(specs: list[tuple[int, str]]) -> dict[int, Image.Image]:
     screens: dict[int, Image.Image] = {}
-    for spec in specs:
-        step, _, path = spec.rpartition("=")
-        index = int(step) if step.isdigit() else 0
-        if step and not step.isdigit():
-            raise AskCacheError(f"--screenshot {spec!r}: expected STEP=PNG with a step number")
+    for index, path in specs:
         screens[index] = read_screen(Path(path), "--screenshot")
     return screens
 
@@ -112,9 +119,7 @@ def run_replay(args: argparse.Namespace) -> int:
         finally:
             backend.close()
     else:
-        screens = _screens(args.screenshot)
-        if not screens:
-            raise AskCacheError("give the screens to check on: --screenshot STEP=PNG or --display")
+        screens = _screens(args.screenshot)  # argparse requires --screenshot or --display
         steps = dry_run(cache_file, name, screens, parameter_values=values)
     stops = [s for s in steps if s.problem is not None]
     unchecked = [s.step_index for s in steps if s.checked_on is None]

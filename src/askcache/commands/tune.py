@@ -63,12 +63,22 @@ def add_tune_command(
     )
     parser.add_argument(
         "--keep-versions",
-        type=int,
+        type=_at_least_one,
         default=10,
         metavar="N",
         help="versions of the trajectory kept (default 10, as CachingSettings.keep_versions)",
     )
     parser.set_defaults(run=run_tune)
+
+
+def _at_least_one(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"keep at least 1 version, got {value}")
+    return value
 
 
 def read_run_folder(folder: str) -> dict[int, Image.Image]:
@@ -104,8 +114,6 @@ def run_tune(args: argparse.Namespace) -> int:
     name = resolve_name(storage, args.name)
     runs = [read_run_folder(folder) for folder in args.runs]
     base = storage.read(name)
-    if args.keep_versions < 1:
-        raise AskCacheError(f"--keep-versions {args.keep_versions}: keep at least 1")
     cache_file = parse_cache_file(base, name)
     before = [step.visual_mask for step in cache_file.trajectory]
     lines = learn_masks_from_screens(cache_file, runs)

@@ -59,10 +59,11 @@ Every subcommand has --help; the cache commands take --json."""
 
 _EPILOG = """\
 exit codes: 0 success; 1 a problem found (lint errors, a dry run that would stop or could
-not check a step, parity FAIL or parity not reached, demo failed); 2 parity ERROR verdict or a failed verify loop; 3 an error to fix (missing
-key, folder or file, unreadable or refused file, storage unreachable); 64 bad command
-line; 70 internal error (report it, with --debug); 130 interrupted; 141 output closed
-(askcache list | head). See docs/cli.md."""
+not check a step, parity FAIL or parity not reached, demo failed); 2 parity ERROR verdict
+or a failed verify loop; 3 an error to fix (missing key, folder or file, unreadable or
+refused file, storage unreachable); 64 bad command line; 70 internal error (report it,
+with --debug); 130 interrupted; 141 output closed (askcache list | head). See
+docs/cli.md."""
 
 
 class UsageError(Exception):

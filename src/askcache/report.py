@@ -116,14 +116,30 @@ def model_actions(messages: Sequence[MessageParam]) -> list[str]:
 
 
 def savings_text(record: RunRecord) -> str:
-    """What one replay saved (or cost beyond the recording), from its ledger entry."""
-    seconds = "" if record.saved_seconds is None else f", {abs(record.saved_seconds):.1f} s"
-    verb = "saved" if record.saved_model_calls >= 0 else "cost"
-    calls, tokens = abs(record.saved_model_calls), abs(record.saved_tokens)
+    """What one replay saved, or cost beyond what replaying its steps saved, from its ledger
+    entry: each quantity with its own sign ("saved 3 model calls and 1.2 s, cost 2,000 more
+    tokens")."""
+
+    def part(amount: float, unit: str) -> tuple[bool, str]:
+        text = f"{abs(amount):.1f} s" if unit == "s" else f"{abs(int(amount)):,} {unit}"
+        return amount >= 0, text
+
+    parts = [
+        part(record.saved_model_calls, "model calls"),
+        part(record.saved_tokens, "tokens"),
+    ]
+    if record.saved_seconds is not None:
+        parts.append(part(record.saved_seconds, "s"))
+    saved = [text for good, text in parts if good]
+    cost = [text for good, text in parts if not good]
+    said = []
+    if saved:
+        said.append(f"saved an estimated {', '.join(saved)}")
+    if cost:
+        said.append(f"cost {', '.join(cost)} more than it saved")
+    replayed = f"{record.steps_run} step{'' if record.steps_run == 1 else 's'}"
     return (
-        f"{verb} an estimated {calls} model calls, {tokens:,} tokens{seconds} (the "
-        f"recording's cost for the {record.steps_run} step"
-        f"{'' if record.steps_run == 1 else 's'} replayed, against the "
+        f"{'; '.join(said)} (the recording's cost for the {replayed} replayed, against the "
         f"{record.model_calls} model calls this run made)"
     )
 

@@ -58,3 +58,30 @@ def test_report_shows_both_regions_of_every_checked_step(
     checked = [row for row in rows if "distance" in row]
     assert len(checked) == 1
     assert checked[0].count("data:image/png;base64,") == 2
+
+
+def test_savings_text_gives_each_quantity_its_own_sign() -> None:
+    from askcache.ledger import RunRecord
+    from askcache.report import savings_text
+
+    mixed = RunRecord(
+        trajectory="t.json",
+        status="handed_back",
+        steps_run=1,
+        model_calls=5,
+        saved_model_calls=-4,
+        saved_tokens=-19_064,
+        saved_seconds=1.2,
+    )
+    text = savings_text(mixed)
+    assert text.startswith("saved an estimated 1.2 s; cost 4 model calls, 19,064 tokens more")
+    assert "for the 1 step replayed, against the 5 model calls this run made" in text
+    clean = RunRecord(
+        trajectory="t.json",
+        status="completed",
+        steps_run=4,
+        saved_model_calls=5,
+        saved_tokens=14_328,
+        saved_seconds=None,
+    )
+    assert savings_text(clean).startswith("saved an estimated 5 model calls, 14,328 tokens (")

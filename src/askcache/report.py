@@ -136,7 +136,7 @@ def savings_text(record: RunRecord) -> str:
     if saved:
         said.append(f"saved an estimated {', '.join(saved)}")
     if cost:
-        said.append(f"cost {', '.join(cost)} more than it saved")
+        said.append(f"cost an estimated {', '.join(cost)} more than it saved")
     replayed = f"{record.steps_run} step{'' if record.steps_run == 1 else 's'}"
     return (
         f"{'; '.join(said)} (the recording's cost for the {replayed} replayed, against the "
@@ -335,7 +335,8 @@ def _section(
     result = section.result
     parts = [f"<h2>{html.escape(section.title)}</h2>"]
     line = (
-        f"<b>{html.escape(result.status)}</b>: {result.steps_run} steps run, "
+        f"<b>{html.escape(result.status)}</b>: {result.steps_run} "
+        f"step{'' if result.steps_run == 1 else 's'} run, "
         f"{result.validated} validated, {result.unvalidated} unvalidated"
     )
     if result.stopped_at_step is not None:

@@ -74,7 +74,9 @@ def test_savings_text_gives_each_quantity_its_own_sign() -> None:
         saved_seconds=1.2,
     )
     text = savings_text(mixed)
-    assert text.startswith("saved an estimated 1.2 s; cost 4 model calls, 19,064 tokens more")
+    assert text.startswith(
+        "saved an estimated 1.2 s; cost an estimated 4 model calls, 19,064 tokens more"
+    )
     assert "for the 1 step replayed, against the 5 model calls this run made" in text
     clean = RunRecord(
         trajectory="t.json",

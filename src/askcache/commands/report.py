@@ -223,7 +223,10 @@ def _facts(cache_file: CacheFile) -> list[str]:
     if cache_file.cache_parameters:
         facts.append(
             "Parameters: "
-            + "; ".join(f"{key}: {text}" for key, text in cache_file.cache_parameters.items())
+            + "; ".join(
+                f"{key}: {text}" if text else key
+                for key, text in cache_file.cache_parameters.items()
+            )
         )
     if cache_file.variants:
         facts.append(f"Variants (other ways through) at steps {sorted(cache_file.variants)}")

@@ -63,7 +63,7 @@ from askcache.tools.desktop import DesktopBackend
 GOAL = "Type Ada Lovelace into the Name field and press Save"
 ADA = {"name": "Ada Lovelace", "email": ""}
 CALC_GOAL = "Compute 12+30 in xcalc"
-CALC_KEYS = [47, 48, 50, 49, 52, 55]
+CALC_KEYS = (47, 48, 50, 49, 52, 55)
 """xcalc's buttons (app-defaults numbers) for 1 2 + 3 0 =."""
 CALC_SIZE = (1280, 800)
 RECORDED_SCREEN = (1280, 800)
@@ -88,6 +88,8 @@ class Fault:
     """The backend raises on these screenshots (1-based, every screenshot counted)."""
     xcalc_resources: tuple[str, ...] = ()
     """X resources for xcalc (``-xrm XCalc*ti.RESOURCE``)."""
+    calc_keys: tuple[int, ...] = CALC_KEYS
+    """The xcalc buttons the task clicks (app-defaults numbers)."""
     changed_button: int | None = None
     """The xcalc button the resources change: a replayed click on it is wrong."""
     status: str = "handed_back"
@@ -171,6 +173,15 @@ FAULTS: list[Fault] = [
         changed_button=49,
         saved=False,
         unavoidable=1,  # the key looks exactly as recorded: the display shows 7 after it
+    ),
+    Fault(
+        "xcalc: x! rebound to x², label unchanged (3 x!: the display near the key)",
+        app="xcalc",
+        calc_keys=(49, 22),  # 3, x!: 6 when recorded; x! sits 146 px below the display
+        xcalc_resources=("button22.translations: #override<Btn1Down>,<Btn1Up>:square()unset()",),
+        changed_button=22,
+        saved=False,
+        unavoidable=1,  # looks as recorded; the display then shows 9, not 6
     ),
 ]
 
@@ -427,8 +438,9 @@ XCALC_DISPLAY_BOX = (5, 5, 255, 45)
 """xcalc's display, in its 260x360 window at the screen's origin."""
 
 
-def record_xcalc(cache_dir: Path) -> bytes:
-    """Record 12+30= clicked on xcalc's buttons; returns its display's pixels at the end."""
+def record_xcalc(cache_dir: Path, keys: tuple[int, ...] = CALC_KEYS) -> bytes:
+    """Record ``keys`` (12+30= by default) clicked on xcalc's buttons; returns its display's
+    pixels at the end."""
     with _desktop(CALC_SIZE) as (display, backend), _xcalc(display):
         buttons = xcalc_buttons(display)
         script: list[Any] = [tool_use_reply("computer", {"action": "screenshot"})]
@@ -436,7 +448,7 @@ def record_xcalc(cache_dir: Path) -> bytes:
             tool_use_reply(
                 "computer", {"action": "left_click", "coordinate": _center(buttons[n - 1])}
             )
-            for n in CALC_KEYS
+            for n in keys
         ]
         script.append(text_reply("12 + 30 = 42"))
         with MessagesApiStandIn(script) as api:
@@ -537,7 +549,7 @@ class Recordings:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self._form: dict[Any, Any] | None = None
-        self._xcalc: bytes | None = None
+        self._xcalc: dict[tuple[int, ...], bytes] = {}
         self._runs = 0
 
     def run(self, fault: Fault) -> Outcome:
@@ -549,10 +561,12 @@ class Recordings:
                 self._form = record_form(self.folder / "form", self.folder)
             shutil.copy(self.folder / "form" / "form.json", work / "form.json")
             return run_form(fault, work, work, self._form)
-        if self._xcalc is None:
-            self._xcalc = record_xcalc(self.folder / "xcalc")
-        shutil.copy(self.folder / "xcalc" / "xcalc.json", work / "xcalc.json")
-        return run_xcalc(fault, work, self._xcalc)
+        keys = fault.calc_keys
+        recorded = self.folder / ("xcalc-" + "-".join(map(str, keys)))
+        if keys not in self._xcalc:
+            self._xcalc[keys] = record_xcalc(recorded, keys)
+        shutil.copy(recorded / "xcalc.json", work / "xcalc.json")
+        return run_xcalc(fault, work, self._xcalc[keys])
 
 
 def table(outcomes: list[Outcome]) -> str:

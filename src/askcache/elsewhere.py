@@ -10,7 +10,10 @@ action changed, at 1/8 scale. Two things escape it:
 
 So, per acting step, the recording also finds the places away from the point whose pixels the
 action changed (at full resolution: an 8 x 8 pixel block changed when one of its pixels moved
-by more than :data:`CHANGE_LEVEL` grey levels), and stores each place's box (the changed
+by more than :data:`CHANGE_LEVEL` grey levels; for a click, every group of changed blocks but
+the element clicked, :data:`ELEMENT_RADIUS`; for typing and other actions, the groups beyond
+the effect radius, so that the text typed and its blinking caret stay the near effect's; a
+group one block wide, a caret, never), and stores each place's box (the changed
 blocks and one block around them) with a perceptual hash of it before and after the action
 (:class:`ChangeElsewhere`; hashes only, no pixels). After a replayed action, each place must
 look as recorded after it (within :data:`MATCH_THRESHOLD` bits). An xcalc key rebound to
@@ -41,6 +44,7 @@ from pydantic import BaseModel, ConfigDict, Field
 __all__ = [
     "BLOCK",
     "CHANGE_LEVEL",
+    "ELEMENT_RADIUS",
     "HASH_SIZE",
     "MATCH_THRESHOLD",
     "MAX_PLACES",
@@ -64,6 +68,10 @@ same (measured on xcalc's display, 2026-11-22: 0 for the same digits drawn again
 another digit, 2-16 for the same screen resampled to 0.8x or 1.5x and back)."""
 MAX_PLACES = 4
 """Places kept per step (the largest)."""
+ELEMENT_RADIUS = 16
+"""For a click: a group of changed blocks reaching within this many pixels of the point is
+the element clicked (a key pressed, a field focused), left to the near effect; every other
+group is a place elsewhere."""
 
 
 class ChangeElsewhere(BaseModel):
@@ -144,13 +152,15 @@ def changes_elsewhere(
     """The places further than ``radius`` pixels from ``point`` that changed from ``before`` to
     ``after`` (two screens of one run, the same size), the :data:`MAX_PLACES` largest, in
     reading order. A group of changed blocks reaching within the radius is left to the near
-    effect; without a point there is no "elsewhere"."""
+    effect, and so is a group one block wide (a caret blinking); without a point there is no
+    "elsewhere"."""
     if point is None or before.size != after.size:
         return []
     groups = [
         group
         for group in _components(changed_blocks(before, after))
         if all(_far(block, point, radius) for block in group)
+        and len({column for _, column in group}) > 1  # one block wide: a caret blinking
     ]
     groups = sorted(groups, key=len, reverse=True)[:MAX_PLACES]
     places = []

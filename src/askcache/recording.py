@@ -18,9 +18,9 @@ from datetime import UTC, datetime
 import numpy as np
 from PIL import Image
 
-from askcache.actions import ACTING_ACTIONS, Point, action_anchors, parse_action
+from askcache.actions import ACTING_ACTIONS, CLICK_ACTIONS, Point, action_anchors, parse_action
 from askcache.cache_file import CacheFile, CacheMetadata, CoordinateSpace, RecordingStats
-from askcache.elsewhere import changed_blocks, changes_elsewhere, prune
+from askcache.elsewhere import ELEMENT_RADIUS, changed_blocks, changes_elsewhere, prune
 from askcache.messages import ImageBlockParam, MessageParam, ToolUseBlockParam, Usage
 from askcache.parameters import (
     SECRET_PREFIX,
@@ -208,6 +208,7 @@ class CacheManager:
                 anchor,
                 acting=action is not None and action.name in ACTING_ACTIONS,
                 typed_parameter=inputs != step.call.input,
+                clicked=action is not None and action.name in CLICK_ACTIONS,
             )
             trajectory.append(
                 ToolUseBlockParam(
@@ -306,6 +307,7 @@ class _StateTracker:
         *,
         acting: bool,
         typed_parameter: bool,
+        clicked: bool = False,
     ) -> StepEffect | None:
         """The effect of one step (``None`` when not recorded or not comparable)."""
         if self.config is None or before is None or after is None:
@@ -334,8 +336,17 @@ class _StateTracker:
         )
         if effect is not None and not self._after_parameter:
             # what a step changes elsewhere after a typed parameter may show its value
-            effect.elsewhere = changes_elsewhere(before, after, anchor, self.config.effect_radius)
+            effect.elsewhere = changes_elsewhere(before, after, anchor, self._radius(clicked))
         return effect
+
+    def _radius(self, clicked: bool) -> int:
+        """How far from the point a change must lie to be a place elsewhere: for a click,
+        anything but the element clicked (a keypad's display may lie within the effect
+        radius, and the near tiles do not see one digit replaced by another); for typing
+        and other actions, beyond the effect radius (the text typed, with its blinking
+        caret, is the near effect's)."""
+        assert self.config is not None
+        return ELEMENT_RADIUS if clicked else self.config.effect_radius
 
     def prune(self, effect: StepEffect | None) -> StepEffect | None:
         """``effect`` without the places elsewhere that also changed while nothing acted."""

@@ -89,3 +89,21 @@ def test_places_that_changed_while_nothing_acted_are_pruned() -> None:
 def test_a_place_is_a_strict_model() -> None:
     with pytest.raises(ValueError, match="extra"):
         ChangeElsewhere.model_validate({"box": [0, 0, 8, 8], "before": "", "after": "", "x": 1})
+
+
+def test_for_a_click_every_change_but_the_element_clicked_is_a_place() -> None:
+    from askcache.elsewhere import ELEMENT_RADIUS
+
+    near_key = (170, 130)  # a key 100 px below the display: within the effect radius
+    before, after = _screen("12"), _screen("3")
+    assert changes_elsewhere(before, after, near_key, radius=192) == []
+    places = changes_elsewhere(before, after, near_key, radius=ELEMENT_RADIUS)
+    assert [place.box[1] < 80 for place in places] == [True]  # the display, not the key
+
+
+def test_a_caret_blinking_away_from_the_point_is_not_a_place() -> None:
+    before = _screen("12")
+    after = before.copy()
+    ImageDraw.Draw(after).line((100, 300, 100, 318), fill="black", width=2)  # a caret shows
+    assert changed_blocks(before, after).any()
+    assert changes_elsewhere(before, after, KEY, radius=16) == []

@@ -345,7 +345,7 @@ def _too_much(
         if tolerance is None:
             continue
         cap = min(1.0, MASK_TONE_FACTOR * tolerance)
-        if change + MASK_MARGIN > tolerance and change + MASK_MARGIN > cap:
+        if change + MASK_MARGIN > cap:
             return (
                 f"its {what} differs by {change:.0%}, more than a run of the same screen "
                 f"varies (the tolerance may be raised to at most {cap:.0%}, "

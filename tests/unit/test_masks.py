@@ -250,6 +250,10 @@ def test_the_accumulated_mask_never_passes_the_bound(tmp_path: Path) -> None:
     # left out and the line says the mask would grow too wide
     assert learning.left_out
     assert all("the mask would ignore" in run.reason for run in learning.left_out)
+    # what tune learns stays within what askcache lint accepts
+    from askcache.lint import lint_cache_file
+
+    assert not [p for p in lint_cache_file(cache_file) if p.check == "mask"]
 
 
 def test_a_run_whose_tone_changed_a_lot_is_not_learned_from(tmp_path: Path) -> None:

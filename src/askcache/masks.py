@@ -64,9 +64,10 @@ than that many, however many runs it is learned from. Measured on the simulated 
 (8x8 main hash, 16x16 detail hash): a small counter beside the Save button varies 6 to 12 of
 the 64 main-hash bits and none of the 256 detail bits, while the same form with a banner
 pushed in above it (a wrong screen) differs in 32-36 main and 128 detail bits (half: an
-unrelated picture), an all-black screen in 32 and 128 at the button. A quarter (16 and 64)
-lies between, and is the limit ``askcache lint`` already calls a loose threshold: past it a
-check accepts large changes."""
+unrelated picture), an all-black screen in 32 and 128 at the button (but only 4 and 8 over
+the flat Name field: :data:`MASK_TONE_FACTOR` refuses that one). A quarter (16 and 64) lies
+between, and is the limit ``askcache lint`` already calls a loose threshold: past it a check
+accepts large changes."""
 
 MASK_TONE_FACTOR = 2.0
 """A step's tone tolerance is raised to at most this many times the file's tolerance; a run

@@ -309,3 +309,26 @@ def test_lint_warns_on_a_hand_widened_mask_and_diff_shows_a_mask_change(
     after.trajectory[1].visual_mask = "not a mask"
     problems = [p for p in lint_cache_file(after) if p.check == "mask"]
     assert [(p.level, p.step) for p in problems] == [("error", 1)]
+
+
+def test_an_all_black_run_is_refused_at_every_step_and_black_still_hands_back(
+    tmp_path: Path,
+) -> None:
+    from PIL import Image
+
+    from askcache.masks import learn_mask_report
+
+    storage = _record(tmp_path)
+    cache_file = load_cache_file(storage, "form.json")
+    black = Image.new("RGB", SimulatedFormApp().screenshot().size)
+    learning = learn_mask_report(cache_file, [dict.fromkeys(range(4), black)])
+    assert [run.step for run in learning.left_out] == [1, 2, 3]
+    # over the flat Name field the hashes barely move: the tone cap is what refuses it
+    assert "brightness differs by 100%" in learning.left_out[0].reason
+    assert all(step.visual_mask is None for step in cache_file.trajectory)
+    config = cache_file.metadata.visual_validation
+    assert config is not None
+    for step in cache_file.trajectory[1:]:
+        stored = StepFingerprint.of(step)
+        assert stored is not None
+        assert not check_step_representation(black, step, stored, config).matched

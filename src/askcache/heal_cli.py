@@ -22,7 +22,8 @@ from PIL import Image
 
 from askcache.cache_file import CacheFile, parse_cache_file
 from askcache.commands.common import EXIT_OK, emit_json, open_storage, resolve_name
-from askcache.errors import AskCacheError
+from askcache.errors import AskCacheError, InvalidHashError
+from askcache.masks import StepMask
 from askcache.messages import ToolUseBlockParam
 from askcache.report import write_page
 from askcache.versions import TrajectoryVersions
@@ -44,9 +45,37 @@ def _fingerprint(step: ToolUseBlockParam) -> str | None:
     return step.visual_representation
 
 
+def _mask_note(old: ToolUseBlockParam, new: ToolUseBlockParam) -> str:
+    """`` (mask changed: ...)`` when the step's learned mask differs, else ``""``."""
+    if old.visual_mask == new.visual_mask:
+        return ""
+    if new.visual_mask is None:
+        return " (mask removed: nothing ignored)"
+    try:
+        mask = StepMask.decode(new.visual_mask)
+    except InvalidHashError:
+        return " (mask changed: unreadable)"
+    parts = [
+        f"{count} {label} ignored"
+        for count, label in (
+            (mask.main.bit_count(), "main bits"),
+            (mask.detail.bit_count(), "detail bits"),
+            (mask.ink.bit_count(), "ink columns"),
+        )
+        if count
+    ]
+    parts += [
+        f"{label} tolerance {value:.0%}"
+        for label, value in (("brightness", mask.brightness), ("contrast", mask.contrast))
+        if value
+    ]
+    return f" (mask changed: {', '.join(parts) or 'nothing ignored'})"
+
+
 def diff_lines(a: CacheFile, b: CacheFile) -> list[str]:
     """What changed from ``a`` to ``b``, one line per step: ``=`` the same step (same action
-    and input; ``(fingerprint)`` when its stored fingerprint differs), ``-`` only in ``a``,
+    and input; ``(fingerprint changed)`` when its stored fingerprint differs, ``(mask changed:
+    ...)`` with what the new mask ignores when its learned mask differs), ``-`` only in ``a``,
     ``+`` only in ``b``; then the variants."""
     lines: list[str] = []
     old, new = a.trajectory, b.trajectory
@@ -56,7 +85,7 @@ def diff_lines(a: CacheFile, b: CacheFile) -> list[str]:
             for i, j in zip(range(i1, i2), range(j1, j2), strict=True):
                 note = (
                     " (fingerprint changed)" if _fingerprint(old[i]) != _fingerprint(new[j]) else ""
-                )
+                ) + _mask_note(old[i], new[j])
                 lines.append(f"= {i:>3} -> {j:<3} {_describe(new[j])}{note}")
             continue
         lines.extend(f"- {i:>3}        {_describe(old[i])}" for i in range(i1, i2))

@@ -17,6 +17,11 @@ The checks, by ``check`` name:
   one above a quarter of the bits (it accepts large changes).
 - ``screen``: no screen size recorded (a replay on another screen cannot be scaled), or an
   action point outside the recorded screen.
+- ``mask``: a step's learned mask (``askcache tune``) ignores more than a quarter of a hash's
+  bits or of its whole target's ink columns, or raises a tone tolerance above twice the file's
+  (:data:`askcache.masks.MASK_TONE_FACTOR`): the check accepts large changes there, as a
+  loose threshold does (``askcache rollback`` or re-tuning on right screens fixes it). A mask
+  that does not parse is an error.
 - ``invalid``: the trajectory was marked invalid and is not replayed.
 """
 
@@ -28,10 +33,13 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from askcache.actions import ACTING_ACTIONS, parse_action
-from askcache.cache_file import CacheFile
-from askcache.errors import CacheFileCorruptError, UnsupportedCacheVersionError
+from askcache.cache_file import CacheFile, VisualValidationConfig
+from askcache.errors import CacheFileCorruptError, InvalidHashError, UnsupportedCacheVersionError
+from askcache.masks import MASK_TONE_FACTOR, StepMask
+from askcache.messages import ToolUseBlockParam
 from askcache.parameters import placeholders_in
 from askcache.storage import CacheStorage, load_cache_file
+from askcache.target import TargetFingerprint
 
 __all__ = ["LintProblem", "lint_cache_file", "lint_stored"]
 
@@ -46,7 +54,9 @@ class LintProblem(BaseModel):
 
     level: Literal["error", "warning"]
     """``error``: the replay fails or cannot be trusted; ``warning``: it checks less."""
-    check: Literal["schema", "unchecked", "hash", "parameters", "threshold", "screen", "invalid"]
+    check: Literal[
+        "schema", "unchecked", "hash", "parameters", "threshold", "screen", "mask", "invalid"
+    ]
     """Which check found it (see the module's documentation)."""
     message: str
     """What is wrong and what to do."""
@@ -79,6 +89,51 @@ def _threshold_problems(label: str, threshold: int, hash_size: int) -> list[Lint
             )
         ]
     return []
+
+
+def _mask_problems(
+    step: ToolUseBlockParam, visual: VisualValidationConfig, index: int
+) -> list[LintProblem]:
+    if step.visual_mask is None:
+        return []
+    try:
+        mask = StepMask.decode(step.visual_mask)
+    except InvalidHashError as exc:
+        return [LintProblem(level="error", check="mask", step=index, message=str(exc))]
+    wide = []
+    hashes = [("main", mask.main, visual.hash_size**2)]
+    if visual.detail is not None:
+        hashes.append(("detail", mask.detail, visual.detail.hash_size**2))
+    if step.visual_target is not None:
+        try:
+            columns = TargetFingerprint.decode(step.visual_target).columns
+        except InvalidHashError:
+            columns = 0
+        if columns:
+            hashes.append(("whole-target ink", mask.ink, columns))
+    for label, bits, count in hashes:
+        if bits.bit_count() > count // LOOSE_FRACTION:
+            unit = "columns" if label == "whole-target ink" else "hash bits"
+            wide.append(f"{bits.bit_count()} of {count} {label} {unit}")
+    tone = visual.tone
+    for label, raised, tolerance in (
+        ("brightness", mask.brightness, tone.mean_tolerance if tone else None),
+        ("contrast", mask.contrast, tone.contrast_tolerance if tone else None),
+    ):
+        if tolerance is not None and raised > MASK_TONE_FACTOR * tolerance:
+            wide.append(f"{label} tolerance {raised:.0%} (the file's {tolerance:.0%})")
+    if not wide:
+        return []
+    return [
+        LintProblem(
+            level="warning",
+            check="mask",
+            step=index,
+            message=f"its mask ignores {', '.join(wide)}: the check accepts large changes "
+            "there (learned from a wrong screen? askcache rollback, or tune again on runs "
+            "whose screens were right)",
+        )
+    ]
 
 
 def _hash_problem(value: str, hash_size: int, what: str, step: int) -> LintProblem | None:
@@ -184,6 +239,7 @@ def lint_cache_file(cache_file: CacheFile) -> list[LintProblem]:
         found = _hash_problem(step.visual_representation, visual.hash_size, "fingerprint", index)
         if found:
             problems.append(found)
+        problems += _mask_problems(step, visual, index)
         if visual.detail is not None:
             if step.visual_detail is None:
                 if acts:

@@ -165,3 +165,171 @@ def test_askcache_tune_errors_are_one_line_and_write_nothing(
     assert main(["tune", "form", *where]) == 64  # --run is required
     assert main(["tune", "form", "--run", str(empty), "--keep-versions", "0", *where]) == 64
     assert storage.read("form.json") == recorded
+
+
+def _record(tmp_path: Path) -> LocalCacheStorage:
+    storage = LocalCacheStorage(tmp_path / "cache")
+    manager = CacheManager(storage, CacheWritingSettings(filename="form.json"))
+    manager.start_recording(GOAL)
+    manager.finish_recording(_history("17"))
+    return storage
+
+
+def test_a_run_on_a_wrong_screen_is_not_learned_from_and_the_check_still_hands_back(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from askcache.cli import main
+    from askcache.masks import save_run_screens
+
+    storage = _record(tmp_path)
+    recorded = storage.read("form.json")
+    banner = SimulatedFormApp(layout="banner")
+    folder = tmp_path / "banner"
+    save_run_screens(run_history(banner, form_calls(banner)), folder)
+    where = ["--cache-dir", str(tmp_path / "cache")]
+
+    assert main(["tune", "form", "--run", str(folder), *where]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "step 1 (computer): run 0 left out: its screen differs in 32 of 64 main-hash bits, "
+        "more than a run of the same screen varies (at most 16): not learned from"
+    ) in out
+    assert "step 3 (computer): run 0 left out" in out
+    assert "3 run(s) left out at 3 step(s)" in out
+    assert "ignored from now on" not in out
+    assert "the masks are as they were, nothing written" in out
+    assert storage.read("form.json") == recorded
+    cache_file = load_cache_file(storage, "form.json")
+    assert all(step.visual_mask is None for step in cache_file.trajectory)
+    config = cache_file.metadata.visual_validation
+    assert config is not None
+    screen = SimulatedFormApp(layout="banner").screenshot()
+    for step in cache_file.trajectory[1:]:
+        stored = StepFingerprint.of(step)
+        assert stored is not None
+        assert not check_step_representation(screen, step, stored, config).matched
+
+    # --json lists the runs left out, by step, with the folder
+    assert main(["tune", "form", "--run", str(folder), "--json", *where]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert [(run["step"], run["run"]) for run in report["left_out"]] == [(1, 0), (2, 0), (3, 0)]
+    assert report["left_out"][0]["folder"] == str(folder)
+    assert report["masked_steps"] == []
+
+
+def test_a_right_run_is_learned_from_beside_a_wrong_one(tmp_path: Path) -> None:
+    storage = _record(tmp_path)
+    cache_file = load_cache_file(storage, "form.json")
+    banner = SimulatedFormApp(layout="banner")
+    from askcache.masks import learn_mask_report, run_screens
+
+    learning = learn_mask_report(
+        cache_file,
+        [run_screens(run_history(banner, form_calls(banner))), run_screens(_history("42"))],
+    )
+    assert {(run.step, run.run) for run in learning.left_out} == {(1, 0), (2, 0), (3, 0)}
+    save = cache_file.trajectory[3]
+    assert save.visual_mask is not None
+    mask = StepMask.decode(save.visual_mask)
+    assert 0 < mask.main.bit_count() <= 16
+    assert "varied across 1 repeat run(s)" in learning.lines[-1]
+
+
+def test_the_accumulated_mask_never_passes_the_bound(tmp_path: Path) -> None:
+    from askcache.masks import learn_mask_report, run_screens
+
+    storage = _record(tmp_path)
+    cache_file = load_cache_file(storage, "form.json")
+    counters = ["42", "9", "123", "5", "88", "3071", "0"]
+    learning = learn_mask_report(cache_file, [run_screens(_history(c)) for c in counters])
+    save = cache_file.trajectory[3]
+    assert save.visual_mask is not None
+    assert StepMask.decode(save.visual_mask).main.bit_count() <= 16
+    # each counter alone varies 12 bits or fewer; together they would pass 16, so some are
+    # left out and the line says the mask would grow too wide
+    assert learning.left_out
+    assert all("the mask would ignore" in run.reason for run in learning.left_out)
+    # what tune learns stays within what askcache lint accepts
+    from askcache.lint import lint_cache_file
+
+    assert not [p for p in lint_cache_file(cache_file) if p.check == "mask"]
+
+
+def test_a_run_whose_tone_changed_a_lot_is_not_learned_from(tmp_path: Path) -> None:
+    from PIL import ImageEnhance
+
+    from askcache.masks import learn_mask_report, run_screens
+
+    storage = _record(tmp_path)
+    cache_file = load_cache_file(storage, "form.json")
+    screens = run_screens(_history("17"))
+    dimmed = {index: ImageEnhance.Brightness(s).enhance(0.6) for index, s in screens.items()}
+    learning = learn_mask_report(cache_file, [dimmed])
+    assert learning.left_out
+    assert any("brightness" in run.reason or "contrast" in run.reason for run in learning.left_out)
+    assert all(step.visual_mask is None for step in cache_file.trajectory)
+
+
+def test_lint_warns_on_a_hand_widened_mask_and_diff_shows_a_mask_change(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from askcache.cli import main
+    from askcache.heal_cli import diff_lines
+    from askcache.lint import lint_cache_file
+    from askcache.storage import save_cache_file
+
+    storage = _record(tmp_path)
+    before = load_cache_file(storage, "form.json")
+    assert not [p for p in lint_cache_file(before) if p.check == "mask"]
+    after = load_cache_file(storage, "form.json")
+    after.trajectory[1].visual_mask = StepMask(
+        main=(1 << 32) - 1, detail=(1 << 128) - 1, brightness=0.5
+    ).encode()
+    after.trajectory[3].visual_mask = StepMask(main=0b111, detail=0b11).encode()
+    problems = [p for p in lint_cache_file(after) if p.check == "mask"]
+    assert [(p.level, p.step) for p in problems] == [("warning", 1)]
+    assert "32 of 64 main hash bits" in problems[0].message
+    assert "128 of 256 detail hash bits" in problems[0].message
+    assert "brightness tolerance 50% (the file's 6%)" in problems[0].message
+
+    lines = diff_lines(before, after)
+    assert lines[1].endswith(
+        "(mask changed: 32 main bits ignored, 128 detail bits ignored, brightness tolerance 50%)"
+    )
+    assert lines[3].endswith("(mask changed: 3 main bits ignored, 2 detail bits ignored)")
+    assert "mask" not in lines[2]
+    assert "mask removed" in diff_lines(after, before)[1]
+
+    save_cache_file(storage, "form.json", after)
+    where = ["--cache-dir", str(tmp_path / "cache")]
+    assert main(["lint", "form", *where]) == 0
+    assert "warning: [mask] step 1: its mask ignores 32 of 64" in capsys.readouterr().out
+    assert main(["lint", "form", "--strict", *where]) == 1
+    after.trajectory[1].visual_mask = "not a mask"
+    problems = [p for p in lint_cache_file(after) if p.check == "mask"]
+    assert [(p.level, p.step) for p in problems] == [("error", 1)]
+
+
+def test_an_all_black_run_is_refused_at_every_step_and_black_still_hands_back(
+    tmp_path: Path,
+) -> None:
+    from PIL import Image
+
+    from askcache.masks import learn_mask_report
+
+    storage = _record(tmp_path)
+    cache_file = load_cache_file(storage, "form.json")
+    black = Image.new("RGB", SimulatedFormApp().screenshot().size)
+    learning = learn_mask_report(cache_file, [dict.fromkeys(range(4), black)])
+    assert [run.step for run in learning.left_out] == [1, 2, 3]
+    # over the flat Name field the hashes barely move: the tone cap is what refuses it
+    assert "brightness differs by 100%" in learning.left_out[0].reason
+    assert all(step.visual_mask is None for step in cache_file.trajectory)
+    config = cache_file.metadata.visual_validation
+    assert config is not None
+    for step in cache_file.trajectory[1:]:
+        stored = StepFingerprint.of(step)
+        assert stored is not None
+        assert not check_step_representation(black, step, stored, config).matched

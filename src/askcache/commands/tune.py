@@ -4,7 +4,11 @@ Each ``--run DIR`` is a folder of another run of the same trajectory whose scree
 ``step-N.png`` is the screen just before step ``N`` (write such a folder from a run's messages
 with :func:`askcache.masks.save_run_screens`). What varied at a step across those runs (a
 clock, a counter, a caret inside its region) is stored on the step as its mask
-(:mod:`askcache.masks`) and ignored from then on; one line per step says what and why.
+(:mod:`askcache.masks`) and ignored from then on; one line per step says what and why. A run
+whose screen at a step differs by more than a run of the same screen plausibly varies (a
+wrong screen: more than a quarter of a hash's bits, or a tone change needing more than twice
+the file's tolerance), or that would push the step's mask past that bound, is left out at that
+step, and a line says so (``left_out`` in ``--json``).
 
 The tuned file is a new version of the trajectory (:mod:`askcache.versions`:
 ``askcache rollback NAME`` undoes it), signed again when a signing key is set. ``--check``
@@ -24,7 +28,7 @@ from askcache.cache_file import parse_cache_file
 from askcache.commands.common import EXIT_OK, emit_json, open_storage, resolve_name
 from askcache.errors import AskCacheError
 from askcache.heal import healed_bytes
-from askcache.masks import learn_masks_from_screens
+from askcache.masks import learn_mask_report
 from askcache.versions import TrajectoryVersions
 from askcache.visual import decode_screenshot
 
@@ -45,7 +49,9 @@ def add_tune_command(
         description="Compare each checked step's fingerprint with the screens of other runs "
         "of the same trajectory whose screens were right, and store on each step what varied "
         "there (ignored from then on). The tuned file is a new version (askcache rollback "
-        "undoes it). Exit 0: learned, or nothing to learn.",
+        "undoes it). A run that differs at a step by more than a run of the same screen "
+        "plausibly varies (a wrong screen) is left out there, and a line says why. Exit 0: "
+        "learned, or nothing to learn.",
     )
     parser.add_argument("name", help="cache file name, with or without .json")
     parser.add_argument(
@@ -116,7 +122,8 @@ def run_tune(args: argparse.Namespace) -> int:
     base = storage.read(name)
     cache_file = parse_cache_file(base, name)
     before = [step.visual_mask for step in cache_file.trajectory]
-    lines = learn_masks_from_screens(cache_file, runs)
+    learning = learn_mask_report(cache_file, runs)
+    lines = learning.lines
     after = [step.visual_mask for step in cache_file.trajectory]
     masked = [index for index, mask in enumerate(after) if mask is not None]
     version = None
@@ -126,10 +133,28 @@ def run_tune(args: argparse.Namespace) -> int:
         if version is None:
             raise AskCacheError(f"{name} changed while it was tuned; run askcache tune again")
     if args.json:
-        emit_json({"name": name, "lines": lines, "masked_steps": masked, "version": version})
+        left_out = [
+            {"step": run.step, "run": run.run, "folder": args.runs[run.run], "reason": run.reason}
+            for run in learning.left_out
+        ]
+        emit_json(
+            {
+                "name": name,
+                "lines": lines,
+                "masked_steps": masked,
+                "left_out": left_out,
+                "version": version,
+            }
+        )
         return EXIT_OK
     for line in lines:
         print(f"  {line}")
+    if learning.left_out:
+        steps = len({run.step for run in learning.left_out})
+        print(
+            f"{name}: {len(learning.left_out)} run(s) left out at {steps} step(s): their screens "
+            "differ more than a run of the same screen varies (was the screen right?)"
+        )
     if args.check:
         print(f"{name}: --check, nothing written ({len(masked)} steps would be masked)")
     elif version is None:

@@ -36,10 +36,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-import imagehash
 import numpy as np
 from PIL import Image
 from pydantic import BaseModel, ConfigDict, Field
+
+from askcache.hashing import Box, compute_hash, hamming_distance
 
 __all__ = [
     "BLOCK",
@@ -88,8 +89,7 @@ class ChangeElsewhere(BaseModel):
 
 
 Point = tuple[int, int]
-Box = tuple[int, int, int, int]
-# (not askcache.actions' and askcache.hashing's: they import the messages, which import this)
+# (not askcache.actions': it imports the messages, which import this)
 
 
 def _grey(image: Image.Image) -> np.ndarray:
@@ -138,12 +138,7 @@ def _far(block: tuple[int, int], point: Point, radius: int) -> bool:
 
 
 def _hash(image: Image.Image, box: Box) -> str:
-    return str(imagehash.phash(image.crop(box), hash_size=HASH_SIZE))
-
-
-def hamming_distance(first: str, second: str) -> int:
-    """Bits that differ between two hex hashes (of checked, equal length)."""
-    return (int(first, 16) ^ int(second, 16)).bit_count()
+    return compute_hash(image.crop(box), "phash", HASH_SIZE)
 
 
 def changes_elsewhere(

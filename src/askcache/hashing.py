@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import imagehash
 import numpy as np
 import scipy.fftpack
 from PIL import Image, ImageFilter
 
-from askcache.actions import Point
 from askcache.errors import InvalidHashError
+
+if TYPE_CHECKING:  # not at run time: askcache.elsewhere, which the messages import, uses this
+    from askcache.actions import Point
 
 __all__ = [
     "Box",

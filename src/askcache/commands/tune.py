@@ -18,7 +18,6 @@ says what would be learned and writes nothing. Exit 0: learned (or nothing to le
 from __future__ import annotations
 
 import argparse
-import base64
 import re
 from pathlib import Path
 
@@ -26,11 +25,11 @@ from PIL import Image
 
 from askcache.cache_file import parse_cache_file
 from askcache.commands.common import EXIT_OK, emit_json, open_storage, resolve_name
+from askcache.commands.replay import read_screen
 from askcache.errors import AskCacheError
 from askcache.heal import healed_bytes
 from askcache.masks import learn_mask_report
 from askcache.versions import TrajectoryVersions
-from askcache.visual import decode_screenshot
 
 __all__ = ["add_tune_command", "read_run_folder"]
 
@@ -102,13 +101,7 @@ def read_run_folder(folder: str) -> dict[int, Image.Image]:
         found = _STEP_FILE.match(entry.name)
         if found is None or not entry.is_file():
             continue
-        try:
-            data = entry.read_bytes()
-        except OSError as exc:
-            raise AskCacheError(f"{entry}: {exc.strerror or exc}") from exc
-        screens[int(found.group(1))] = decode_screenshot(
-            base64.b64encode(data).decode("ascii"), str(entry)
-        )
+        screens[int(found.group(1))] = read_screen(entry, "--run")
     if not screens:
         raise AskCacheError(f"--run {folder!r}: no step-N.png in it (N: the step's index)")
     return screens

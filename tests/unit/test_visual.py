@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import io
+import itertools
 
 import numpy as np
 import pytest
@@ -329,6 +330,32 @@ def test_noise_floors_let_a_relabelled_small_key_through_so_they_are_off_by_defa
         assert check_step_representation(after, key, stored, config).matched is not hands_back
         # the unchanged keypad matches either way
         assert check_step_representation(_keypad(KEYS), key, stored, config).matched
+
+
+KNOWN_KEYPAD_MISSES = {("0", "8"), ("3", "9"), ("7", "2")}
+"""Digit relabels on the keypad that the default check lets through (detail distance 20-22,
+threshold 22; docs/benchmarks.md)."""
+
+
+def test_the_default_check_sees_all_but_three_digit_relabels_on_a_small_keypad() -> None:
+    # The keypad's digits are 6 px wide and 9 px tall. Descriptors that forgive re-rendered
+    # text by tolerating small displacements lose them: an ink bitmap compared within 1 px
+    # missed 19 of these 90 (docs/benchmarks.md). This guards the default against any such
+    # loosening: it may miss no relabel beyond the three listed.
+    config = validation_config(CacheWritingSettings())
+    assert config is not None
+    before = _keypad(KEYS)
+    missed = set()
+    for old, new in itertools.permutations("0123456789", 2):
+        index = KEYS.index(old)
+        left, top = 100 + (index % 4) * 51, 80 + (index // 4) * 28
+        key = computer_call("left_click", coordinate=[left + 23, top + 12])
+        stored = compute_step_representation(before, key, config)
+        assert stored is not None
+        after = _keypad([(new if label == old else label) for label in KEYS])
+        if check_step_representation(after, key, stored, config).matched:
+            missed.add((old, new))
+    assert missed <= KNOWN_KEYPAD_MISSES, f"relabels let through: {sorted(missed)}"
 
 
 def test_a_noise_floor_counts_only_bits_with_strong_coefficients() -> None:

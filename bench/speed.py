@@ -218,7 +218,7 @@ def main() -> None:
         "the check (crop, hash, distance) is what validation adds. The format-2 check: 8x8 hash of the 100 px "
         "region and 16x16 hash of the 48 px detail region, each tried at up to 9 positions for the ±1 px "
         "tolerance. The shipped format-3 check (`validation_config(CacheWritingSettings())`): the same two "
-        "hashes (the detail one blurred first; noise floors off, the default), plus the tone (mean and deviation "
+        "hashes (with the default noise floors 100 and 500, no blur), plus the tone (mean and deviation "
         "of grey) of both regions, "
         "at the Save button; *wide field*: at the Name field, wider than the region, so the whole target's ink "
         "map is measured too (at 1920x1080 the field, 1200 px wide, is wider than the 800 px window the "

@@ -14,7 +14,8 @@ lines of script, then screenshotted:
 
 - changed: a dialog over a dimming backdrop (the point under the backdrop), the element
   faded by ``opacity: 0.4``, a word swapped for another word of the same length from the
-  page, the element removed, moved (80 px), its text swapped with another link's, a modal
+  page, one letter (the one drawn nearest the point) replaced by a letter of about the same
+  width (c -> e, n -> u, i -> l: a single small glyph relabelled), the element removed, moved (80 px), its text swapped with another link's, a modal
   over the point, the page scrolled 150 px, another page, a checkbox or radio toggled,
   text left over at the far (left) end of a 520 px wide field whose middle is the point;
 - same: a re-render, a JPEG re-encode, brightness +-3 %, a 1 px scroll, the page rendered at
@@ -182,6 +183,30 @@ SCRIPT = r"""
           if (node.data.includes(longest)) { node.data = node.data.replace(longest, other); break; }
         }
         return other;
+      } else if (kind === 'letter') {
+        // One letter of the link's text, the one drawn nearest the point, replaced by a
+        // letter of about the same width (c -> e, n -> u, i -> l ...): a single small glyph
+        // relabelled, as a key 3 -> 8 or Save -> Sale.
+        const twin = {a: 'o', o: 'a', c: 'e', e: 'c', n: 'u', u: 'n', b: 'h', h: 'b', i: 'l',
+          l: 'i', r: 't', t: 'r', m: 'w', w: 'm', d: 'q', q: 'd', p: 'q', g: 'y', y: 'v',
+          v: 'y', s: 'z', z: 's', k: 'h', f: 't', x: 's'};
+        const walker = document.createTreeWalker(a, NodeFilter.SHOW_TEXT);
+        const range = document.createRange();
+        let best = null;
+        while (walker.nextNode()) {
+          const node = walker.currentNode;
+          for (let k = 0; k < node.data.length; k++) {
+            if (!(node.data[k] in twin)) continue;
+            range.setStart(node, k); range.setEnd(node, k + 1);
+            const r = range.getBoundingClientRect();
+            const d = Math.abs((r.left + r.right) / 2 - c[0]) + Math.abs((r.top + r.bottom) / 2 - c[1]);
+            if (r.width > 0 && (best === null || d < best.d)) best = {node, k, d};
+          }
+        }
+        if (best === null || best.d > 20) return null;
+        const old = best.node.data[best.k];
+        best.node.data = best.node.data.slice(0, best.k) + twin[old] + best.node.data.slice(best.k + 1);
+        return old + ' -> ' + twin[old];
       } else if (kind === 'removed') {
         a.style.visibility = 'hidden';
       } else if (kind === 'moved') {
@@ -310,6 +335,7 @@ CHANGES = {
     "dialog over a dimming backdrop": "backdrop",
     "faded (opacity 0.4)": "opacity",
     "word swapped (same length)": "word",
+    "one letter changed": "letter",
     "element removed": "removed",
     "moved (80 px)": "moved",
     "swapped with another link": "swapped",

@@ -165,14 +165,29 @@ def _writing_settings(cache_file: CacheFile, values: dict[str, str]) -> CacheWri
             visual_validation_region_size=config.region_size,
             visual_validation_threshold=config.threshold,
             visual_validation_shift_tolerance=config.shift_tolerance,
+            visual_validation_noise_floor=config.noise_floor,
             visual_validation_detail_region_size=(
                 config.detail.region_size if config.detail else None
             ),
+            visual_validation_tone=config.tone is not None,
+            visual_validation_target=config.target is not None,
         )
         if config.detail is not None:
             options.update(
                 visual_validation_detail_hash_size=config.detail.hash_size,
                 visual_validation_detail_threshold=config.detail.threshold,
+                visual_validation_detail_blur=config.detail.blur,
+                visual_validation_detail_noise_floor=config.detail.noise_floor,
+            )
+        if config.tone is not None:
+            options.update(
+                visual_validation_tone_mean_tolerance=config.tone.mean_tolerance,
+                visual_validation_tone_contrast_tolerance=config.tone.contrast_tolerance,
+            )
+        if config.target is not None:
+            options.update(
+                visual_validation_target_columns=config.target.columns,
+                visual_validation_target_threshold=config.target.threshold,
             )
     return CacheWritingSettings(**options)
 

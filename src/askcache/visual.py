@@ -6,13 +6,13 @@ The two functions a benchmark (or a curious user) calls directly are
 
 - a coarse perceptual hash of the main region (100 px by default) around the point, which
   sees layout (:mod:`askcache.hashing`);
-- a fine hash of a smaller detail region (48 px), blurred first so that re-rendered text
-  hashes alike, which sees the element's own label;
-- optionally (off by default), a *noise floor* for either hash: at replay a differing bit
-  counts only when the current region's DCT coefficient behind it is clearly away from the
-  median, so bits that JPEG noise or another anti-aliasing flips do not add up (nothing more
-  is stored: the floors are in the file's settings). It also lets relabels of small keys
-  through, hence off by default (docs/benchmarks.md);
+- a fine hash of a smaller detail region (48 px), optionally blurred first (off by default:
+  a blur also smooths a changed letter away), which sees the element's own label;
+- a *noise floor* for either hash: at replay a differing bit counts only when the current
+  region's DCT coefficient behind it is clearly away from the median, so bits that JPEG
+  noise or 3 % brightness flip do not add up (nothing more is stored: the floors are in the
+  file's settings). Small by default (100 and 500): larger ones let relabels of small keys
+  through (docs/benchmarks.md);
 - the tone of both regions, their brightness and contrast, which hashes normalise away: it
   sees a dimming backdrop and a faded, disabled element (:mod:`askcache.tone`);
 - the whole target, when the element under the point is larger than the main region (a wide

@@ -206,6 +206,8 @@ def test_with_the_format_2_detail_hash_a_rescaled_real_app_hands_back_and_the_mo
         visual_validation_detail_threshold=14,
         visual_validation_tone=False,
         visual_validation_target=False,
+        visual_validation_noise_floor=0.0,
+        visual_validation_detail_noise_floor=0.0,
     )
     script = FormFillingScript(SimulatedFormApp(), "Ada Lovelace")
     with MessagesApiStandIn(script) as api, desktop(1920, 1200) as screen:

@@ -95,7 +95,8 @@ FLOORS = {
     "visual_validation_detail_threshold": 4,
     "visual_validation_detail_blur": 0.5,
 }
-"""The set-up bench/accuracy.py's tuning split chose with noise floors (opt-in)."""
+"""Larger floors (an earlier tuning choice, opt-in): they forgive more re-rendering and let
+relabels of small keys through (tests/unit/test_visual.py)."""
 
 
 def _config(**settings: Any) -> VisualValidationConfig:
@@ -104,18 +105,21 @@ def _config(**settings: Any) -> VisualValidationConfig:
     return config
 
 
-@pytest.mark.parametrize("floors", [False, True], ids=["shipped", "noise floors"])
-def test_a_hidpi_render_and_a_jpeg_of_the_same_page_match(
-    screens: dict[str, Any], floors: bool
+def test_a_jpeg_of_the_same_page_matches_and_larger_floors_also_forgive_a_hidpi_render(
+    screens: dict[str, Any],
 ) -> None:
-    config = _config(**(FLOORS if floors else {}))
-    assert (config.noise_floor > 0) == floors
+    # The default's floors forgive JPEG noise; forgiving this HiDPI render too takes the
+    # larger, opt-in floors, which let relabels of small keys through (the default hands it
+    # back: detail distance 9 > 8; docs/benchmarks.md weighs the trade).
     click = computer_call("left_click", coordinate=list(screens["point"]))
-    stored = compute_step_representation(screens["scale 1"], click, config)
-    assert stored is not None
-    for name, after in (("HiDPI", screens["scale 2"]), ("JPEG", _jpeg(screens["scale 1"]))):
-        check = check_step_representation(after, click, stored, config)
-        assert check.matched, (name, check.describe())
+    for settings, forgiven in (({}, ("JPEG",)), (FLOORS, ("JPEG", "HiDPI"))):
+        config = _config(**settings)
+        stored = compute_step_representation(screens["scale 1"], click, config)
+        assert stored is not None
+        screens_now = {"JPEG": _jpeg(screens["scale 1"]), "HiDPI": screens["scale 2"]}
+        for name in forgiven:
+            check = check_step_representation(screens_now[name], click, stored, config)
+            assert check.matched, (name, check.describe())
 
 
 def test_the_floors_leave_out_the_bits_anti_aliasing_flips(screens: dict[str, Any]) -> None:

@@ -12,12 +12,14 @@ import pytest
 from askcache import CachingSettings, InvalidSettingsError, RunLedger, RunRecord
 from askcache.cli import main
 from askcache.errors import AskCacheError
+from askcache.heal import _writing_settings
 from askcache.heal_cli import diff_lines
 from askcache.recording import CacheManager
 from askcache.settings import CacheWritingSettings, HealMode
 from askcache.storage import LocalCacheStorage, load_cache_file
 from askcache.testing import SimulatedFormApp
 from askcache.versions import TrajectoryVersions
+from askcache.visual import validation_config
 from tests.helpers import GOAL, form_calls, record_form, run_history
 
 
@@ -192,3 +194,23 @@ def test_a_changed_version_is_signed_again_or_loses_a_signature_it_cannot_keep(
     monkeypatch.delenv(SIGNING_KEY_ENV)
     assert not sign_cache_file(signed)
     assert parse_cache_file(healed_bytes(signed), "new.json").signature is None
+
+
+def test_a_heal_writes_with_the_check_the_file_was_recorded_with(
+    storage: LocalCacheStorage,
+) -> None:
+    # A file recorded with other settings than today's defaults (here the previous default:
+    # blurred detail hash, threshold 22, no floors) is healed with exactly its own check,
+    # never a mix of its thresholds and today's blur or floors.
+    record_form(
+        storage,
+        visual_validation_detail_blur=1.0,
+        visual_validation_detail_threshold=22,
+        visual_validation_noise_floor=0.0,
+        visual_validation_detail_noise_floor=0.0,
+        visual_validation_tone_mean_tolerance=0.08,
+        visual_validation_target_threshold=1,
+    )
+    recorded = load_cache_file(storage, "form.json")
+    settings = _writing_settings(recorded, {})
+    assert validation_config(settings) == recorded.metadata.visual_validation

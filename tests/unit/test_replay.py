@@ -287,8 +287,14 @@ def test_the_default_check_replays_on_a_rescaled_screen(storage: LocalCacheStora
 def test_with_the_format_2_detail_hash_a_rescaled_screen_hands_back_at_text(
     storage: LocalCacheStorage,
 ) -> None:
-    # the previous default: an unblurred detail hash with threshold 14
-    record_form(storage, visual_validation_detail_blur=0.0, visual_validation_detail_threshold=14)
+    # the format-2 default: an unblurred detail hash with threshold 14, no noise floors
+    record_form(
+        storage,
+        visual_validation_detail_blur=0.0,
+        visual_validation_detail_threshold=14,
+        visual_validation_noise_floor=0.0,
+        visual_validation_detail_noise_floor=0.0,
+    )
     app = SimulatedFormApp(width=960, height=600)
     executor, _, _ = _replay(storage, app)
     result = executor.result
@@ -548,6 +554,8 @@ def test_a_format_2_file_replays_as_recorded(storage: LocalCacheStorage) -> None
         visual_validation_detail_threshold=14,
         visual_validation_tone=False,
         visual_validation_target=False,
+        visual_validation_noise_floor=0.0,
+        visual_validation_detail_noise_floor=0.0,
     )
     data = json.loads(storage.read("old.json"))
     data["version"] = 2

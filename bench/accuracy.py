@@ -320,7 +320,7 @@ def library_check(
         check = check_step_representation(pair.after, click, stored, config)
         seconds.append(time.perf_counter() - start)
         flags.append(not check.matched)
-        notes.append(", ".join(check.failed_parts) or "matched")
+        notes.append("+".join(check.failed_parts) or "matched")
         sizes.append(stored.size_bytes)
     return flags, notes, seconds, sizes
 
@@ -374,7 +374,7 @@ def main() -> None:
     assert LARGE_FLOORS is not None
     new = library_check(pairs, shipped)
     rows = [("**shipped** (format 3)", new)]
-    if floored_config(candidate) != shipped:
+    if floored_config(candidate) != shipped:  # the same test as defaults_section's
         rows.append(("the tuning split's choice", library_check(pairs, floored_config(candidate))))
     third = library_check(pairs, THIRD_PASS)
     rows += [
@@ -443,8 +443,7 @@ def defaults_section(
         f"threshold {target}. "
         + (
             "The shipped defaults are this set-up. "
-            if (detail_floor, main_floor, detail_threshold, blur)
-            == (detail.noise_floor, shipped.noise_floor, detail.threshold, detail.blur)
+            if floored_config(candidate) == shipped
             else "**Not the shipped default**: the row *the tuning split's choice* below is "
             "this set-up. "
         )

@@ -6,13 +6,13 @@ The two functions a benchmark (or a curious user) calls directly are
 
 - a coarse perceptual hash of the main region (100 px by default) around the point, which
   sees layout (:mod:`askcache.hashing`);
-- a fine hash of a smaller detail region (48 px), optionally blurred first (off by default:
-  a blur also smooths a changed letter away), which sees the element's own label;
-- a *noise floor* for either hash: at replay a differing bit counts only when the current
-  region's DCT coefficient behind it is clearly away from the median, so bits that JPEG
-  noise or 3 % brightness flip do not add up (nothing more is stored: the floors are in the
-  file's settings). Small by default (100 and 500): larger ones let relabels of small keys
-  through (docs/benchmarks.md);
+- a fine hash of a smaller detail region (48 px), blurred slightly first so that
+  re-rendered text hashes more alike, which sees the element's own label;
+- a *noise floor* for either hash: recording stores which bits noise decides on the
+  recorded screen (DCT coefficient within the floor of the median: the weak bits), and at
+  replay a differing bit is forgiven only when it is weak on the current screen too, so JPEG
+  noise or 3 % brightness do not add up while a blank screen (all of whose coefficients are
+  weak now, not then) still fails (:func:`askcache.hashing.region_distance`);
 - the tone of both regions, their brightness and contrast, which hashes normalise away: it
   sees a dimming backdrop and a faded, disabled element (:mod:`askcache.tone`);
 - the whole target, when the element under the point is larger than the main region (a wide
@@ -20,7 +20,8 @@ The two functions a benchmark (or a curious user) calls directly are
   far end (:mod:`askcache.target`).
 
 A replayed step matches when every part the file records is within its tolerance. No pixels
-are stored: hashes, two statistics per region and one bit per column of the target.
+are stored: hashes and their weak bits, two statistics per region and one bit per column of
+the target.
 
 Decoding screenshots once and finding the latest one in a message history are in
 :mod:`askcache.screenshots`, re-exported here.

@@ -32,7 +32,13 @@ from askcache.messages import MessageParam
 from askcache.recording import CacheManager
 from askcache.replay import CacheExecutor
 from askcache.screenshots import _decode
-from askcache.settings import CacheExecutionSettings, CacheWritingSettings
+from askcache.settings import (
+    DEFAULT_DETAIL_BLUR,
+    DEFAULT_DETAIL_NOISE_FLOOR,
+    DEFAULT_NOISE_FLOOR,
+    CacheExecutionSettings,
+    CacheWritingSettings,
+)
 from askcache.speakers import SpeakerResult
 from askcache.storage import LocalCacheStorage, load_cache_file
 from askcache.testing import SimulatedFormApp
@@ -218,7 +224,8 @@ def main() -> None:
         "the check (crop, hash, distance) is what validation adds. The format-2 check: 8x8 hash of the 100 px "
         "region and 16x16 hash of the 48 px detail region, each tried at up to 9 positions for the ±1 px "
         "tolerance. The shipped format-3 check (`validation_config(CacheWritingSettings())`): the same two "
-        "hashes (with the default noise floors 100 and 500, no blur), plus the tone (mean and deviation "
+        f"hashes (with the default noise floors {DEFAULT_NOISE_FLOOR:g} and {DEFAULT_DETAIL_NOISE_FLOOR:g}, "
+        f"detail blur {DEFAULT_DETAIL_BLUR:g}), plus the tone (mean and deviation "
         "of grey) of both regions, "
         "at the Save button; *wide field*: at the Name field, wider than the region, so the whole target's ink "
         "map is measured too (at 1920x1080 the field, 1200 px wide, is wider than the 800 px window the "

@@ -200,6 +200,8 @@ def _check_hashes(
     if region is None:
         if detail is not None:
             raise _ProblemError(f"{where}.visual_detail", "a detail hash without a main hash")
+        if step.visual_weak is not None:
+            raise _ProblemError(f"{where}.visual_weak", "weak bits without a main hash")
         return
     if config is None:
         raise _ProblemError(
@@ -232,6 +234,27 @@ def _check_hashes(
             f"{where}.visual_detail",
             "missing, though the file's validation has a detail hash: the check would be skipped",
         )
+    if step.visual_weak is not None:
+        _check_weak(step.visual_weak, f"{where}.visual_weak", config, detail is not None)
+
+
+def _check_weak(weak: str, where: str, config: VisualValidationConfig, has_detail: bool) -> None:
+    detail_floor = config.detail.noise_floor if config.detail is not None else 0.0
+    if config.noise_floor <= 0 and detail_floor <= 0:
+        raise _ProblemError(where, "weak bits, but the file's check has no noise floor")
+    main, separator, detail = weak.partition(";")
+    sizes = [(main, config.hash_size, "main")]
+    if detail:
+        if not has_detail or config.detail is None:
+            raise _ProblemError(where, "weak bits of a detail hash the step does not have")
+        sizes.append((detail, config.detail.hash_size, "detail"))
+    for part, size, name in sizes:
+        if not separator or not _HEX.match(part) or len(part) != hash_hex_length(size):
+            raise _ProblemError(
+                where,
+                f"must be '<main hex>;<detail hex>', the {name} part {hash_hex_length(size)} hex "
+                f"digits (a {size}x{size} hash), got {weak[:80]!r}",
+            )
 
 
 def _check_step(

@@ -29,6 +29,7 @@ __all__ = [
     "region_box",
     "region_distance",
     "shifted_boxes",
+    "weak_bits",
 ]
 
 Box = tuple[int, int, int, int]
@@ -80,6 +81,18 @@ def phash_coefficients(image: Image.Image, hash_size: int, blur: float = 0.0) ->
     dct = scipy.fftpack.dct(scipy.fftpack.dct(pixels, axis=0), axis=1)
     low = dct[:hash_size, :hash_size]
     return np.asarray((low - np.median(low)).ravel(), dtype=np.float64)
+
+
+def weak_bits(image: Image.Image, hash_size: int, noise_floor: float, blur: float = 0.0) -> str:
+    """Hex of the pHash bits of ``image`` that noise decides: those whose DCT coefficient lies
+    within ``noise_floor`` of the median (:func:`phash_coefficients`), ordered as the hash's
+    bits. Recording stores them next to the hash; at replay a differing bit is forgiven only
+    when it is weak in both the recorded and the current region (:func:`region_distance`)."""
+    weak = np.abs(phash_coefficients(image, hash_size, blur)) <= noise_floor
+    value = 0
+    for bit in weak:
+        value = (value << 1) | int(bit)
+    return f"{value:0{(hash_size * hash_size + 3) // 4}x}"
 
 
 def _bits(stored: str, size: int) -> np.ndarray:
@@ -140,17 +153,22 @@ def region_distance(
     good_enough: int = 0,
     mask: int = 0,
     noise_floor: float = 0.0,
+    weak: str | None = None,
 ) -> int:
     """The smallest Hamming distance between ``stored`` and the hash of ``box`` on ``image``,
     ``box`` moved by up to ``shift_tolerance`` px each way (:func:`shifted_boxes`). The
     search stops at the first move whose distance is ``good_enough`` or less (a threshold:
     any such distance decides the same). Bits set in ``mask`` are not counted.
 
-    ``noise_floor`` > 0 (pHash only): a differing bit is not counted when the current
-    region's DCT coefficient behind it lies within ``noise_floor`` of the coefficients'
-    median (:func:`phash_coefficients`). Such a bit is decided by noise, a JPEG re-encode, a
-    re-rendered glyph's anti-aliasing, a nearly flat region; a changed label moves strong
-    coefficients. 0: every differing bit counts (all files before this setting).
+    ``noise_floor`` > 0 (pHash only): a differing bit is not counted when its DCT coefficient
+    lies within ``noise_floor`` of the coefficients' median (:func:`phash_coefficients`) both
+    in the current region and in the recorded one (``weak``: :func:`weak_bits` of the
+    recorded region). Such a bit is decided by noise, a JPEG re-encode, a re-rendered glyph's
+    anti-aliasing, a nearly flat region; a changed label moves strong coefficients. Weak in
+    the current region alone is not enough: every coefficient of a blank region is near its
+    median, and a blank screen must not match. ``weak`` ``None`` (a step recorded without it):
+    no bit is forgiven. ``noise_floor`` 0: every differing bit counts (all files before this
+    setting).
 
     Raises:
         InvalidHashError: ``stored`` is malformed or of another hash size.
@@ -167,11 +185,24 @@ def region_distance(
             )
         recorded = _bits(stored, hash_size * hash_size)
         ignored = _bits(f"{mask:x}", hash_size * hash_size) if mask else None
+        if weak is not None:
+            hamming_distance(weak, weak)  # hex, or a clear error
+        if weak is not None and len(weak) != expected:
+            raise InvalidHashError(
+                f"weak bits of {len(weak) * 4} bits ({weak[:80]!r}) "
+                f"for a {hash_size}x{hash_size} hash"
+            )
+        forgivable = (
+            _bits(weak, hash_size * hash_size)
+            if weak is not None
+            else np.zeros(hash_size * hash_size, dtype=bool)
+        )
     best: int | None = None
     for moved in shifted_boxes(box, shift_tolerance):
         if robust:
             coefficients = phash_coefficients(crop_region(image, moved), hash_size, blur)
-            differs = (recorded != (coefficients > 0)) & (np.abs(coefficients) > noise_floor)
+            noise = forgivable & (np.abs(coefficients) <= noise_floor)
+            differs = (recorded != (coefficients > 0)) & ~noise
             if ignored is not None:
                 differs &= ~ignored
             found = int(differs.sum())

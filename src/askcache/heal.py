@@ -242,6 +242,7 @@ def _as_replayed(step: ToolUseBlockParam, session: ReplaySession) -> ToolUseBloc
         update={
             "visual_representation": replayed.visual_representation,
             "visual_detail": replayed.visual_detail,
+            "visual_weak": replayed.visual_weak,
             "effect": replayed.effect,
         }
     )

@@ -59,15 +59,15 @@ MIN_DETAIL_REGION_SIZE = 8
 MAX_REGION_SIZE = 4096
 """Largest side of a hashed region, in pixels."""
 MAX_NOISE_FLOOR = 400.0
-"""Largest noise floor of the main hash (``visual_validation.noise_floor``; off by default,
-the benchmark's choice is 100). On the benchmark's screens half of a 100 px region's pHash
+"""Largest noise floor of the main hash (``visual_validation.noise_floor``; the default is
+100). On the benchmark's screens half of a 100 px region's pHash
 coefficients lie farther than 1,200 from their median, so even this floor leaves most bits
 counted."""
 MAX_DETAIL_NOISE_FLOOR = 4000.0
-"""Largest noise floor of the detail hash (``visual_validation.detail.noise_floor``; off by
-default, the benchmark's choice is 3,000). On the benchmark's screens half of a 48 px
-region's coefficients lie farther than 4,200 from their median, so even this floor leaves
-about half the bits counted."""
+"""Largest noise floor of the detail hash (``visual_validation.detail.noise_floor``; the
+default is 250, the third pass's larger opt-in choice 3,000). On the benchmark's screens
+half of a 48 px region's coefficients lie farther than 4,200 from their median, so even this
+floor leaves about half the bits counted."""
 MIN_HASH_SIZE = 4
 """Smallest hash side (``hash_size**2`` bits)."""
 MAX_HASH_SIZE = 32

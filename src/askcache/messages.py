@@ -130,6 +130,7 @@ class ToolUseBlockParam(ApiModel):
             "visual_tone",
             "visual_target",
             "visual_mask",
+            "visual_weak",
             "effect",
         }
     )
@@ -164,6 +165,10 @@ class ToolUseBlockParam(ApiModel):
     """Cache-only: the box of the element under the point, when it is larger than the main
     region, with its background level and ink map (:mod:`askcache.target`); format version 3
     on."""
+    visual_weak: str | None = None
+    """Cache-only: the hashes' bits that noise decided on the recorded screen,
+    ``"<main hex>;<detail hex>"`` (:func:`askcache.hashing.weak_bits`), when the file's check
+    has noise floors: only these may be forgiven at replay."""
     visual_mask: str | None = None
     """Cache-only: what varied at this step across repeat runs and is ignored: hash bits,
     ink columns, raised tone tolerances (:mod:`askcache.masks`); format version 3 on."""

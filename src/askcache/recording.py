@@ -221,6 +221,7 @@ class CacheManager:
                     effect=effect,
                     visual_tone=fingerprint.tone if fingerprint else None,
                     visual_target=fingerprint.target if fingerprint else None,
+                    visual_weak=fingerprint.weak if fingerprint else None,
                 )
             )
         trajectory = [

@@ -70,24 +70,21 @@ DEFAULT_DETAIL_REGION_SIZE = 48
 """Side of the smaller region whose finer hash sees the element's own label (8 -> 3)."""
 DEFAULT_DETAIL_HASH_SIZE = 16
 """Side of the detail hash: 16x16 = 256 bits."""
-DEFAULT_DETAIL_THRESHOLD = 8
-"""Largest distance of the detail hash, counting only the bits above its noise floor, still
-counted as unchanged. Chosen with the floors and the blur below on the tuning split of
-bench/accuracy.py (docs/benchmarks.md), the set-up catching every change there with the
-fewest false hand-backs; on the held-out split it also caught every change, and it catches
-every digit relabel of tests/unit/test_visual.py's small keypad."""
+DEFAULT_DETAIL_THRESHOLD = 14
+"""Largest distance of the detail hash, counting only the bits not forgiven by its noise
+floor, still counted as unchanged. Chosen with the floors and the blur below on the tuning
+split of bench/accuracy.py (docs/benchmarks.md): the set-up catching every change there with
+the fewest false hand-backs; on the held-out split it also caught every change, and it
+catches every digit relabel of tests/unit/test_visual.py's small keypad."""
 DEFAULT_NOISE_FLOOR = 100.0
 """The main hash's noise floor: a differing bit whose DCT coefficient lies within 100 of the
-median is not counted (JPEG noise and 3 % brightness changes decide those bits)."""
-DEFAULT_DETAIL_NOISE_FLOOR = 500.0
-"""The detail hash's noise floor. A larger one (3,000 with threshold 4, an earlier choice)
-lets relabels of small keys through (6 -> 8, 3 -> 8: docs/benchmarks.md); 500 with
-threshold 8 does not on any case measured."""
+median on the recorded and on the current screen is not counted (JPEG noise and 3 %
+brightness changes decide those bits)."""
+DEFAULT_DETAIL_NOISE_FLOOR = 250.0
+"""The detail hash's noise floor (as the main hash's)."""
 
-DEFAULT_DETAIL_BLUR = 0.0
-"""Blur radius of the detail region before hashing: none (a blur of 1.0 with threshold 22,
-the previous default, forgave HiDPI text a little more but let single-letter and xcalc
-relabels through)."""
+DEFAULT_DETAIL_BLUR = 1.0
+"""Blur radius of the detail region before hashing (chosen with the floors above)."""
 DEFAULT_TONE_MEAN_TOLERANCE = 0.06
 """Relative change of a region's mean grey level still counted as unchanged: 3 % brightness
 changes and JPEG re-encodes reach 3.5 %, a dimming backdrop 50 % (bench/accuracy.py)."""
@@ -280,13 +277,14 @@ class CacheWritingSettings(SettingsModel):
         DEFAULT_NOISE_FLOOR, ge=0, le=limits.MAX_NOISE_FLOOR
     )
     """pHash only (other methods store 0): at replay, a bit of the main hash that differs is
-    not counted when the current region's DCT coefficient behind it lies within this of the
-    coefficients' median (noise decided it: a JPEG re-encode, re-rendered anti-aliasing).
-    Stored in the file. Default 100 (chosen with the detail hash's floor 500 and threshold 8
-    on the benchmark's tuning split: JPEG and 3 % brightness changes no longer hand back, and
-    no change measured goes through). 0: every differing bit counts (files written before
-    this default). Larger floors forgive more re-rendering but let relabels of small keys
-    through (docs/benchmarks.md)."""
+    not counted when its DCT coefficient lies within this of the coefficients' median both on
+    the recorded screen (recording stores which bits those are: ``visual_weak``) and on the
+    current one (noise decided it: a JPEG re-encode, re-rendered anti-aliasing). A blank
+    screen is never forgiven: its coefficients are all near the median, the recorded ones
+    were not. Stored in the file. Default 100 (chosen with the detail hash's floor 250,
+    threshold 14 and blur 1.0 on the benchmark's tuning split: no change measured goes
+    through, and JPEG and 3 % brightness changes no longer hand back). 0: every differing bit
+    counts (files written before this default)."""
     visual_validation_detail_region_size: int | None = Field(
         DEFAULT_DETAIL_REGION_SIZE, ge=8, le=4096
     )
@@ -303,13 +301,12 @@ class CacheWritingSettings(SettingsModel):
     visual_validation_detail_blur: float = Field(DEFAULT_DETAIL_BLUR, ge=0, le=4)
     """Radius of the Gaussian blur applied to the detail region before hashing, so that text
     re-rendered with other anti-aliasing (a HiDPI screen scaled down, another font
-    rasteriser) hashes more alike. 0 (the default): no blur; the noise floor does that work
-    without blurring a single changed letter away."""
+    rasteriser) hashes more alike. 0: none."""
     visual_validation_detail_noise_floor: float = Field(
         DEFAULT_DETAIL_NOISE_FLOOR, ge=0, le=limits.MAX_DETAIL_NOISE_FLOOR
     )
     """pHash only: the detail hash's noise floor (as ``visual_validation_noise_floor``; default
-    500, with ``visual_validation_detail_threshold`` 8 and no blur)."""
+    250, with ``visual_validation_detail_threshold`` 14 and blur 1.0)."""
     visual_validation_tone: bool = True
     """Also store the brightness and contrast of the main and detail regions (two numbers
     each, not pixels) and hand back when either moves beyond its tolerance: a dialog's dimming

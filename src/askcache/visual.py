@@ -6,13 +6,13 @@ The two functions a benchmark (or a curious user) calls directly are
 
 - a coarse perceptual hash of the main region (100 px by default) around the point, which
   sees layout (:mod:`askcache.hashing`);
-- a fine hash of a smaller detail region (48 px), optionally blurred first (off by default:
-  a blur also smooths a changed letter away), which sees the element's own label;
-- a *noise floor* for either hash: at replay a differing bit counts only when the current
-  region's DCT coefficient behind it is clearly away from the median, so bits that JPEG
-  noise or 3 % brightness flip do not add up (nothing more is stored: the floors are in the
-  file's settings). Small by default (100 and 500): larger ones let relabels of small keys
-  through (docs/benchmarks.md);
+- a fine hash of a smaller detail region (48 px), blurred slightly first so that
+  re-rendered text hashes more alike, which sees the element's own label;
+- a *noise floor* for either hash: recording stores which bits noise decides on the
+  recorded screen (DCT coefficient within the floor of the median: the weak bits), and at
+  replay a differing bit is forgiven only when it is weak on the current screen too, so JPEG
+  noise or 3 % brightness do not add up while a blank screen (all of whose coefficients are
+  weak now, not then) still fails (:func:`askcache.hashing.region_distance`);
 - the tone of both regions, their brightness and contrast, which hashes normalise away: it
   sees a dimming backdrop and a faded, disabled element (:mod:`askcache.tone`);
 - the whole target, when the element under the point is larger than the main region (a wide
@@ -20,7 +20,8 @@ The two functions a benchmark (or a curious user) calls directly are
   far end (:mod:`askcache.target`).
 
 A replayed step matches when every part the file records is within its tolerance. No pixels
-are stored: hashes, two statistics per region and one bit per column of the target.
+are stored: hashes and their weak bits, two statistics per region and one bit per column of
+the target.
 
 Decoding screenshots once and finding the latest one in a message history are in
 :mod:`askcache.screenshots`, re-exported here.
@@ -47,6 +48,7 @@ from askcache.hashing import (
     region_box,
     region_distance,
     shifted_boxes,
+    weak_bits,
 )
 from askcache.masks import StepMask
 from askcache.messages import ToolUseBlockParam
@@ -140,6 +142,17 @@ class StepFingerprint:
     mask: str | None = None
     """What varied across repeat runs and is ignored (``ToolUseBlockParam.visual_mask``,
     learned by :func:`askcache.masks.learn_masks`)."""
+    weak: str | None = None
+    """The hashes' bits that noise decided on the recorded screen, ``"<main hex>;<detail
+    hex>"`` (``ToolUseBlockParam.visual_weak``), when the file's check has noise floors:
+    only those may be forgiven at replay (:func:`askcache.hashing.region_distance`)."""
+
+    def weak_parts(self) -> tuple[str | None, str | None]:
+        """The main and the detail hash's weak bits (``None`` for a part not stored)."""
+        if self.weak is None:
+            return None, None
+        main, _, detail = self.weak.partition(";")
+        return main or None, detail or None
 
     @classmethod
     def of(cls, step: ToolUseBlockParam) -> StepFingerprint | None:
@@ -152,12 +165,13 @@ class StepFingerprint:
             step.visual_tone,
             step.visual_target,
             step.visual_mask,
+            step.visual_weak,
         )
 
     @property
     def size_bytes(self) -> int:
         """Characters this fingerprint adds to a step in the cache file (its JSON values)."""
-        parts = (self.region, self.detail, self.tone, self.target, self.mask)
+        parts = (self.region, self.detail, self.tone, self.target, self.mask, self.weak)
         return sum(len(part) for part in parts if part)
 
 
@@ -201,8 +215,22 @@ def compute_step_representation(
     if config.target is not None and anchor is not None:
         found = target_fingerprint(image, anchor, config.region_size, config.target.columns)
         target = found.encode() if found is not None else None
+    weak = None
+    detail_floor = config.detail.noise_floor if config.detail is not None else 0.0
+    if config.method == "phash" and (config.noise_floor > 0 or detail_floor > 0):
+        main_weak = weak_bits(image.crop(box), config.hash_size, config.noise_floor)
+        detail_weak = ""
+        if config.detail is not None and detail_box is not None:
+            detail_weak = weak_bits(
+                image.crop(detail_box), config.detail.hash_size, detail_floor, config.detail.blur
+            )
+        weak = f"{main_weak};{detail_weak}"
     return StepFingerprint(
-        compute_hash(image.crop(box), config.method, config.hash_size), detail, tone, target
+        compute_hash(image.crop(box), config.method, config.hash_size),
+        detail,
+        tone,
+        target,
+        weak=weak,
     )
 
 
@@ -368,6 +396,7 @@ def check_step_representation(
     if detail is not None:
         detail_limit = detail.threshold if detail_threshold is None else detail_threshold
     mask = StepMask.decode(stored.mask) if stored.mask is not None else StepMask()
+    main_weak, detail_weak = stored.weak_parts()
     tone_config = config.tone if stored.tone is not None else None
     if tone_config is not None and (mask.brightness or mask.contrast):
         tone_config = tone_config.model_copy(
@@ -417,6 +446,7 @@ def check_step_representation(
             good_enough=limit,
             mask=mask.main,
             noise_floor=config.noise_floor,
+            weak=main_weak,
         )
         failed = failed or distance > limit
         if detail is not None and stored.detail is not None and detail_box is not None:
@@ -431,6 +461,7 @@ def check_step_representation(
                 good_enough=detail_limit if detail_limit is not None else 0,
                 mask=mask.detail,
                 noise_floor=detail.noise_floor,
+                weak=detail_weak,
             )
     check = VisualCheck(
         matched=False,

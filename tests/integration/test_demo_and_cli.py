@@ -9,6 +9,7 @@ import pytest
 from askcache.cli import main
 from askcache.demo import format_summary, run_demo
 from askcache.settings import (
+    DEFAULT_DETAIL_BLUR,
     DEFAULT_DETAIL_NOISE_FLOOR,
     DEFAULT_DETAIL_THRESHOLD,
     DEFAULT_NOISE_FLOOR,
@@ -67,7 +68,9 @@ def test_cli_demo_list_and_show(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert (
         "validation: phash, 8x8 hash, 100 px region ±1 px, threshold 2, "
         f"noise floor {DEFAULT_NOISE_FLOOR:g}; "
-        f"detail 16x16 hash, 48 px region, threshold {DEFAULT_DETAIL_THRESHOLD}, "
+        "detail 16x16 hash, 48 px region"
+        + (f", blur {DEFAULT_DETAIL_BLUR:g}" if DEFAULT_DETAIL_BLUR else "")
+        + f", threshold {DEFAULT_DETAIL_THRESHOLD}, "
         f"noise floor {DEFAULT_DETAIL_NOISE_FLOOR:g}; "
         f"tone: brightness {DEFAULT_TONE_MEAN_TOLERANCE:.0%}, "
         f"contrast {DEFAULT_TONE_CONTRAST_TOLERANCE:.0%}; "

@@ -108,9 +108,9 @@ def _config(**settings: Any) -> VisualValidationConfig:
 def test_a_jpeg_of_the_same_page_matches_and_larger_floors_also_forgive_a_hidpi_render(
     screens: dict[str, Any],
 ) -> None:
-    # The default's floors forgive JPEG noise; forgiving this HiDPI render too takes the
-    # larger, opt-in floors, which let relabels of small keys through (the default hands it
-    # back: detail distance 9 > 8; docs/benchmarks.md weighs the trade).
+    # The default's floors forgive JPEG noise; the larger, opt-in floors also forgive this
+    # HiDPI render, which the default may hand back (in the benchmark it hands back 12 of 18
+    # HiDPI renders; docs/benchmarks.md weighs the trade).
     click = computer_call("left_click", coordinate=list(screens["point"]))
     for settings, forgiven in (({}, ("JPEG",)), (FLOORS, ("JPEG", "HiDPI"))):
         config = _config(**settings)

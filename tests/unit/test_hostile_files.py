@@ -155,6 +155,8 @@ def test_older_format_3_files_without_noise_floors_load_with_none(
     data = _data(storage, visual_validation_noise_floor=100.0)
     del data["metadata"]["visual_validation"]["noise_floor"]
     del data["metadata"]["visual_validation"]["detail"]["noise_floor"]
+    for step in data["trajectory"]:
+        step.pop("visual_weak", None)  # files from before the floors have no weak bits
     loaded = parse_cache_file(json.dumps(data), "old.json").metadata.visual_validation
     assert loaded is not None
     assert loaded.detail is not None
@@ -184,6 +186,12 @@ def test_a_misspelt_key_is_refused_naming_the_closest(storage: LocalCacheStorage
         (lambda s: s.update(visual_representation="f" * 15), "must be 16 hex digits"),
         (lambda s: s.update(visual_detail="0" * 63), "must be 64 hex digits"),
         (lambda s: s.update(visual_detail=None), "visual_detail: missing"),
+        (
+            lambda s: s.update(visual_weak="0" * 16),
+            "visual_weak: must be '<main hex>;<detail hex>'",
+        ),
+        (lambda s: s.update(visual_weak="0" * 15 + ";" + "0" * 64), "the main part 16 hex digits"),
+        (lambda s: s.update(visual_weak="0" * 16 + ";zz"), "the detail part 64 hex digits"),
         (lambda s: s["input"].update(coordinate=[640, 10]), r"coordinate\[0\]: 640 is outside"),
         (lambda s: s["input"].update(coordinate=[1.5, 10]), "must be a whole number"),
         (lambda s: s["input"].update(action="{{word}}_click"), "unknown computer action"),
@@ -293,6 +301,7 @@ def test_a_step_without_a_hash_is_never_run_unchecked_by_default(
     data = _data(storage)
     data["trajectory"][3]["visual_representation"] = None
     data["trajectory"][3]["visual_detail"] = None
+    data["trajectory"][3]["visual_weak"] = None
     storage.write("form.json", json.dumps(data).encode())
     app = SimulatedFormApp()
     with pytest.raises(CacheFileRefusedError, match=r"step 3 \(left_click\) cannot be checked"):
@@ -451,6 +460,7 @@ def test_a_save_keeps_the_version_and_the_permissions(storage: LocalCacheStorage
     data["version"] = 1
     for step in data["trajectory"]:
         step["visual_detail"] = None
+        step["visual_weak"] = None
     data["metadata"]["visual_validation"]["detail"] = None
     path = storage.directory / "form.json"
     path.write_text(json.dumps(data))
@@ -499,6 +509,7 @@ def test_upgrading_is_explicit(
     data["version"] = 1
     for step in data["trajectory"]:
         step["visual_detail"] = None
+        step["visual_weak"] = None
     data["metadata"]["visual_validation"]["detail"] = None
     (storage.directory / "form.json").write_text(json.dumps(data))
     folder = str(storage.directory)

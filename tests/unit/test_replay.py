@@ -173,6 +173,7 @@ def test_tool_error_during_replay_hands_back(storage: LocalCacheStorage) -> None
     del cache_file.trajectory[1]  # typing without clicking the field first fails in the app
     cache_file.trajectory[1].visual_representation = None
     cache_file.trajectory[1].visual_detail = None
+    cache_file.trajectory[1].visual_weak = None
     from askcache.storage import save_cache_file
 
     save_cache_file(storage, "form.json", cache_file)

@@ -118,13 +118,20 @@ def test_an_element_faded_to_show_it_is_disabled_hands_back() -> None:
 
 
 def test_files_without_tone_target_or_blur_are_checked_as_recorded() -> None:
-    # A format-2 file: no tone, no target, no blur. Its steps get exactly the old check.
-    config = _default().model_copy(update={"tone": None, "target": None})
+    # A format-2 file: no tone, no target, no blur, no noise floors, detail threshold 14. Its
+    # steps get exactly the old check.
+    config = _default().model_copy(update={"tone": None, "target": None, "noise_floor": 0.0})
     assert config.detail is not None
-    old = config.model_copy(update={"detail": config.detail.model_copy(update={"blur": 0.0})})
+    old = config.model_copy(
+        update={
+            "detail": config.detail.model_copy(
+                update={"blur": 0.0, "noise_floor": 0.0, "threshold": 14}
+            )
+        }
+    )
     app = SimulatedFormApp()
     click, stored = _record(_png(app.screenshot()), app.widget("name").center, old)
-    assert (stored.tone, stored.target) == (None, None)
+    assert (stored.tone, stored.target, stored.weak) == (None, None, None)
     app.values["name"] = "alice"
     check = check_step_representation(_png(app.screenshot()), click, stored, old)
     assert check.matched  # the old check never saw the far end of the field
@@ -160,4 +167,5 @@ def test_a_fingerprint_stores_no_pixels_and_stays_small() -> None:
     assert stored.tone is not None
     assert stored.target is not None
     assert len(stored.tone) == 8  # two regions x (mean, contrast) x 2 hex digits
-    assert stored.size_bytes < 140
+    assert stored.weak is not None  # the bits noise decides: 64 + 256 bits as hex
+    assert stored.size_bytes - len(stored.weak) < 140

@@ -614,6 +614,7 @@ class ReplaySession:
                 "id": new_tool_use_id(),
                 "visual_representation": None,
                 "visual_detail": None,
+                "visual_weak": None,
                 "effect": None,
                 "replayed": True,
                 "input": self._fit(step.input, checked.screen),

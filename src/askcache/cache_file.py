@@ -156,6 +156,12 @@ class VisualValidationConfig(_FileModel):
     target: TargetCheckConfig | None = None
     """The whole-target check's set-up; ``None``: none (all files before version 3)."""
 
+    @property
+    def has_noise_floor(self) -> bool:
+        """True when either hash has a noise floor: steps then store their weak bits."""
+        detail_floor = self.detail.noise_floor if self.detail is not None else 0.0
+        return self.noise_floor > 0 or detail_floor > 0
+
 
 class CoordinateSpace(_FileModel):
     """Size of the screenshots the trajectory's coordinates refer to."""

@@ -82,6 +82,11 @@ def hash_hex_length(hash_size: int) -> int:
     return math.ceil(hash_size**2 / 4)
 
 
+def _is_hash(value: str, hash_size: int) -> bool:
+    """True for the hex of a ``hash_size x hash_size`` hash."""
+    return bool(_HEX.match(value)) and len(value) == hash_hex_length(hash_size)
+
+
 class _ProblemError(Exception):
     def __init__(self, field: str, detail: str, *, limit: bool = False) -> None:
         super().__init__(detail)
@@ -210,7 +215,7 @@ def _check_hashes(
             "not be checked",
         )
     expected = hash_hex_length(config.hash_size)
-    if not _HEX.match(region) or len(region) != expected:
+    if not _is_hash(region, config.hash_size):
         raise _ProblemError(
             f"{where}.visual_representation",
             f"must be {expected} hex digits (a {config.hash_size}x{config.hash_size} hash), "
@@ -223,7 +228,7 @@ def _check_hashes(
                 "a detail hash, but metadata.visual_validation.detail is missing",
             )
         size = config.detail.hash_size
-        if not _HEX.match(detail) or len(detail) != hash_hex_length(size):
+        if not _is_hash(detail, size):
             raise _ProblemError(
                 f"{where}.visual_detail",
                 f"must be {hash_hex_length(size)} hex digits (a {size}x{size} hash), "
@@ -239,8 +244,7 @@ def _check_hashes(
 
 
 def _check_weak(weak: str, where: str, config: VisualValidationConfig, has_detail: bool) -> None:
-    detail_floor = config.detail.noise_floor if config.detail is not None else 0.0
-    if config.noise_floor <= 0 and detail_floor <= 0:
+    if not config.has_noise_floor:
         raise _ProblemError(where, "weak bits, but the file's check has no noise floor")
     main, separator, detail = weak.partition(";")
     sizes = [(main, config.hash_size, "main")]
@@ -249,7 +253,7 @@ def _check_weak(weak: str, where: str, config: VisualValidationConfig, has_detai
             raise _ProblemError(where, "weak bits of a detail hash the step does not have")
         sizes.append((detail, config.detail.hash_size, "detail"))
     for part, size, name in sizes:
-        if not separator or not _HEX.match(part) or len(part) != hash_hex_length(size):
+        if not separator or not _is_hash(part, size):
             raise _ProblemError(
                 where,
                 f"must be '<main hex>;<detail hex>', the {name} part {hash_hex_length(size)} hex "

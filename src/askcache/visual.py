@@ -216,13 +216,15 @@ def compute_step_representation(
         found = target_fingerprint(image, anchor, config.region_size, config.target.columns)
         target = found.encode() if found is not None else None
     weak = None
-    detail_floor = config.detail.noise_floor if config.detail is not None else 0.0
-    if config.method == "phash" and (config.noise_floor > 0 or detail_floor > 0):
+    if config.method == "phash" and config.has_noise_floor:
         main_weak = weak_bits(image.crop(box), config.hash_size, config.noise_floor)
         detail_weak = ""
         if config.detail is not None and detail_box is not None:
             detail_weak = weak_bits(
-                image.crop(detail_box), config.detail.hash_size, detail_floor, config.detail.blur
+                image.crop(detail_box),
+                config.detail.hash_size,
+                config.detail.noise_floor,
+                config.detail.blur,
             )
         weak = f"{main_weak};{detail_weak}"
     return StepFingerprint(

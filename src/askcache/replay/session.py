@@ -611,11 +611,8 @@ class ReplaySession:
         self.result.steps_run += 1
         call = step.model_copy(
             update={
+                **dict.fromkeys(ToolUseBlockParam.cache_only_fields),  # the file's, not the call's
                 "id": new_tool_use_id(),
-                "visual_representation": None,
-                "visual_detail": None,
-                "visual_weak": None,
-                "effect": None,
                 "replayed": True,
                 "input": self._fit(step.input, checked.screen),
             }

@@ -26,6 +26,7 @@ from askcache import (
     CachingSettings,
     ComputerTool,
 )
+from askcache.settings import ACROSS_SCREEN_SIZES
 from askcache.storage import LocalCacheStorage, load_cache_file
 from askcache.testing import (
     FormFillingScript,
@@ -77,9 +78,16 @@ def _act(
     layout: Layout = "original",
     zoom: float = 1.0,
     writing: dict[str, Any] | None = None,
+    save_label: str = "Save",
 ) -> tuple[ActResult, list[dict[str, str]], dict[str, str]]:
     display, backend = screen
-    with TkFormApp(display, tmp / "state.json", layout=layout, zoom=zoom) as app:
+    with TkFormApp(
+        display,
+        tmp / "state.json",
+        layout=layout,
+        zoom=zoom,
+        extra_args=["--save-label", save_label],
+    ) as app:
         tool = ComputerTool(backend, settle_delay=0.3)
         script.app, script.to_model = app, tool.from_screen
         result = Agent(api.client(), [tool], model="claude-test").act(
@@ -185,15 +193,31 @@ def _record(tmp_path: Path, **writing: Any) -> None:
 def test_same_aspect_ratio_on_another_screen_size_replays_rescaled(
     tmp_path: Path, size: tuple[int, int], zoom: float
 ) -> None:
-    # Recorded for replays across screen sizes: no detail hash and no tone (docs/caching.md;
-    # the field's border, drawn at 1.5x and scaled down, has less contrast).
-    _record(tmp_path, visual_validation_detail_region_size=None, visual_validation_tone=False)
+    # Recorded for replays across screen sizes (docs/caching.md): the detail hash blurred
+    # more and forgiving more, the tone's contrast not checked (the field's border, drawn at
+    # 1.5x and scaled down, has less contrast).
+    _record(tmp_path, **ACROSS_SCREEN_SIZES)
     script = FormFillingScript(SimulatedFormApp(), "Ada Lovelace")
     with MessagesApiStandIn([]) as api, desktop(*size) as screen:
         replayed, saved, _ = _act(api, script, screen, tmp_path, "execute", zoom=zoom)
         assert replayed.replay.status == "completed", replayed.replay.reason
         assert replayed.model_calls == 0
         assert saved == ADA
+
+
+def test_across_screen_sizes_a_relabelled_button_on_a_rescaled_screen_hands_back(
+    tmp_path: Path,
+) -> None:
+    _record(tmp_path, **ACROSS_SCREEN_SIZES)
+    script = FormFillingScript(SimulatedFormApp(), "Ada Lovelace")
+    with MessagesApiStandIn(script) as api, desktop(1920, 1200) as screen:
+        replayed, _, _ = _act(api, script, screen, tmp_path, "execute", zoom=1.5, save_label="Open")
+        assert replayed.replay is not None
+        assert replayed.replay.status == "handed_back"
+        assert replayed.replay.stopped_at_step == 3  # the click on the button, not before
+        assert replayed.replay.steps_run == 3
+        assert "detail (16x16 hash, 48 px, noise floor 500)" in (replayed.replay.reason or "")
+        assert replayed.model_calls > 0
 
 
 def test_with_the_format_2_detail_hash_a_rescaled_real_app_hands_back_and_the_model_finishes(

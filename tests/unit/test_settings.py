@@ -7,6 +7,7 @@ import pytest
 from askcache.actions import CLICK_ACTIONS, DEFAULT_VALIDATED_ACTIONS
 from askcache.errors import AskCacheError, InvalidSettingsError
 from askcache.settings import (
+    ACROSS_SCREEN_SIZES,
     CacheExecutionSettings,
     CacheStrategy,
     CacheWritingSettings,
@@ -135,3 +136,21 @@ def test_seed_002_action_words_are_aliases() -> None:
         InvalidSettingsError, match=r"unknown actions tap.*aliases: click, text_entry"
     ):
         CacheWritingSettings(validated_actions=frozenset({"click", "tap"}))
+
+
+def test_across_screen_sizes_applies_its_recipe_and_takes_changes() -> None:
+    recipe = CacheWritingSettings.across_screen_sizes(filename="form.json")
+    assert recipe.filename == "form.json"
+    for name, value in ACROSS_SCREEN_SIZES.items():
+        assert getattr(recipe, name) == value
+    assert recipe != CacheWritingSettings(filename="form.json")
+    changed = CacheWritingSettings.across_screen_sizes(visual_validation_detail_threshold=18)
+    assert changed.visual_validation_detail_threshold == 18
+    assert (
+        changed.visual_validation_detail_blur
+        == ACROSS_SCREEN_SIZES["visual_validation_detail_blur"]
+    )
+    with pytest.raises(InvalidSettingsError, match="visual_validation_detial_blur"):
+        CacheWritingSettings.across_screen_sizes(visual_validation_detial_blur=1.0)
+    with pytest.raises(TypeError):
+        ACROSS_SCREEN_SIZES["visual_validation_detail_threshold"] = 200  # type: ignore[index]

@@ -101,11 +101,12 @@ ACROSS_SCREEN_SIZES: typing.Mapping[str, Any] = types.MappingProxyType(
         "visual_validation_tone_contrast_tolerance": 1.0,
     }
 )
-"""The writing settings :meth:`CacheWritingSettings.across_screen_sizes` changes: a detail
-hash blurred more and forgiving more, and the tone's contrast tolerance raised to 1 (its
-brightness is still checked, so a dimming backdrop hands back; a thin border drawn at another
-size and scaled back loses contrast). Chosen on the tuning split of bench/accuracy.py
-(docs/benchmarks.md, "Replays across screen sizes")."""
+"""The writing settings :meth:`CacheWritingSettings.across_screen_sizes` sets (the detail
+region is pinned at its default, 48 px): a detail hash blurred more and forgiving more, and
+the tone's contrast tolerance raised to 1 (its brightness is still checked, so a dimming
+backdrop hands back; a thin border drawn at another size and scaled back loses contrast).
+Chosen on the tuning split of bench/accuracy.py (docs/benchmarks.md, "Replays across screen
+sizes")."""
 DEFAULT_TARGET_COLUMNS = 16
 """Columns of a wide target's ink map (one bit each)."""
 DEFAULT_TARGET_THRESHOLD = 0
@@ -305,9 +306,8 @@ class CacheWritingSettings(SettingsModel):
     )
     """Side of a second, smaller region at the same point, hashed finely so that a changed
     label on the element itself (8 -> 3, Save -> Open) hands back; the main region's coarse
-    hash misses those. ``None``: no detail hash (replays on a rescaled screen then hand back
-    less often, together with ``visual_validation_tone=False``; but such label changes go
-    unnoticed)."""
+    hash misses those. ``None``: no detail hash (such label changes then go unnoticed). For
+    replays on screens of another size or pixel density, see :meth:`across_screen_sizes`."""
     visual_validation_detail_hash_size: int = Field(DEFAULT_DETAIL_HASH_SIZE, ge=4, le=32)
     """Side of the detail hash: ``visual_validation_detail_hash_size**2`` bits."""
     visual_validation_detail_threshold: int = Field(DEFAULT_DETAIL_THRESHOLD, ge=0)

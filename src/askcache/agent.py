@@ -147,9 +147,11 @@ class Agent:
         )
         computer = self._computer()
         capture = computer.capture if computer else None
+        display_size = computer.screen_size if computer is not None else None
         executor = CacheExecutor(
             tool_shape=computer.shape if computer else "tool",
             screen=capture,
+            display_size=display_size,
             sleep=self._sleep,
             offered_tools=[tool.name for tool in self.tools],
         )
@@ -166,7 +168,11 @@ class Agent:
                 self._offer_caching_tools(tools, storage, executor, settings)
         if strategy == CacheStrategy.RECORD:
             recorder = CacheManager(
-                storage, settings.writing_settings, model=self.model, capture=capture
+                storage,
+                settings.writing_settings,
+                model=self.model,
+                capture=capture,
+                display_size=display_size,
             )
             recorder.start_recording(goal)
         elif strategy == CacheStrategy.EXECUTE:

@@ -155,6 +155,13 @@ class VisualValidationConfig(_FileModel):
     """The tone check's tolerances; ``None``: no tone check (all files before version 3)."""
     target: TargetCheckConfig | None = None
     """The whole-target check's set-up; ``None``: none (all files before version 3)."""
+    other_density: DetailCheckConfig | None = None
+    """The detail hash used instead of :attr:`detail` when the screen is drawn at another
+    pixel density than when recorded (its screenshots rescaled, or another display size:
+    text re-rendered at another size moves the fine detail hash as far as a changed letter);
+    the tone's contrast is then not checked either (a thin border drawn at another size and
+    scaled back loses contrast), its brightness is. ``None``: the detail hash and the whole
+    tone are checked on such screens too (files written before this field)."""
 
     @property
     def has_noise_floor(self) -> bool:
@@ -228,6 +235,11 @@ class CacheMetadata(_FileModel):
     """Screenshot size the coordinates refer to; ``None`` when no screenshot was seen."""
     visual_validation: VisualValidationConfig | None = None
     """Present only when visual validation was recorded."""
+    display_size: CoordinateSpace | None = None
+    """The real screen's size when recorded, when the computer tool knew it (``ComputerTool``
+    scales a 2560x1600 screen to 1280x800 screenshots, so :attr:`coordinate_space` alone
+    cannot tell a HiDPI screen); ``None``: unknown. A replay on a display of another size
+    checks with :attr:`VisualValidationConfig.other_density`."""
     screen_state: ScreenStateConfig | None = None
     """How steps' effects and the end state were recorded; ``None``: neither was (files
     before version 3, or ``record_screen_state=False``)."""

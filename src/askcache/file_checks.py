@@ -207,6 +207,10 @@ def _check_hashes(
             raise _ProblemError(f"{where}.visual_detail", "a detail hash without a main hash")
         if step.visual_weak is not None:
             raise _ProblemError(f"{where}.visual_weak", "weak bits without a main hash")
+        if step.visual_other_density is not None:
+            raise _ProblemError(
+                f"{where}.visual_other_density", "a hash for other densities without a main hash"
+            )
         return
     if config is None:
         raise _ProblemError(
@@ -241,6 +245,30 @@ def _check_hashes(
         )
     if step.visual_weak is not None:
         _check_weak(step.visual_weak, f"{where}.visual_weak", config, detail is not None)
+    if step.visual_other_density is not None:
+        _check_other_density(
+            step.visual_other_density, f"{where}.visual_other_density", config, detail is not None
+        )
+
+
+def _check_other_density(
+    value: str, where: str, config: VisualValidationConfig, has_detail: bool
+) -> None:
+    other = config.other_density
+    if other is None:
+        raise _ProblemError(
+            where,
+            "a hash for other densities, but metadata.visual_validation.other_density is missing",
+        )
+    if not has_detail:
+        raise _ProblemError(where, "a hash for other densities without a detail hash")
+    hashed, separator, weak = value.partition(";")
+    size = other.hash_size
+    expected = f"'<hash hex>;<weak hex>', each {hash_hex_length(size)} hex digits"
+    if not separator or not _is_hash(hashed, size) or (weak and not _is_hash(weak, size)):
+        raise _ProblemError(where, f"must be {expected}, got {value[:80]!r}")
+    if weak and (other.noise_floor <= 0 or config.method != "phash"):
+        raise _ProblemError(where, "weak bits, but the hash for other densities has no noise floor")
 
 
 def _check_weak(weak: str, where: str, config: VisualValidationConfig, has_detail: bool) -> None:

@@ -179,6 +179,15 @@ def _writing_settings(cache_file: CacheFile, values: dict[str, str]) -> CacheWri
                 visual_validation_detail_blur=config.detail.blur,
                 visual_validation_detail_noise_floor=config.detail.noise_floor,
             )
+        other = config.other_density
+        options["visual_validation_other_density_threshold"] = (
+            other.threshold if other is not None else None
+        )
+        if other is not None:
+            options.update(
+                visual_validation_other_density_blur=other.blur,
+                visual_validation_other_density_noise_floor=other.noise_floor,
+            )
         if config.tone is not None:
             options.update(
                 visual_validation_tone_mean_tolerance=config.tone.mean_tolerance,
@@ -208,6 +217,7 @@ def healed_file(
         new.trajectory = [_as_replayed(step, session) for step in new.trajectory]
     new.metadata.goal = old.metadata.goal
     new.metadata.recording = old.metadata.recording
+    new.metadata.display_size = old.metadata.display_size
     new.cache_parameters = dict(old.cache_parameters)
     model_ids = {
         call.id
@@ -243,6 +253,7 @@ def _as_replayed(step: ToolUseBlockParam, session: ReplaySession) -> ToolUseBloc
             "visual_representation": replayed.visual_representation,
             "visual_detail": replayed.visual_detail,
             "visual_weak": replayed.visual_weak,
+            "visual_other_density": replayed.visual_other_density,
             "effect": replayed.effect,
         }
     )

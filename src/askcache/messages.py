@@ -131,6 +131,7 @@ class ToolUseBlockParam(ApiModel):
             "visual_target",
             "visual_mask",
             "visual_weak",
+            "visual_other_density",
             "effect",
         }
     )
@@ -169,6 +170,10 @@ class ToolUseBlockParam(ApiModel):
     """Cache-only: the hashes' bits that noise decided on the recorded screen,
     ``"<main hex>;<detail hex>"`` (:func:`askcache.hashing.weak_bits`), when the file's check
     has noise floors: only these may be forgiven at replay."""
+    visual_other_density: str | None = None
+    """Cache-only: the detail region's hash for screens drawn at another pixel density and
+    its weak bits, ``"<hash hex>;<weak hex>"`` (the weak part empty without a noise floor),
+    when the file's check has ``other_density``."""
     visual_mask: str | None = None
     """Cache-only: what varied at this step across repeat runs and is ignored: hash bits,
     ink columns, raised tone tolerances (:mod:`askcache.masks`); format version 3 on."""

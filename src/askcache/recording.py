@@ -125,6 +125,9 @@ class CacheManager:
     Args:
         capture: Takes a screenshot as the model sees it. Used when the model acts before it
             has seen the screen: that step then gets a fingerprint all the same.
+        display_size: The real screen's size, when the computer tool knows it (stored as
+            ``metadata.display_size``: a replay on a display of another size then knows the
+            screen is drawn at another pixel density).
     """
 
     def __init__(
@@ -134,9 +137,11 @@ class CacheManager:
         *,
         model: str | None = None,
         capture: Callable[[], Image.Image] | None = None,
+        display_size: tuple[int, int] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.storage = storage
+        self.display_size = display_size
         self.settings = settings or CacheWritingSettings()
         self.model = model
         self.capture = capture
@@ -222,6 +227,7 @@ class CacheManager:
                     visual_tone=fingerprint.tone if fingerprint else None,
                     visual_target=fingerprint.target if fingerprint else None,
                     visual_weak=fingerprint.weak if fingerprint else None,
+                    visual_other_density=fingerprint.other_density if fingerprint else None,
                 )
             )
         trajectory = [
@@ -238,6 +244,11 @@ class CacheManager:
         metadata = CacheMetadata(
             goal=parameterize(goal, params, secrets),
             coordinate_space=screens.space,
+            display_size=(
+                CoordinateSpace(width=self.display_size[0], height=self.display_size[1])
+                if self.display_size is not None
+                else None
+            ),
             visual_validation=config,
             screen_state=tracker.config,
             end_state=tracker.end_state(final),

@@ -35,7 +35,6 @@ from askcache.errors import InvalidSettingsError
 from askcache.parameters import PARAMETER_NAME, parameter_value_problem
 
 __all__ = [
-    "ACROSS_SCREEN_SIZES",
     "DEFAULT_DETAIL_BLUR",
     "DEFAULT_DETAIL_HASH_SIZE",
     "DEFAULT_DETAIL_NOISE_FLOOR",
@@ -43,6 +42,9 @@ __all__ = [
     "DEFAULT_DETAIL_THRESHOLD",
     "DEFAULT_HASH_SIZE",
     "DEFAULT_NOISE_FLOOR",
+    "DEFAULT_OTHER_DENSITY_BLUR",
+    "DEFAULT_OTHER_DENSITY_NOISE_FLOOR",
+    "DEFAULT_OTHER_DENSITY_THRESHOLD",
     "DEFAULT_REGION_SIZE",
     "DEFAULT_SHIFT_TOLERANCE",
     "DEFAULT_TARGET_COLUMNS",
@@ -92,21 +94,12 @@ changes and JPEG re-encodes reach 3.5 %, a dimming backdrop 50 % (bench/accuracy
 DEFAULT_TONE_CONTRAST_TOLERANCE = 0.15
 """Relative change of a region's contrast still counted as unchanged: 3 % brightness and JPEG
 reach 6.7 %, an element faded to opacity 0.4 11-61 % (bench/accuracy.py)."""
-ACROSS_SCREEN_SIZES: typing.Mapping[str, Any] = types.MappingProxyType(
-    {
-        "visual_validation_detail_region_size": 48,
-        "visual_validation_detail_blur": 2.0,
-        "visual_validation_detail_noise_floor": 500.0,
-        "visual_validation_detail_threshold": 22,
-        "visual_validation_tone_contrast_tolerance": 1.0,
-    }
-)
-"""The writing settings :meth:`CacheWritingSettings.across_screen_sizes` sets (the detail
-region is pinned at its default, 48 px): a detail hash blurred more and forgiving more, and
-the tone's contrast tolerance raised to 1 (its brightness is still checked, so a dimming
-backdrop hands back; a thin border drawn at another size and scaled back loses contrast).
-Chosen on the tuning split of bench/accuracy.py (docs/benchmarks.md, "Replays across screen
-sizes")."""
+DEFAULT_OTHER_DENSITY_THRESHOLD = 22
+"""Threshold of the detail hash checked on a screen drawn at another pixel density."""
+DEFAULT_OTHER_DENSITY_BLUR = 2.0
+"""Blur radius of that hash (chosen with its threshold and floor: bench/accuracy.py)."""
+DEFAULT_OTHER_DENSITY_NOISE_FLOOR = 500.0
+"""Noise floor of that hash."""
 DEFAULT_TARGET_COLUMNS = 16
 """Columns of a wide target's ink map (one bit each)."""
 DEFAULT_TARGET_THRESHOLD = 0
@@ -306,8 +299,8 @@ class CacheWritingSettings(SettingsModel):
     )
     """Side of a second, smaller region at the same point, hashed finely so that a changed
     label on the element itself (8 -> 3, Save -> Open) hands back; the main region's coarse
-    hash misses those. ``None``: no detail hash (such label changes then go unnoticed). For
-    replays on screens of another size or pixel density, see :meth:`across_screen_sizes`."""
+    hash misses those. ``None``: no detail hash (such label changes then go unnoticed, and
+    there is no hash for other pixel densities either)."""
     visual_validation_detail_hash_size: int = Field(DEFAULT_DETAIL_HASH_SIZE, ge=4, le=32)
     """Side of the detail hash: ``visual_validation_detail_hash_size**2`` bits."""
     visual_validation_detail_threshold: int = Field(DEFAULT_DETAIL_THRESHOLD, ge=0)
@@ -322,6 +315,24 @@ class CacheWritingSettings(SettingsModel):
     )
     """pHash only: the detail hash's noise floor (as ``visual_validation_noise_floor``; default
     250, with ``visual_validation_detail_threshold`` 14 and blur 1.0)."""
+    visual_validation_other_density_threshold: int | None = Field(
+        DEFAULT_OTHER_DENSITY_THRESHOLD, ge=0
+    )
+    """Also store a second hash of the detail region, blurred more and forgiving more, and
+    check it *instead of* the detail hash when the replay's screen is drawn at another pixel
+    density than the recording's: its screenshots are rescaled, or the computer tool reports
+    a display of another size (a HiDPI screen). On such a screen the tone's contrast is not
+    checked either; its brightness is. This is the threshold of that hash; ``None``: store
+    none, and check such screens like any other (most hand back: re-rendered text moves the
+    fine detail hash as far as a changed letter). Needs the detail hash. Default 22, with
+    blur 2.0 and noise floor 500, chosen on the benchmark's tuning split (docs/benchmarks.md,
+    "Screens of another pixel density")."""
+    visual_validation_other_density_blur: float = Field(DEFAULT_OTHER_DENSITY_BLUR, ge=0, le=4)
+    """Blur radius of that hash's region before hashing."""
+    visual_validation_other_density_noise_floor: float = Field(
+        DEFAULT_OTHER_DENSITY_NOISE_FLOOR, ge=0, le=limits.MAX_DETAIL_NOISE_FLOOR
+    )
+    """pHash only: that hash's noise floor (as ``visual_validation_detail_noise_floor``)."""
     visual_validation_tone: bool = True
     """Also store the brightness and contrast of the main and detail regions (two numbers
     each, not pixels) and hand back when either moves beyond its tolerance: a dialog's dimming
@@ -368,23 +379,6 @@ class CacheWritingSettings(SettingsModel):
     case, upper case, digits and symbols); ``all`` every typed text. Each becomes
     ``{{secret:typed_<step>}}``, a value the replay's caller must give."""
 
-    @classmethod
-    def across_screen_sizes(cls, **changes: Any) -> CacheWritingSettings:
-        """Settings for a trajectory meant to replay on screens drawn at another pixel
-        density: another screen size of the same aspect ratio, a HiDPI screen
-        (:data:`ACROSS_SCREEN_SIZES`, then ``changes``).
-
-        On the benchmark's held-out pages and apps, unchanged screens drawn at another
-        density hand back far less often than with the defaults (8 of 44 instead of 35 of
-        44), and 10 of 11 relabels on them are still caught (the earlier recipe, no detail
-        hash and no tone: 5 of 44 and 8 of 11). The price is paid where a change happens:
-        small changes (one letter, a label, a faded element) are let through much more often
-        than with the defaults (19 of 218 held-out changes at the recorded density instead
-        of none). Record with the defaults when the trajectory will replay at the density it
-        was recorded at (docs/caching.md, "Rescaled screens").
-        """
-        return cls(**{**ACROSS_SCREEN_SIZES, **changes})
-
     @field_validator("filename")
     @classmethod
     def _check_filename(cls, value: str | None) -> str | None:
@@ -425,6 +419,17 @@ class CacheWritingSettings(SettingsModel):
                     "visual_validation_detail_hash_size",
                     self.visual_validation_detail_hash_size,
                     "visual_validation_detail_threshold",
+                )
+            )
+        if (
+            self.visual_validation_detail_region_size is not None
+            and self.visual_validation_other_density_threshold is not None
+        ):
+            hashes.append(
+                (
+                    "visual_validation_detail_hash_size",
+                    self.visual_validation_detail_hash_size,
+                    "visual_validation_other_density_threshold",
                 )
             )
         for size_field, size, threshold_field in hashes:

@@ -106,6 +106,15 @@ def validation_config(settings: CacheWritingSettings) -> VisualValidationConfig 
             columns=settings.visual_validation_target_columns,
             threshold=settings.visual_validation_target_threshold,
         )
+    other_density = None
+    if detail is not None and settings.visual_validation_other_density_threshold is not None:
+        other_density = DetailCheckConfig(
+            hash_size=detail.hash_size,
+            region_size=detail.region_size,
+            threshold=settings.visual_validation_other_density_threshold,
+            blur=settings.visual_validation_other_density_blur,
+            noise_floor=settings.visual_validation_other_density_noise_floor if phash else 0.0,
+        )
     return VisualValidationConfig(
         method=settings.visual_verification_method.value,
         hash_size=settings.hash_size,
@@ -116,6 +125,7 @@ def validation_config(settings: CacheWritingSettings) -> VisualValidationConfig 
         detail=detail,
         tone=tone,
         target=target,
+        other_density=other_density,
     )
 
 
@@ -146,6 +156,9 @@ class StepFingerprint:
     """The hashes' bits that noise decided on the recorded screen, ``"<main hex>;<detail
     hex>"`` (``ToolUseBlockParam.visual_weak``), when the file's check has noise floors:
     only those may be forgiven at replay (:func:`askcache.hashing.region_distance`)."""
+    other_density: str | None = None
+    """The detail region's hash checked on a screen drawn at another pixel density, and its
+    weak bits: ``"<hash hex>;<weak hex>"`` (``ToolUseBlockParam.visual_other_density``)."""
 
     def weak_parts(self) -> tuple[str | None, str | None]:
         """The main and the detail hash's weak bits (``None`` for a part not stored)."""
@@ -166,12 +179,21 @@ class StepFingerprint:
             step.visual_target,
             step.visual_mask,
             step.visual_weak,
+            step.visual_other_density,
         )
 
     @property
     def size_bytes(self) -> int:
         """Characters this fingerprint adds to a step in the cache file (its JSON values)."""
-        parts = (self.region, self.detail, self.tone, self.target, self.mask, self.weak)
+        parts = (
+            self.region,
+            self.detail,
+            self.tone,
+            self.target,
+            self.mask,
+            self.weak,
+            self.other_density,
+        )
         return sum(len(part) for part in parts if part)
 
 
@@ -227,12 +249,23 @@ def compute_step_representation(
                 config.detail.blur,
             )
         weak = f"{main_weak};{detail_weak}"
+    other = config.other_density if detail is not None and detail_box is not None else None
+    other_density = None
+    if other is not None and detail_box is not None:
+        region = image.crop(detail_box)
+        other_weak = ""
+        if config.method == "phash" and other.noise_floor > 0:
+            other_weak = weak_bits(region, other.hash_size, other.noise_floor, other.blur)
+        other_density = (
+            f"{compute_hash(region, config.method, other.hash_size, other.blur)};{other_weak}"
+        )
     return StepFingerprint(
         compute_hash(image.crop(box), config.method, config.hash_size),
         detail,
         tone,
         target,
         weak=weak,
+        other_density=other_density,
     )
 
 
@@ -281,6 +314,9 @@ class VisualCheck:
     """The main hash's noise floor applied (0: every differing bit counted)."""
     detail_noise_floor: float = 0.0
     """The detail hash's noise floor applied (0: every differing bit counted)."""
+    other_density: bool = False
+    """True when the screen was drawn at another pixel density and the step's hash for that
+    was checked instead of the detail hash (the contrast then not checked)."""
 
     @property
     def failed_parts(self) -> list[str]:
@@ -332,7 +368,8 @@ class VisualCheck:
         if self.detail_distance is not None and self.detail_threshold is not None:
             size = self.detail_hash_size
             text += (
-                f"; detail ({size}x{size} hash, {self.detail_region_size} px"
+                ("; detail for another pixel density" if self.other_density else "; detail")
+                + f" ({size}x{size} hash, {self.detail_region_size} px"
                 + (f", noise floor {self.detail_noise_floor:g}" if self.detail_noise_floor else "")
                 + "): "
                 f"distance {self.detail_distance} "
@@ -357,6 +394,40 @@ class VisualCheck:
         return text
 
 
+@dataclass(frozen=True)
+class _DetailPart:
+    """The finer hash a check compares: the detail hash, or on a screen drawn at another
+    pixel density the step's hash for that."""
+
+    config: DetailCheckConfig | None
+    threshold: int | None
+    stored: str | None
+    weak: str | None
+    mask: int
+    other_density: bool
+
+    @classmethod
+    def of(
+        cls,
+        config: VisualValidationConfig,
+        stored: StepFingerprint,
+        mask: StepMask,
+        detail_threshold: int | None,
+        other_density: bool,
+    ) -> _DetailPart:
+        if config.detail is None or stored.detail is None:
+            return cls(None, None, None, None, 0, False)
+        other = config.other_density
+        if other_density and other is not None and stored.other_density is not None:
+            hashed, _, weak = stored.other_density.partition(";")
+            # the learned mask's bits are the detail hash's, not this one's
+            return cls(other, other.threshold, hashed, weak or None, 0, True)
+        threshold = config.detail.threshold if detail_threshold is None else detail_threshold
+        return cls(
+            config.detail, threshold, stored.detail, stored.weak_parts()[1], mask.detail, False
+        )
+
+
 def _tone_changes(image: Image.Image, stored: str, boxes: list[Box]) -> tuple[float, float]:
     recorded = decode_tones(stored)
     brightness = contrast = 0.0
@@ -375,6 +446,7 @@ def check_step_representation(
     threshold: int | None = None,
     detail_threshold: int | None = None,
     pointer: Point | None = None,
+    other_density: bool = False,
 ) -> VisualCheck:
     """Decide whether the screen in ``image`` still matches ``stored`` around ``step``'s point.
 
@@ -387,19 +459,26 @@ def check_step_representation(
     counts). Once a part has failed, the remaining hashes are measured at the recorded
     position only: the outcome cannot change, and a changed screen stays cheap.
 
+    ``other_density``: ``image`` is drawn at another pixel density than the recorded screen
+    (rescaled, or from a display of another size). When the file and the step have a hash
+    for that (``config.other_density``), it is checked instead of the detail hash
+    (``detail_threshold`` then does not apply) and the tone's contrast is not checked, its
+    brightness is; otherwise the step is checked as on any screen.
+
     Raises:
         InvalidHashError: a stored hash, tone or target is malformed or of another size.
     """
     limit = config.threshold if threshold is None else threshold
     anchor = _anchor(step, pointer)
     box, detail_box = _boxes(image.size, anchor, config)
-    detail = config.detail if stored.detail is not None else None
-    detail_limit = None
-    if detail is not None:
-        detail_limit = detail.threshold if detail_threshold is None else detail_threshold
     mask = StepMask.decode(stored.mask) if stored.mask is not None else StepMask()
-    main_weak, detail_weak = stored.weak_parts()
+    main_weak, _ = stored.weak_parts()
+    part = _DetailPart.of(config, stored, mask, detail_threshold, other_density)
+    detail, detail_limit, detail_hash = part.config, part.threshold, part.stored
+    rescaled = part.other_density
     tone_config = config.tone if stored.tone is not None else None
+    if tone_config is not None and rescaled:
+        tone_config = tone_config.model_copy(update={"contrast_tolerance": 1.0})
     if tone_config is not None and (mask.brightness or mask.contrast):
         tone_config = tone_config.model_copy(
             update={
@@ -418,8 +497,9 @@ def check_step_representation(
     target_box: Box | None = None
     if box is None:  # nothing to compare; still reject malformed stored data
         hamming_distance(stored.region, stored.region)
-        if stored.detail is not None:
-            hamming_distance(stored.detail, stored.detail)
+        for hashed in (stored.detail, detail_hash):
+            if hashed is not None:
+                hamming_distance(hashed, hashed)
         if stored.tone is not None:
             decode_tones(stored.tone)
     else:
@@ -451,19 +531,19 @@ def check_step_representation(
             weak=main_weak,
         )
         failed = failed or distance > limit
-        if detail is not None and stored.detail is not None and detail_box is not None:
+        if detail is not None and detail_hash is not None and detail_box is not None:
             detail_distance = region_distance(
                 image,
                 detail_box,
-                stored.detail,
+                detail_hash,
                 config.method,
                 detail.hash_size,
                 shift_tolerance=0 if failed else config.shift_tolerance,
                 blur=detail.blur,
                 good_enough=detail_limit if detail_limit is not None else 0,
-                mask=mask.detail,
+                mask=part.mask,
                 noise_floor=detail.noise_floor,
-                weak=detail_weak,
+                weak=part.weak,
             )
     check = VisualCheck(
         matched=False,
@@ -486,5 +566,6 @@ def check_step_representation(
         target_box=target_box,
         noise_floor=config.noise_floor,
         detail_noise_floor=detail.noise_floor if detail is not None else 0.0,
+        other_density=rescaled,
     )
     return replace(check, matched=not check.failed_parts)

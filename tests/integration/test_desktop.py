@@ -26,7 +26,6 @@ from askcache import (
     CachingSettings,
     ComputerTool,
 )
-from askcache.settings import ACROSS_SCREEN_SIZES
 from askcache.storage import LocalCacheStorage, load_cache_file
 from askcache.testing import (
     FormFillingScript,
@@ -193,10 +192,9 @@ def _record(tmp_path: Path, **writing: Any) -> None:
 def test_same_aspect_ratio_on_another_screen_size_replays_rescaled(
     tmp_path: Path, size: tuple[int, int], zoom: float
 ) -> None:
-    # Recorded for replays across screen sizes (docs/caching.md): the detail hash blurred
-    # more and forgiving more, the tone's contrast not checked (the field's border, drawn at
-    # 1.5x and scaled down, has less contrast).
-    _record(tmp_path, **ACROSS_SCREEN_SIZES)
+    # Recorded with the defaults: the rescaled screenshots tell the replay that the form is
+    # drawn at another pixel density, so each step is checked with the hash for that.
+    _record(tmp_path)
     script = FormFillingScript(SimulatedFormApp(), "Ada Lovelace")
     with MessagesApiStandIn([]) as api, desktop(*size) as screen:
         replayed, saved, _ = _act(api, script, screen, tmp_path, "execute", zoom=zoom)
@@ -205,10 +203,36 @@ def test_same_aspect_ratio_on_another_screen_size_replays_rescaled(
         assert saved == ADA
 
 
-def test_across_screen_sizes_a_relabelled_button_on_a_rescaled_screen_hands_back(
+def test_a_hidpi_screen_replays_with_the_defaults_and_a_relabel_there_hands_back(
     tmp_path: Path,
 ) -> None:
-    _record(tmp_path, **ACROSS_SCREEN_SIZES)
+    # Recorded on a 1280x800 display; replayed on a 2560x1600 one with the form drawn at 2x.
+    # ComputerTool sends both as 1280x800 screenshots: only the display size tells the
+    # replay that the text is drawn at another pixel density.
+    _record(tmp_path)
+    recorded = load_cache_file(LocalCacheStorage(tmp_path / "cache"), "form.json")
+    assert str(recorded.metadata.display_size) == "1280x800"
+    script = FormFillingScript(SimulatedFormApp(), "Ada Lovelace")
+    with MessagesApiStandIn(script) as api, desktop(2560, 1600) as screen:
+        replayed, saved, _ = _act(api, script, screen, tmp_path, "execute", zoom=2.0)
+        assert replayed.replay is not None
+        assert replayed.replay.status == "completed", replayed.replay.reason
+        assert replayed.model_calls == 0
+        assert saved == ADA
+        checked = [s for s in replayed.replay.steps if s.validated]
+        assert checked
+        assert all("detail for another pixel density" in (s.note or "") for s in checked)
+        relabelled, _, _ = _act(
+            api, script, screen, tmp_path, "execute", zoom=2.0, save_label="Open"
+        )
+        assert relabelled.replay is not None
+        assert relabelled.replay.status == "handed_back"
+        assert relabelled.replay.stopped_at_step == 3  # at the button, before clicking it
+        assert relabelled.model_calls > 0
+
+
+def test_a_relabelled_button_on_a_rescaled_screen_hands_back(tmp_path: Path) -> None:
+    _record(tmp_path)
     script = FormFillingScript(SimulatedFormApp(), "Ada Lovelace")
     with MessagesApiStandIn(script) as api, desktop(1920, 1200) as screen:
         replayed, _, _ = _act(api, script, screen, tmp_path, "execute", zoom=1.5, save_label="Open")
@@ -216,7 +240,8 @@ def test_across_screen_sizes_a_relabelled_button_on_a_rescaled_screen_hands_back
         assert replayed.replay.status == "handed_back"
         assert replayed.replay.stopped_at_step == 3  # the click on the button, not before
         assert replayed.replay.steps_run == 3
-        assert "detail (16x16 hash, 48 px, noise floor 500)" in (replayed.replay.reason or "")
+        reason = replayed.replay.reason or ""
+        assert "detail for another pixel density (16x16 hash, 48 px, noise floor 500)" in reason
         assert replayed.model_calls > 0
 
 
@@ -232,6 +257,7 @@ def test_with_the_format_2_detail_hash_a_rescaled_real_app_hands_back_and_the_mo
         visual_validation_target=False,
         visual_validation_noise_floor=0.0,
         visual_validation_detail_noise_floor=0.0,
+        visual_validation_other_density_threshold=None,
     )
     script = FormFillingScript(SimulatedFormApp(), "Ada Lovelace")
     with MessagesApiStandIn(script) as api, desktop(1920, 1200) as screen:

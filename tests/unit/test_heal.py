@@ -214,3 +214,23 @@ def test_a_heal_writes_with_the_check_the_file_was_recorded_with(
     recorded = load_cache_file(storage, "form.json")
     settings = _writing_settings(recorded, {})
     assert validation_config(settings) == recorded.metadata.visual_validation
+
+
+@pytest.mark.parametrize(
+    "other_density",
+    [
+        {"visual_validation_other_density_threshold": None},  # files recorded before it
+        {
+            "visual_validation_other_density_threshold": 30,
+            "visual_validation_other_density_blur": 3.0,
+            "visual_validation_other_density_noise_floor": 250.0,
+        },
+    ],
+)
+def test_a_heal_keeps_the_files_hash_for_other_densities(
+    storage: LocalCacheStorage, other_density: dict[str, object]
+) -> None:
+    record_form(storage, **other_density)
+    recorded = load_cache_file(storage, "form.json")
+    settings = _writing_settings(recorded, {})
+    assert validation_config(settings) == recorded.metadata.visual_validation

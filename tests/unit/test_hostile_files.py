@@ -157,6 +157,8 @@ def test_older_format_3_files_without_noise_floors_load_with_none(
     del data["metadata"]["visual_validation"]["detail"]["noise_floor"]
     for step in data["trajectory"]:
         step.pop("visual_weak", None)  # files from before the floors have no weak bits
+        step.pop("visual_other_density", None)
+    del data["metadata"]["visual_validation"]["other_density"]
     loaded = parse_cache_file(json.dumps(data), "old.json").metadata.visual_validation
     assert loaded is not None
     assert loaded.detail is not None
@@ -192,6 +194,15 @@ def test_a_misspelt_key_is_refused_naming_the_closest(storage: LocalCacheStorage
         ),
         (lambda s: s.update(visual_weak="0" * 15 + ";" + "0" * 64), "the main part 16 hex digits"),
         (lambda s: s.update(visual_weak="0" * 16 + ";zz"), "the detail part 64 hex digits"),
+        (
+            lambda s: s.update(visual_other_density="0" * 64),
+            "visual_other_density: must be '<hash hex>;<weak hex>'",
+        ),
+        (
+            lambda s: s.update(visual_other_density="0" * 63 + ";" + "0" * 64),
+            "each 64 hex digits",
+        ),
+        (lambda s: s.update(visual_other_density="0" * 64 + ";zz"), "each 64 hex digits"),
         (lambda s: s["input"].update(coordinate=[640, 10]), r"coordinate\[0\]: 640 is outside"),
         (lambda s: s["input"].update(coordinate=[1.5, 10]), "must be a whole number"),
         (lambda s: s["input"].update(action="{{word}}_click"), "unknown computer action"),
@@ -302,6 +313,7 @@ def test_a_step_without_a_hash_is_never_run_unchecked_by_default(
     data["trajectory"][3]["visual_representation"] = None
     data["trajectory"][3]["visual_detail"] = None
     data["trajectory"][3]["visual_weak"] = None
+    data["trajectory"][3]["visual_other_density"] = None
     storage.write("form.json", json.dumps(data).encode())
     app = SimulatedFormApp()
     with pytest.raises(CacheFileRefusedError, match=r"step 3 \(left_click\) cannot be checked"):
@@ -461,7 +473,9 @@ def test_a_save_keeps_the_version_and_the_permissions(storage: LocalCacheStorage
     for step in data["trajectory"]:
         step["visual_detail"] = None
         step["visual_weak"] = None
+        step["visual_other_density"] = None
     data["metadata"]["visual_validation"]["detail"] = None
+    data["metadata"]["visual_validation"]["other_density"] = None
     path = storage.directory / "form.json"
     path.write_text(json.dumps(data))
     path.chmod(0o644)
@@ -510,7 +524,9 @@ def test_upgrading_is_explicit(
     for step in data["trajectory"]:
         step["visual_detail"] = None
         step["visual_weak"] = None
+        step["visual_other_density"] = None
     data["metadata"]["visual_validation"]["detail"] = None
+    data["metadata"]["visual_validation"]["other_density"] = None
     (storage.directory / "form.json").write_text(json.dumps(data))
     folder = str(storage.directory)
     assert main(["upgrade", "form.json", "--cache-dir", folder]) == 0
@@ -555,3 +571,15 @@ def test_a_bad_place_elsewhere_is_refused_never_skipped(
     error = _refused(data, fragment)
     assert error.field is not None
     assert error.field.startswith("trajectory[1].effect.elsewhere")
+
+
+def test_a_hash_for_other_densities_needs_its_settings(storage: LocalCacheStorage) -> None:
+    data = _data(storage)
+    assert data["metadata"]["visual_validation"]["other_density"]["threshold"] == 22
+    data["metadata"]["visual_validation"]["other_density"] = None
+    _refused(data, r"trajectory\[\d+\]\.visual_other_density: a hash for other densities, but")
+    data = _data(storage, visual_validation_other_density_noise_floor=0.0)
+    step = next(s for s in data["trajectory"] if s.get("visual_other_density"))
+    assert step["visual_other_density"].endswith(";")  # no floor: no weak bits stored
+    step["visual_other_density"] += "0" * 64
+    _refused(data, "weak bits, but the hash for other densities has no noise floor")

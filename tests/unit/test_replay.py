@@ -174,6 +174,7 @@ def test_tool_error_during_replay_hands_back(storage: LocalCacheStorage) -> None
     cache_file.trajectory[1].visual_representation = None
     cache_file.trajectory[1].visual_detail = None
     cache_file.trajectory[1].visual_weak = None
+    cache_file.trajectory[1].visual_other_density = None
     from askcache.storage import save_cache_file
 
     save_cache_file(storage, "form.json", cache_file)
@@ -295,6 +296,7 @@ def test_with_the_format_2_detail_hash_a_rescaled_screen_hands_back_at_text(
         visual_validation_detail_threshold=14,
         visual_validation_noise_floor=0.0,
         visual_validation_detail_noise_floor=0.0,
+        visual_validation_other_density_threshold=None,
     )
     app = SimulatedFormApp(width=960, height=600)
     executor, _, _ = _replay(storage, app)
@@ -398,7 +400,8 @@ def test_substitute_fills_typed_text_only_literally_and_leaves_unknown_ones() ->
 def test_a_detail_threshold_override_lets_a_rescaled_screen_replay(
     storage: LocalCacheStorage,
 ) -> None:
-    record_form(storage)
+    # a file without a hash for other densities (recorded before it, or with it off)
+    record_form(storage, visual_validation_other_density_threshold=None)
     app = SimulatedFormApp(width=960, height=600)
     executor, _, _ = _replay(
         storage,
@@ -410,6 +413,27 @@ def test_a_detail_threshold_override_lets_a_rescaled_screen_replay(
     assert (result.status, result.validated) == ("completed", 3)
     assert all(s.detail_threshold == 256 for s in result.steps if s.validated)
     assert app.saved == [{"name": "Ada Lovelace", "email": ""}]
+
+
+def test_a_rescaled_screen_is_checked_with_the_hash_for_other_densities(
+    storage: LocalCacheStorage,
+) -> None:
+    record_form(storage)
+    app = SimulatedFormApp(width=960, height=600)
+    executor, _, _ = _replay(storage, app)
+    result = executor.result
+    assert result is not None
+    assert (result.status, result.validated) == ("completed", 3)
+    checked = [s for s in result.steps if s.validated]
+    assert all("detail for another pixel density" in (s.note or "") for s in checked)
+    assert all(s.detail_threshold == 22 for s in checked)
+    assert app.saved == [{"name": "Ada Lovelace", "email": ""}]
+    # the same screen size as recorded: the detail hash, as always
+    same = SimulatedFormApp()
+    executor, _, _ = _replay(storage, same)
+    assert executor.result is not None
+    assert executor.result.status == "completed"
+    assert all("another pixel density" not in (s.note or "") for s in executor.result.steps)
 
 
 class BrokenScreenApp(SimulatedFormApp):

@@ -7,7 +7,6 @@ import pytest
 from askcache.actions import CLICK_ACTIONS, DEFAULT_VALIDATED_ACTIONS
 from askcache.errors import AskCacheError, InvalidSettingsError
 from askcache.settings import (
-    ACROSS_SCREEN_SIZES,
     CacheExecutionSettings,
     CacheStrategy,
     CacheWritingSettings,
@@ -138,19 +137,19 @@ def test_seed_002_action_words_are_aliases() -> None:
         CacheWritingSettings(validated_actions=frozenset({"click", "tap"}))
 
 
-def test_across_screen_sizes_applies_its_recipe_and_takes_changes() -> None:
-    recipe = CacheWritingSettings.across_screen_sizes(filename="form.json")
-    assert recipe.filename == "form.json"
-    for name, value in ACROSS_SCREEN_SIZES.items():
-        assert getattr(recipe, name) == value
-    assert recipe != CacheWritingSettings(filename="form.json")
-    changed = CacheWritingSettings.across_screen_sizes(visual_validation_detail_threshold=18)
-    assert changed.visual_validation_detail_threshold == 18
+def test_the_hash_for_other_densities_is_validated_like_the_detail_hash() -> None:
+    writing = CacheWritingSettings()
+    assert writing.visual_validation_other_density_threshold == 22
     assert (
-        changed.visual_validation_detail_blur
-        == ACROSS_SCREEN_SIZES["visual_validation_detail_blur"]
+        writing.visual_validation_other_density_blur,
+        writing.visual_validation_other_density_noise_floor,
+    ) == (2.0, 500.0)
+    with pytest.raises(InvalidSettingsError, match="visual_validation_other_density_threshold"):
+        CacheWritingSettings(visual_validation_other_density_threshold=256)
+    with pytest.raises(InvalidSettingsError, match="visual_validation_other_density_blur"):
+        CacheWritingSettings(visual_validation_other_density_blur=5.0)
+    # without a detail hash there is nothing to replace, so its threshold is not checked
+    CacheWritingSettings(
+        visual_validation_detail_region_size=None, visual_validation_other_density_threshold=999
     )
-    with pytest.raises(InvalidSettingsError, match="visual_validation_detial_blur"):
-        CacheWritingSettings.across_screen_sizes(visual_validation_detial_blur=1.0)
-    with pytest.raises(TypeError):
-        ACROSS_SCREEN_SIZES["visual_validation_detail_threshold"] = 200  # type: ignore[index]
+    assert CacheWritingSettings(visual_validation_other_density_threshold=None)

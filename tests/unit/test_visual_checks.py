@@ -168,4 +168,6 @@ def test_a_fingerprint_stores_no_pixels_and_stays_small() -> None:
     assert stored.target is not None
     assert len(stored.tone) == 8  # two regions x (mean, contrast) x 2 hex digits
     assert stored.weak is not None  # the bits noise decides: 64 + 256 bits as hex
-    assert stored.size_bytes - len(stored.weak) < 140
+    assert stored.other_density is not None  # a 16x16 hash and its weak bits, as hex
+    assert len(stored.other_density) == 64 + 1 + 64
+    assert stored.size_bytes - len(stored.weak) - len(stored.other_density) < 140

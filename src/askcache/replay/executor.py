@@ -51,6 +51,9 @@ class CacheExecutor:
         tool_shape: Shape of the computer tool, for screenshot requests.
         screen: Takes a screenshot as the model sees it; lets the replay watch the screen
             (auto-wait, effects) instead of sleeping.
+        display_size: The real screen's size, when the computer tool knows it: on a display
+            of another size than the recording's, steps are checked for another pixel
+            density (``VisualValidationConfig.other_density``).
         offered_tools: Names of the tools this run offers; a file with a step calling a
             tool outside them (or, other than the computer tool, outside
             ``CacheExecutionSettings.replay_tools``) is refused. ``None``: the computer tool.
@@ -64,6 +67,7 @@ class CacheExecutor:
         agent_speaker: str = AGENT_SPEAKER,
         tool_shape: ToolShape = "tool",
         screen: Callable[[], Image.Image] | None = None,
+        display_size: tuple[int, int] | None = None,
         offered_tools: Collection[str] | None = None,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
@@ -73,6 +77,7 @@ class CacheExecutor:
         self.agent_speaker = agent_speaker
         self.tool_shape = tool_shape
         self.screen = screen
+        self.display_size = display_size
         self._sleep = sleep
         self._clock = clock
         self.session: ReplaySession | None = None
@@ -166,6 +171,7 @@ class CacheExecutor:
             settings=settings,
             tool_shape=self.tool_shape,
             capture=self.screen,
+            display_size=self.display_size,
             sleep=self._sleep,
             clock=self._clock,
         )

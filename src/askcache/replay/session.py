@@ -185,6 +185,7 @@ class ReplaySession:
         settings: CacheExecutionSettings,
         tool_shape: ToolShape,
         capture: Callable[[], Image.Image] | None,
+        display_size: tuple[int, int] | None = None,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -242,6 +243,15 @@ class ReplaySession:
             if meta.coordinate_space is not None
             else None
         )
+        recorded_display = meta.display_size
+        self._other_display = (
+            display_size is not None
+            and recorded_display is not None
+            and display_size != (recorded_display.width, recorded_display.height)
+        )
+        """True when the computer tool reports a display of another size than the
+        recording's: the screen is drawn at another pixel density even where its screenshots
+        come at the recorded size."""
         self._end: Thumbnail | None = None
         self._end_state = meta.end_state
         if meta.screen_state is not None and meta.end_state is not None:
@@ -531,6 +541,7 @@ class ReplaySession:
                 threshold=self.settings.visual_validation_threshold,
                 detail_threshold=self.settings.visual_validation_detail_threshold,
                 pointer=self.anchors[self.index] if pointer is None else pointer[0],
+                other_density=self._other_density(screen),
             )
         except InvalidHashError as exc:
             return _Refused(record, f"the step's fingerprint cannot be checked: {exc}", final=True)
@@ -580,6 +591,11 @@ class ReplaySession:
                 "screen is in another state",
             )
         return _Checked(record, screen, thumbnail)
+
+    def _other_density(self, screen: _Screen) -> bool:
+        """Whether ``screen`` is drawn at another pixel density than the recording: its
+        screenshot was rescaled to the recorded size, or the display is of another size."""
+        return self._other_display or screen.image.size != screen.recorded.size
 
     def _size_problem(self, action: Action | None, screen: _Screen) -> str | None:
         """Why the step's coordinates cannot be mapped onto the current screen, if so."""

@@ -99,6 +99,18 @@ def _check_config(config: VisualValidationConfig) -> None:
     floors = [("metadata.visual_validation.noise_floor", config.noise_floor)]
     if config.detail is not None:
         floors.append(("metadata.visual_validation.detail.noise_floor", config.detail.noise_floor))
+    other = config.other_density
+    if other is not None:
+        where = "metadata.visual_validation.other_density"
+        if config.detail is None:
+            raise _ProblemError(where, "a hash for other densities needs the detail hash")
+        if other.region_size != config.detail.region_size:
+            raise _ProblemError(
+                f"{where}.region_size",
+                f"must be the detail region's ({config.detail.region_size}), got "
+                f"{other.region_size}",
+            )
+        floors.append((f"{where}.noise_floor", other.noise_floor))
     for where, floor in floors:
         if floor and config.method != "phash":
             raise _ProblemError(
@@ -109,6 +121,8 @@ def _check_config(config: VisualValidationConfig) -> None:
         sizes.append(
             ("metadata.visual_validation.detail", config.detail.hash_size, config.detail.threshold)
         )
+    if other is not None:
+        sizes.append(("metadata.visual_validation.other_density", other.hash_size, other.threshold))
     for where, size, threshold in sizes:
         if size % 2:
             raise _ProblemError(f"{where}.hash_size", f"must be even, got {size}")

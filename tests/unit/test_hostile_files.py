@@ -8,6 +8,7 @@ import os
 import stat
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -583,3 +584,24 @@ def test_a_hash_for_other_densities_needs_its_settings(storage: LocalCacheStorag
     assert step["visual_other_density"].endswith(";")  # no floor: no weak bits stored
     step["visual_other_density"] += "0" * 64
     _refused(data, "weak bits, but the hash for other densities has no noise floor")
+
+
+@pytest.mark.parametrize(
+    ("change", "fragment"),
+    [
+        (
+            lambda v: v["other_density"].update(threshold=256),
+            r"other_density\.threshold: 256 would accept any screen",
+        ),
+        (
+            lambda v: v["other_density"].update(region_size=64),
+            r"other_density\.region_size: must be the detail region's \(48\)",
+        ),
+    ],
+)
+def test_a_hash_for_other_densities_that_would_switch_the_check_off_is_refused(
+    storage: LocalCacheStorage, change: Callable[[dict[str, Any]], None], fragment: str
+) -> None:
+    data = _data(storage)
+    change(data["metadata"]["visual_validation"])
+    _refused(data, fragment)

@@ -315,6 +315,13 @@ def heal_trajectory(
     replay read them."""
     if mode == HealMode.OFF or session.result.handbacks == 0:
         return None
+    if session.other_density_seen:
+        logger.info(
+            "%s not healed: the run was on a screen drawn at another pixel density (the "
+            "healed steps' fingerprints would not match the recorded ones' density)",
+            name,
+        )
+        return None
     verified = verify_run(session, outcome, capture)
     if verified is None:
         logger.info("%s not healed: the run after the hand-back is not verified", name)

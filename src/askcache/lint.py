@@ -183,6 +183,12 @@ def lint_cache_file(cache_file: CacheFile) -> list[LintProblem]:
             problems += _threshold_problems(
                 "detail threshold", visual.detail.threshold, visual.detail.hash_size
             )
+        if visual.other_density is not None:
+            problems += _threshold_problems(
+                "threshold for other pixel densities",
+                visual.other_density.threshold,
+                visual.other_density.hash_size,
+            )
     used = placeholders_in([meta.goal, *(step.input for step in cache_file.trajectory)])
     declared = set(cache_file.cache_parameters)
     for name in sorted(used - declared):

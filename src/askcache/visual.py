@@ -381,10 +381,16 @@ class VisualCheck:
             text += (
                 f"; brightness change {self.brightness_change:.0%} "
                 f"{rel(self.brightness_change, self.tone.mean_tolerance)} "
-                f"{self.tone.mean_tolerance:.0%}, contrast change {contrast:.0%} "
-                f"{rel(contrast, self.tone.contrast_tolerance)} "
-                f"{self.tone.contrast_tolerance:.0%}"
+                f"{self.tone.mean_tolerance:.0%}, "
             )
+            if self.other_density:
+                text += "contrast not checked (another pixel density)"
+            else:
+                text += (
+                    f"contrast change {contrast:.0%} "
+                    f"{rel(contrast, self.tone.contrast_tolerance)} "
+                    f"{self.tone.contrast_tolerance:.0%}"
+                )
         if self.target_distance is not None and self.target_threshold is not None:
             text += (
                 f"; whole target {self.target_box}: {self.target_distance} ink columns "

@@ -334,3 +334,19 @@ def test_a_dismissed_banner_becomes_a_step_and_either_state_replays_after(
         assert result.replay.status == "completed"
         assert result.replay.variants_used == ([1] if layout == "original" else [])
         assert app.saved == [{"name": user, "email": ""}]
+
+
+def test_a_run_on_a_screen_of_another_pixel_density_never_heals(tmp_path: Path) -> None:
+    # The hand-back happens on a 960x600 screen (screenshots rescaled to the recorded
+    # 1280x800): fingerprints taken there would not match the recorded ones' density.
+    recorded = _record(tmp_path)
+    app = SimulatedFormApp(layout="banner", width=960, height=600)
+    result = _run(tmp_path, app, FormFillingScript(app, "bob"))
+    assert app.saved == [{"name": "bob", "email": ""}]
+    assert result.replay is not None
+    assert result.replay.status == "handed_back"
+    assert result.model_calls > 0
+    assert result.heal is None
+    storage = LocalCacheStorage(tmp_path)
+    assert storage.read("login.json") == recorded
+    assert TrajectoryVersions(storage, "login.json").numbers() == []

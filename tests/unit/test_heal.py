@@ -234,3 +234,18 @@ def test_a_heal_keeps_the_files_hash_for_other_densities(
     recorded = load_cache_file(storage, "form.json")
     settings = _writing_settings(recorded, {})
     assert validation_config(settings) == recorded.metadata.visual_validation
+
+
+def test_lint_warns_on_a_loose_threshold_for_other_densities(storage: LocalCacheStorage) -> None:
+    from askcache.lint import lint_cache_file
+
+    record_form(storage)
+    recorded = load_cache_file(storage, "form.json")
+    assert not [p for p in lint_cache_file(recorded) if p.check == "threshold"]
+    record_form(storage, "loose.json", visual_validation_other_density_threshold=100)
+    loose = list(lint_cache_file(load_cache_file(storage, "loose.json")))
+    messages = [p.message for p in loose if p.check == "threshold"]
+    assert messages == [
+        "threshold for other pixel densities 100 is loose: more than a quarter of the 256 "
+        "bits may differ and the step still counts as unchanged"
+    ]

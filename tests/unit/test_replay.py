@@ -434,6 +434,13 @@ def test_a_rescaled_screen_is_checked_with_the_hash_for_other_densities(
     assert executor.result is not None
     assert executor.result.status == "completed"
     assert all("another pixel density" not in (s.note or "") for s in executor.result.steps)
+    # a screenshot a few pixels off the recorded size is resized but checked as usual
+    near = SimulatedFormApp(width=650, height=406)  # recorded: 640x400
+    executor, _, _ = _replay(storage, near)
+    assert executor.result is not None
+    checked = [s for s in executor.result.steps if s.validated]
+    assert checked
+    assert all("another pixel density" not in (s.note or "") for s in checked)
 
 
 class BrokenScreenApp(SimulatedFormApp):

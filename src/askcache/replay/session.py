@@ -62,7 +62,7 @@ from askcache.visual import (
     find_recent_screenshot_block,
 )
 
-__all__ = ["Command", "Emit", "Finished", "HandBack", "ReplaySession"]
+__all__ = ["OTHER_DENSITY_SCALE", "Command", "Emit", "Finished", "HandBack", "ReplaySession"]
 
 logger = logging.getLogger(__name__)
 
@@ -172,6 +172,17 @@ class _Pending:
     """When the step's observation began (the replay's clock)."""
 
 
+OTHER_DENSITY_SCALE = 0.05
+"""A screen counts as drawn at another pixel density when its size differs from the
+recorded one by more than this fraction in either direction."""
+
+
+def _other_scale(size: tuple[int, int], recorded: tuple[int, int]) -> bool:
+    return any(
+        abs(now / then - 1) > OTHER_DENSITY_SCALE for now, then in zip(size, recorded, strict=True)
+    )
+
+
 class ReplaySession:
     """The state of one replay of one cache file (see the module docstring)."""
 
@@ -247,11 +258,14 @@ class ReplaySession:
         self._other_display = (
             display_size is not None
             and recorded_display is not None
-            and display_size != (recorded_display.width, recorded_display.height)
+            and _other_scale(display_size, (recorded_display.width, recorded_display.height))
         )
         """True when the computer tool reports a display of another size than the
         recording's: the screen is drawn at another pixel density even where its screenshots
         come at the recorded size."""
+        self.other_density_seen = False
+        """True once a step was checked as on a screen drawn at another pixel density (a
+        heal then writes nothing: its fingerprints would mix two densities)."""
         self._end: Thumbnail | None = None
         self._end_state = meta.end_state
         if meta.screen_state is not None and meta.end_state is not None:
@@ -594,8 +608,12 @@ class ReplaySession:
 
     def _other_density(self, screen: _Screen) -> bool:
         """Whether ``screen`` is drawn at another pixel density than the recording: its
-        screenshot was rescaled to the recorded size, or the display is of another size."""
-        return self._other_display or screen.image.size != screen.recorded.size
+        screenshot was rescaled to the recorded size, or the display is of another size (by
+        more than :data:`OTHER_DENSITY_SCALE`: a screenshot a few pixels off is checked as
+        at the recorded density)."""
+        other = self._other_display or _other_scale(screen.image.size, screen.recorded.size)
+        self.other_density_seen = self.other_density_seen or other
+        return other
 
     def _size_problem(self, action: Action | None, screen: _Screen) -> str | None:
         """Why the step's coordinates cannot be mapped onto the current screen, if so."""

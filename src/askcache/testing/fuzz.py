@@ -276,8 +276,14 @@ def mutate(raw: bytes, rng: random.Random, *, big: bool = True) -> bytes:
     for _ in range(rng.choice([1, 1, 1, 2, 2, 3])):
         data = _mutate_tree(data, rng, big=big)
     text = json.dumps(data, indent=rng.choice([None, 2]))
-    while f'"{_DEEP}"' in text:
-        text = text.replace(f'"{_DEEP}"', _deep(rng), 1)
+    parts = text.split(f'"{_DEEP}"')
+    if len(parts) > 1:
+        # In one pass: a list repeated thousands of times may hold the placeholder as often;
+        # then each gets a shallow nesting, so that the mutant stays a few MB.
+        many = len(parts) > 10
+        text = parts[0] + "".join(
+            ("[" * 17 + "]" * 17 if many else _deep(rng)) + part for part in parts[1:]
+        )
     if rng.random() < 0.05:  # a number Python's json reads badly
         text = text.replace("false", _huge_number(rng), 1).replace("0,", _huge_number(rng) + ",", 1)
     out = text.encode("utf-8", "surrogatepass")

@@ -155,6 +155,11 @@ def split(pair: Pair) -> str:
     return "tuning" if pair.app in TUNING else "held-out"
 
 
+def _indices(pairs: list[Pair], part: str) -> list[int]:
+    """Indexes of the pairs of split ``part`` (``tuning``, ``held-out``) or of ``all``."""
+    return [i for i, p in enumerate(pairs) if part in ("all", split(p))]
+
+
 @dataclass
 class Measured:
     """Every part of the check on one pair."""
@@ -342,7 +347,7 @@ def choose(pairs: list[Pair], measured: list[Measured]) -> tuple[Candidate, Scor
     hand-backs is not preferred), then the best balanced accuracy, then the fewest false
     hand-backs, then the tightest tolerances (of set-ups that score alike, the one least
     likely to miss a change on screens it was not tuned on)."""
-    tuning = [i for i, p in enumerate(pairs) if split(p) == "tuning"]
+    tuning = _indices(pairs, "tuning")
     chosen = [pairs[i] for i in tuning]
     best: tuple[tuple[float, ...], Candidate, Score] | None = None
     for candidate in itertools.product(
@@ -441,20 +446,6 @@ OLD_RECIPE = validation_config(
 """The earlier recipe for replays across screen sizes: no detail hash, no tone."""
 
 
-def across_settings(candidate: AcrossCandidate) -> CacheWritingSettings:
-    """The writing settings of an across-sizes recipe (everything else the default)."""
-    region, blur, floor, threshold, tone = candidate
-    return CacheWritingSettings(
-        visual_validation_detail_region_size=region,
-        visual_validation_detail_blur=blur,
-        visual_validation_detail_noise_floor=floor,
-        visual_validation_detail_threshold=threshold,
-        visual_validation_tone=tone != "off",
-        visual_validation_other_density_threshold=None,  # the detail hash already is one
-        **({"visual_validation_tone_contrast_tolerance": 1.0} if tone == "brightness" else {}),
-    )
-
-
 def hand_back_across(m: Measured, c: AcrossCandidate, shipped: VisualValidationConfig) -> bool:
     """Whether the check recorded with recipe ``c`` (the rest as ``shipped``) hands back on
     this pair: the same decision as :func:`check_step_representation` (a test of the bench
@@ -534,7 +525,7 @@ def choose_across(
     detail region, the default tone), then the tightest threshold. Returns it and every
     set-up tied with it on the tuning split."""
     assert shipped.detail is not None
-    tuning = [i for i, p in enumerate(pairs) if split(p) == "tuning"]
+    tuning = _indices(pairs, "tuning")
     chosen = [pairs[i] for i in tuning]
     scored = []
     for candidate in _across_candidates():
@@ -641,7 +632,7 @@ def across_section(
     ]
     for title, (flags, _notes, _seconds, _sizes) in rows:
         for part in ("tuning", "held-out", "all"):
-            index = [i for i, p in enumerate(pairs) if part in ("all", split(p))]
+            index = _indices(pairs, part)
             result = across_score([pairs[i] for i in index], [flags[i] for i in index])
             lines.append(f"| {title} | {part} | {_across_cells(result)} |")
     for title, (flags, _notes, _, _) in rows:
@@ -649,7 +640,7 @@ def across_section(
         through = Counter(p.case for p, f in zip(pairs, flags, strict=True) if p.changed and not f)
         listing = ", ".join(f"{case} {n}" for case, n in sorted(through.items())) or "none"
         lines += ["", f"Changes let through, {name}, both splits, by kind: {listing}."]
-    held = [i for i, p in enumerate(pairs) if split(p) == "held-out"]
+    held = _indices(pairs, "held-out")
     lines += [
         "",
         f"Set-ups tied with the choice on the tuning split ({len(run.tied)}), each as a recipe "
@@ -832,7 +823,7 @@ def defaults_section(
     ]
     for title, (flags, _notes, seconds, sizes) in rows:
         for part in ("tuning", "held-out", "all"):
-            index = [i for i, p in enumerate(pairs) if part in ("all", split(p))]
+            index = _indices(pairs, part)
             chosen = [pairs[i] for i in index]
             result = score(chosen, [flags[i] for i in index])
             misses = sum(1 for i in index if pairs[i].changed and not flags[i])
@@ -885,7 +876,7 @@ def kinds_section(pairs: list[Pair], new: list[bool], *, shipped_flags: list[boo
     ]
     results = {}
     for part in ("tuning", "held-out"):
-        index = [i for i, p in enumerate(pairs) if split(p) == part]
+        index = _indices(pairs, part)
         chosen = [pairs[i] for i in index]
         results[part] = (
             score(chosen, [old[i] for i in index]),

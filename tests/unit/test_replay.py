@@ -276,16 +276,6 @@ def test_same_aspect_ratio_is_rescaled(storage: LocalCacheStorage) -> None:
     assert app.saved == [{"name": "Ada Lovelace", "email": ""}]
 
 
-def test_the_default_check_replays_on_a_rescaled_screen(storage: LocalCacheStorage) -> None:
-    record_form(storage)
-    app = SimulatedFormApp(width=960, height=600)
-    executor, _, _ = _replay(storage, app)
-    result = executor.result
-    assert result is not None
-    assert (result.status, result.validated) == ("completed", 3)
-    assert app.saved == [{"name": "Ada Lovelace", "email": ""}]
-
-
 def test_with_the_format_2_detail_hash_a_rescaled_screen_hands_back_at_text(
     storage: LocalCacheStorage,
 ) -> None:

@@ -434,6 +434,12 @@ class _DetailPart:
         )
 
 
+def _check_length(stored: str, hash_size: int) -> None:
+    """Refuse a stored hash that is not hex or not ``hash_size x hash_size`` bits, as a
+    comparison would (:func:`~askcache.hashing.hamming_distance`)."""
+    hamming_distance(stored, "0" * ((hash_size * hash_size + 3) // 4))
+
+
 def _tone_changes(image: Image.Image, stored: str, boxes: list[Box]) -> tuple[float, float]:
     recorded = decode_tones(stored)
     brightness = contrast = 0.0
@@ -502,9 +508,11 @@ def check_step_representation(
     target_distance: int | None = None
     target_box: Box | None = None
     if box is None:  # nothing to compare; still reject malformed stored data
-        hamming_distance(stored.region, stored.region)
+        _check_length(stored.region, config.hash_size)
         for hashed in (stored.detail, detail_hash):
-            if hashed is not None:
+            if hashed is not None and detail is not None:
+                _check_length(hashed, detail.hash_size)
+            elif hashed is not None:
                 hamming_distance(hashed, hashed)
         if stored.tone is not None:
             decode_tones(stored.tone)

@@ -183,6 +183,15 @@ def test_malformed_stored_hash_is_an_error_even_off_screen() -> None:
         )
 
 
+def test_a_stored_hash_of_another_size_is_an_error_even_off_screen() -> None:
+    config = VisualValidationConfig(method="phash", region_size=100)  # 8x8: 16 hex digits
+    screen = SimulatedFormApp().screenshot()
+    off = computer_call("left_click", coordinate=[9999, 1])
+    with pytest.raises(InvalidHashError, match="different sizes: 256 bits"):
+        check_step_representation(screen, off, StepFingerprint("0" * 64), config)
+    assert not check_step_representation(screen, off, StepFingerprint("0" * 16), config).matched
+
+
 def test_history_with_a_string_tool_result_is_skipped() -> None:
     messages = [
         MessageParam(role="user", content="go"),

@@ -54,10 +54,19 @@ def form_calls(app: SimulatedFormApp, name: str = "Ada Lovelace") -> list[ToolUs
     ]
 
 
-def record_form(storage: CacheStorage, name: str = "form.json", **writing: Any) -> CacheFile:
-    """Record the form-filling run on a fresh app into ``storage`` and load the file back."""
+def record_form(
+    storage: CacheStorage,
+    name: str = "form.json",
+    *,
+    display_size: tuple[int, int] | None = None,
+    **writing: Any,
+) -> CacheFile:
+    """Record the form-filling run on a fresh app into ``storage`` and load the file back;
+    ``display_size``: the display's size as the computer tool would report it."""
     app = SimulatedFormApp()
-    manager = CacheManager(storage, CacheWritingSettings(filename=name, **writing))
+    manager = CacheManager(
+        storage, CacheWritingSettings(filename=name, **writing), display_size=display_size
+    )
     manager.start_recording(GOAL)
     manager.finish_recording(run_history(app, form_calls(app)))
     return load_cache_file(storage, name)

@@ -490,6 +490,24 @@ def test_dry_run_checks_steps_on_given_screens_without_acting(storage: LocalCach
     assert re.search("looks different|no longer matches", typed[1].problem)
 
 
+def test_dry_run_told_the_display_size_checks_as_a_replay_on_that_display(
+    storage: LocalCacheStorage,
+) -> None:
+    from askcache.replay import dry_run
+
+    record_form(storage, display_size=(640, 400))
+    cache_file = load_cache_file(storage, "form.json")
+    # the form drawn at 2x on a 1280x800 display, sent at the recorded size (as ComputerTool
+    # scales a HiDPI screen's screenshots)
+    hidpi = SimulatedFormApp(width=1280, height=800).screenshot().resize((640, 400))
+    told = dry_run(cache_file, "form.json", lambda: hidpi, display_size=(1280, 800))
+    assert [s.problem for s in told] == [None, None, None]  # the replay there would run
+    assert all("detail for another pixel density" in (s.note or "") for s in told)
+    untold = dry_run(cache_file, "form.json", lambda: hidpi)
+    assert not any("another pixel density" in (s.note or "") for s in untold)
+    assert any(s.problem is not None for s in untold)  # checked strictly, it would stop
+
+
 class BlinkingApp(SimulatedFormApp):
     """The banner form with a caret that blinks: every other screenshot shows it."""
 

@@ -42,6 +42,7 @@ def dry_run(
     parameter_values: Mapping[str, str] | None = None,
     settings: CacheExecutionSettings | None = None,
     views: dict[int, StepView] | None = None,
+    display_size: tuple[int, int] | None = None,
 ) -> list[DryRunStep]:
     """Check every acting step of ``cache_file`` without acting.
 
@@ -50,7 +51,12 @@ def dry_run(
     screen (the live screen, checked once for every step). ``views``, when given, receives
     per checked step what its region looks like on that screen (for reports: the region
     with the action point, the whole screen with the region boxed), in the recording's
-    coordinates as a replay checks it.
+    coordinates as a replay checks it. ``display_size``: the real display's size, as
+    ``ComputerTool.screen_size`` reports it (see :class:`~askcache.replay.CacheExecutor`): on
+    a display of another size than the recording's, steps are checked as a replay there
+    checks them, with the hash for another pixel density. Without it a dry run can tell
+    another density only from screenshots of another size, and is stricter than a replay
+    on a HiDPI display.
     """
     settings = settings or CacheExecutionSettings()
     values = dict(parameter_values or settings.parameter_values)
@@ -62,6 +68,7 @@ def dry_run(
         settings=settings.model_copy(update={"auto_wait": False}),
         tool_shape="tool",
         capture=None,
+        display_size=display_size,
     )
     live = screens() if callable(screens) else None
     found: list[DryRunStep] = []

@@ -15,15 +15,16 @@ lines of script, then screenshotted:
 - changed: a dialog over a dimming backdrop (the point under the backdrop), the element
   faded by ``opacity: 0.4``, a word swapped for another word of the same length from the
   page, one letter (the one drawn nearest the point) replaced by a letter of about the same
-  width (c -> e, n -> u, i -> l: a single small glyph relabelled), the element removed, moved (80 px), its text swapped with another link's, a modal
+  width (c -> e, n -> u, i -> l: a single small glyph relabelled), the element removed,
+  moved (80 px), its text swapped with another link's, a modal
   over the point, the page scrolled 150 px, another page, a checkbox or radio toggled,
   text left over at the far (left) end of a 520 px wide field whose middle is the point;
 - same: a re-render, a JPEG re-encode, brightness +-3 %, a 1 px scroll, the page rendered at
   device scale 2 and downscaled (HiDPI), the pointer hovering another link, a caret in
   another field, an edit far from the point; and, reported apart, the page rendered at
   device scale 0.8, 1.25 and 1.5 and rescaled to 1280x800 (a same-aspect screen of another
-  size); and, as a change, a word swapped on the page rendered at scale 1.25 and rescaled
-  (a relabel on a screen of another size).
+  size); and, as a change, a word swapped on the page rendered at scale 0.8, 1.25, 1.5
+  and 2 and rescaled (a relabel on a screen of another pixel density).
 
 Labels are checked from pixels by :func:`bench.dataset.verify` (the element's box from the
 DOM must differ for a change, and be identical for a re-render), far edits by
@@ -327,8 +328,9 @@ def _same_noise(
 TARGETS = 2
 """Links per page used as targets (spread at least 220 px apart)."""
 RESCALES = (0.8, 1.25, 1.5)
-RELABEL_SCALE = 1.25
-"""A word swapped on a page rendered at this scale and rescaled: a relabel on another screen."""
+RELABEL_SCALES = (0.8, 1.25, 1.5, 2.0)
+"""A word swapped on a page rendered at each of these scales and rescaled: a relabel on a
+screen of another pixel density (scale 2: a HiDPI display)."""
 
 
 CHANGES = {
@@ -384,10 +386,11 @@ def page_pairs(render: Renderer, site: Site, page_name: str, other: Image.Image)
             if after is not None:
                 pairs.append(Pair(app, case, True, point, base, after, element))  # type: ignore[arg-type]
         pairs.append(Pair(app, "another page", True, point, base, other, element))  # type: ignore[arg-type]
-        after, _ = edited("word", target["index"], RELABEL_SCALE)
-        if after is not None:
-            case = f"word swapped, page at scale {RELABEL_SCALE} rescaled"
-            pairs.append(Pair(app, case, True, point, base, after))  # type: ignore[arg-type]
+        for scale in RELABEL_SCALES:
+            after, _ = edited("word", target["index"], scale)
+            if after is not None:
+                case = f"word swapped, page at scale {scale:g} rescaled"
+                pairs.append(Pair(app, case, True, point, base, after))  # type: ignore[arg-type]
         pairs.append(Pair(app, "re-render", False, point, base, rerender, element))  # type: ignore[arg-type]
         pairs += _same_noise(app, point, base, noise)  # type: ignore[arg-type]
         pairs.append(Pair(app, "HiDPI render (scale 2) downscaled", False, point, base, hidpi))  # type: ignore[arg-type]

@@ -156,8 +156,9 @@ class VisualValidationConfig(_FileModel):
     target: TargetCheckConfig | None = None
     """The whole-target check's set-up; ``None``: none (all files before version 3)."""
     other_density: DetailCheckConfig | None = None
-    """The detail hash used instead of :attr:`detail` when the screen is drawn at another
-    pixel density than when recorded (its screenshots rescaled, or another display size:
+    """The hash (of its own region around the point, same hash size as :attr:`detail`'s)
+    checked instead of :attr:`detail` when the screen is drawn at another pixel density than
+    when recorded (its screenshots rescaled, or another display size:
     text re-rendered at another size moves the fine detail hash as far as a changed letter);
     the tone's contrast is then not checked either (a thin border drawn at another size and
     scaled back loses contrast), its brightness is. ``None``: the detail hash and the whole

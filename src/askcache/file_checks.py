@@ -104,12 +104,6 @@ def _check_config(config: VisualValidationConfig) -> None:
         where = "metadata.visual_validation.other_density"
         if config.detail is None:
             raise _ProblemError(where, "a hash for other densities needs the detail hash")
-        if other.region_size != config.detail.region_size:
-            raise _ProblemError(
-                f"{where}.region_size",
-                f"must be the detail region's ({config.detail.region_size}), got "
-                f"{other.region_size}",
-            )
         floors.append((f"{where}.noise_floor", other.noise_floor))
     for where, floor in floors:
         if floor and config.method != "phash":

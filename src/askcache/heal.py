@@ -185,6 +185,7 @@ def _writing_settings(cache_file: CacheFile, values: dict[str, str]) -> CacheWri
         )
         if other is not None:
             options.update(
+                visual_validation_other_density_region_size=other.region_size,
                 visual_validation_other_density_blur=other.blur,
                 visual_validation_other_density_noise_floor=other.noise_floor,
             )

@@ -171,7 +171,8 @@ class ToolUseBlockParam(ApiModel):
     ``"<main hex>;<detail hex>"`` (:func:`askcache.hashing.weak_bits`), when the file's check
     has noise floors: only these may be forgiven at replay."""
     visual_other_density: str | None = None
-    """Cache-only: the detail region's hash for screens drawn at another pixel density and
+    """Cache-only: the hash of a region around the point (its own size) for screens drawn at
+    another pixel density and
     its weak bits, ``"<hash hex>;<weak hex>"`` (the weak part empty without a noise floor),
     when the file's check has ``other_density``."""
     visual_mask: str | None = None

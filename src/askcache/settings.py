@@ -44,6 +44,7 @@ __all__ = [
     "DEFAULT_NOISE_FLOOR",
     "DEFAULT_OTHER_DENSITY_BLUR",
     "DEFAULT_OTHER_DENSITY_NOISE_FLOOR",
+    "DEFAULT_OTHER_DENSITY_REGION_SIZE",
     "DEFAULT_OTHER_DENSITY_THRESHOLD",
     "DEFAULT_REGION_SIZE",
     "DEFAULT_SHIFT_TOLERANCE",
@@ -94,8 +95,12 @@ changes and JPEG re-encodes reach 3.5 %, a dimming backdrop 50 % (bench/accuracy
 DEFAULT_TONE_CONTRAST_TOLERANCE = 0.15
 """Relative change of a region's contrast still counted as unchanged: 3 % brightness and JPEG
 reach 6.7 %, an element faded to opacity 0.4 11-61 % (bench/accuracy.py)."""
-DEFAULT_OTHER_DENSITY_THRESHOLD = 22
-"""Threshold of the detail hash checked on a screen drawn at another pixel density."""
+DEFAULT_OTHER_DENSITY_THRESHOLD = 8
+"""Threshold of the hash checked instead of the detail hash on a screen drawn at another
+pixel density."""
+DEFAULT_OTHER_DENSITY_REGION_SIZE = 64
+"""Side of that hash's square region (chosen with its threshold, blur and floor:
+bench/accuracy.py)."""
 DEFAULT_OTHER_DENSITY_BLUR = 2.0
 """Blur radius of that hash (chosen with its threshold and floor: bench/accuracy.py)."""
 DEFAULT_OTHER_DENSITY_NOISE_FLOOR = 500.0
@@ -318,15 +323,23 @@ class CacheWritingSettings(SettingsModel):
     visual_validation_other_density_threshold: int | None = Field(
         DEFAULT_OTHER_DENSITY_THRESHOLD, ge=0
     )
-    """Also store a second hash of the detail region, blurred more and forgiving more, and
+    """Also store a hash of a region around the point, blurred and forgiving weak bits, and
     check it *instead of* the detail hash when the replay's screen is drawn at another pixel
     density than the recording's: its screenshots are rescaled, or the computer tool reports
     a display of another size (a HiDPI screen). On such a screen the tone's contrast is not
     checked either; its brightness is. This is the threshold of that hash; ``None``: store
     none, and check such screens like any other (most hand back: re-rendered text moves the
-    fine detail hash as far as a changed letter). Needs the detail hash. Default 22, with
-    blur 2.0 and noise floor 500, chosen on the benchmark's tuning split (docs/benchmarks.md,
-    "Screens of another pixel density")."""
+    fine detail hash as far as a changed letter). Needs the detail hash (same hash size).
+    Default 8, with a 64 px region, blur 2.0 and noise floor 500, chosen on the benchmark's
+    tuning split to catch every relabel there (docs/benchmarks.md, "Screens of another pixel
+    density"): about half of such screens still hand back. 22 with a 48 px region forgives
+    far more of them and lets some relabels through (docs/caching.md, "Rescaled screens")."""
+    visual_validation_other_density_region_size: int = Field(
+        DEFAULT_OTHER_DENSITY_REGION_SIZE,
+        ge=limits.MIN_DETAIL_REGION_SIZE,
+        le=limits.MAX_REGION_SIZE,
+    )
+    """Side of that hash's square region around the point, in screenshot pixels."""
     visual_validation_other_density_blur: float = Field(DEFAULT_OTHER_DENSITY_BLUR, ge=0, le=4)
     """Blur radius of that hash's region before hashing."""
     visual_validation_other_density_noise_floor: float = Field(

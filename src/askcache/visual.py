@@ -110,7 +110,7 @@ def validation_config(settings: CacheWritingSettings) -> VisualValidationConfig 
     if detail is not None and settings.visual_validation_other_density_threshold is not None:
         other_density = DetailCheckConfig(
             hash_size=detail.hash_size,
-            region_size=detail.region_size,
+            region_size=settings.visual_validation_other_density_region_size,
             threshold=settings.visual_validation_other_density_threshold,
             blur=settings.visual_validation_other_density_blur,
             noise_floor=settings.visual_validation_other_density_noise_floor if phash else 0.0,
@@ -157,7 +157,7 @@ class StepFingerprint:
     hex>"`` (``ToolUseBlockParam.visual_weak``), when the file's check has noise floors:
     only those may be forgiven at replay (:func:`askcache.hashing.region_distance`)."""
     other_density: str | None = None
-    """The detail region's hash checked on a screen drawn at another pixel density, and its
+    """The hash (of its own region) checked on a screen drawn at another pixel density, and its
     weak bits: ``"<hash hex>;<weak hex>"`` (``ToolUseBlockParam.visual_other_density``)."""
 
     def weak_parts(self) -> tuple[str | None, str | None]:
@@ -251,8 +251,9 @@ def compute_step_representation(
         weak = f"{main_weak};{detail_weak}"
     other = config.other_density if detail is not None and detail_box is not None else None
     other_density = None
-    if other is not None and detail_box is not None:
-        region = image.crop(detail_box)
+    other_box = region_box(image.size, anchor, other.region_size) if other is not None else None
+    if other is not None and other_box is not None:
+        region = image.crop(other_box)
         other_weak = ""
         if config.method == "phash" and other.noise_floor > 0:
             other_weak = weak_bits(region, other.hash_size, other.noise_floor, other.blur)
@@ -488,6 +489,9 @@ def check_step_representation(
     part = _DetailPart.of(config, stored, mask, detail_threshold, other_density)
     detail, detail_limit, detail_hash = part.config, part.threshold, part.stored
     rescaled = part.other_density
+    part_box = detail_box  # the region the finer hash covers: its own on another density
+    if rescaled and detail is not None and detail_box is not None:
+        part_box = region_box(image.size, anchor, detail.region_size)
     tone_config = config.tone if stored.tone is not None else None
     if tone_config is not None and rescaled:
         tone_config = tone_config.model_copy(update={"contrast_tolerance": 1.0})
@@ -545,10 +549,10 @@ def check_step_representation(
             weak=main_weak,
         )
         failed = failed or distance > limit
-        if detail is not None and detail_hash is not None and detail_box is not None:
+        if detail is not None and detail_hash is not None and part_box is not None:
             detail_distance = region_distance(
                 image,
-                detail_box,
+                part_box,
                 detail_hash,
                 config.method,
                 detail.hash_size,

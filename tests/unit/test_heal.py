@@ -222,6 +222,7 @@ def test_a_heal_writes_with_the_check_the_file_was_recorded_with(
         {"visual_validation_other_density_threshold": None},  # files recorded before it
         {
             "visual_validation_other_density_threshold": 30,
+            "visual_validation_other_density_region_size": 48,
             "visual_validation_other_density_blur": 3.0,
             "visual_validation_other_density_noise_floor": 250.0,
         },

@@ -416,7 +416,8 @@ def test_a_rescaled_screen_is_checked_with_the_hash_for_other_densities(
     assert (result.status, result.validated) == ("completed", 3)
     checked = [s for s in result.steps if s.validated]
     assert all("detail for another pixel density" in (s.note or "") for s in checked)
-    assert all(s.detail_threshold == 22 for s in checked)
+    assert all(s.detail_threshold == 8 for s in checked)
+    assert all("64 px" in (s.note or "") for s in checked)  # its own region
     assert app.saved == [{"name": "Ada Lovelace", "email": ""}]
     # the same screen size as recorded: the detail hash, as always
     same = SimulatedFormApp()

@@ -139,11 +139,14 @@ def test_seed_002_action_words_are_aliases() -> None:
 
 def test_the_hash_for_other_densities_is_validated_like_the_detail_hash() -> None:
     writing = CacheWritingSettings()
-    assert writing.visual_validation_other_density_threshold == 22
+    assert writing.visual_validation_other_density_threshold == 8
     assert (
+        writing.visual_validation_other_density_region_size,
         writing.visual_validation_other_density_blur,
         writing.visual_validation_other_density_noise_floor,
-    ) == (2.0, 500.0)
+    ) == (64, 2.0, 500.0)
+    with pytest.raises(InvalidSettingsError, match="visual_validation_other_density_region_size"):
+        CacheWritingSettings(visual_validation_other_density_region_size=4)
     with pytest.raises(InvalidSettingsError, match="visual_validation_other_density_threshold"):
         CacheWritingSettings(visual_validation_other_density_threshold=256)
     with pytest.raises(InvalidSettingsError, match="visual_validation_other_density_blur"):

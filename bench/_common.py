@@ -44,6 +44,15 @@ def machine() -> str:
             text=True,
             check=False,
         ).stdout.strip()
+        changed = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no", "--", "src", "bench"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.strip()
+        if commit and changed:
+            commit += " with uncommitted changes to src/ or bench/"
     except OSError:
         commit = "?"
     packages = ", ".join(

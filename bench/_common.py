@@ -45,7 +45,7 @@ def machine() -> str:
             check=False,
         ).stdout.strip()
         changed = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no", "--", "src", "bench"],
+            ["git", "status", "--porcelain", "--", "src", "bench"],
             cwd=ROOT,
             capture_output=True,
             text=True,

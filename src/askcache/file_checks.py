@@ -104,6 +104,11 @@ def _check_config(config: VisualValidationConfig) -> None:
         where = "metadata.visual_validation.other_density"
         if config.detail is None:
             raise _ProblemError(where, "a hash for other densities needs the detail hash")
+        if other.hash_size != config.detail.hash_size:
+            raise _ProblemError(
+                f"{where}.hash_size",
+                f"must be the detail hash's ({config.detail.hash_size}), got {other.hash_size}",
+            )
         floors.append((f"{where}.noise_floor", other.noise_floor))
     for where, floor in floors:
         if floor and config.method != "phash":

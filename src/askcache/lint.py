@@ -155,6 +155,35 @@ def _hash_problem(value: str, hash_size: int, what: str, step: int) -> LintProbl
     return None
 
 
+def _check_problems(visual: VisualValidationConfig) -> list[LintProblem]:
+    """Thresholds that accept too much, and a hash for other pixel densities that sees less
+    than the detail hash it replaces."""
+    problems = _threshold_problems("threshold", visual.threshold, visual.hash_size)
+    if visual.detail is not None:
+        problems += _threshold_problems(
+            "detail threshold", visual.detail.threshold, visual.detail.hash_size
+        )
+    if visual.other_density is None:
+        return problems
+    problems += _threshold_problems(
+        "threshold for other pixel densities",
+        visual.other_density.threshold,
+        visual.other_density.hash_size,
+    )
+    other, detail = visual.other_density.region_size, visual.detail
+    if detail is not None and other < detail.region_size:
+        problems.append(
+            LintProblem(
+                level="warning",
+                check="threshold",
+                message=f"the hash for other pixel densities covers {other} px, less than "
+                f"the detail hash it replaces there ({detail.region_size} px): on such "
+                "screens a change beside the point is seen by the main hash alone",
+            )
+        )
+    return problems
+
+
 def lint_cache_file(cache_file: CacheFile) -> list[LintProblem]:
     """Every problem of a parsed cache file, errors first, then in step order."""
     meta = cache_file.metadata
@@ -178,17 +207,7 @@ def lint_cache_file(cache_file: CacheFile) -> list[LintProblem]:
             )
         )
     else:
-        problems += _threshold_problems("threshold", visual.threshold, visual.hash_size)
-        if visual.detail is not None:
-            problems += _threshold_problems(
-                "detail threshold", visual.detail.threshold, visual.detail.hash_size
-            )
-        if visual.other_density is not None:
-            problems += _threshold_problems(
-                "threshold for other pixel densities",
-                visual.other_density.threshold,
-                visual.other_density.hash_size,
-            )
+        problems += _check_problems(visual)
     used = placeholders_in([meta.goal, *(step.input for step in cache_file.trajectory)])
     declared = set(cache_file.cache_parameters)
     for name in sorted(used - declared):

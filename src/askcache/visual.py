@@ -513,9 +513,9 @@ def check_step_representation(
     target_box: Box | None = None
     if box is None:  # nothing to compare; still reject malformed stored data
         _check_length(stored.region, config.hash_size)
-        for hashed in (stored.detail, detail_hash):
-            if hashed is not None and detail is not None:
-                _check_length(hashed, detail.hash_size)
+        for hashed, part_config in ((stored.detail, config.detail), (detail_hash, detail)):
+            if hashed is not None and part_config is not None:
+                _check_length(hashed, part_config.hash_size)
             elif hashed is not None:
                 hamming_distance(hashed, hashed)
         if stored.tone is not None:

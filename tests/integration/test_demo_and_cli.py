@@ -13,6 +13,10 @@ from askcache.settings import (
     DEFAULT_DETAIL_NOISE_FLOOR,
     DEFAULT_DETAIL_THRESHOLD,
     DEFAULT_NOISE_FLOOR,
+    DEFAULT_OTHER_DENSITY_BLUR,
+    DEFAULT_OTHER_DENSITY_NOISE_FLOOR,
+    DEFAULT_OTHER_DENSITY_REGION_SIZE,
+    DEFAULT_OTHER_DENSITY_THRESHOLD,
     DEFAULT_TARGET_THRESHOLD,
     DEFAULT_TONE_CONTRAST_TOLERANCE,
     DEFAULT_TONE_MEAN_TOLERANCE,
@@ -72,6 +76,9 @@ def test_cli_demo_list_and_show(tmp_path: Path, capsys: pytest.CaptureFixture[st
         + (f", blur {DEFAULT_DETAIL_BLUR:g}" if DEFAULT_DETAIL_BLUR else "")
         + f", threshold {DEFAULT_DETAIL_THRESHOLD}, "
         f"noise floor {DEFAULT_DETAIL_NOISE_FLOOR:g}; "
+        f"for other pixel densities 16x16 hash, {DEFAULT_OTHER_DENSITY_REGION_SIZE} px region, "
+        f"blur {DEFAULT_OTHER_DENSITY_BLUR:g}, threshold {DEFAULT_OTHER_DENSITY_THRESHOLD}, "
+        f"noise floor {DEFAULT_OTHER_DENSITY_NOISE_FLOOR:g}; "
         f"tone: brightness {DEFAULT_TONE_MEAN_TOLERANCE:.0%}, "
         f"contrast {DEFAULT_TONE_CONTRAST_TOLERANCE:.0%}; "
         f"whole target: 16 columns, threshold {DEFAULT_TARGET_THRESHOLD}"

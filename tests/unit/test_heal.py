@@ -243,6 +243,9 @@ def test_lint_warns_on_a_loose_threshold_for_other_densities(storage: LocalCache
     record_form(storage)
     recorded = load_cache_file(storage, "form.json")
     assert not [p for p in lint_cache_file(recorded) if p.check == "threshold"]
+    record_form(storage, "small.json", visual_validation_other_density_region_size=24)
+    small = [p.message for p in lint_cache_file(load_cache_file(storage, "small.json"))]
+    assert any("covers 24 px, less than the detail hash" in m for m in small)
     record_form(storage, "loose.json", visual_validation_other_density_threshold=100)
     loose = list(lint_cache_file(load_cache_file(storage, "loose.json")))
     messages = [p.message for p in loose if p.check == "threshold"]

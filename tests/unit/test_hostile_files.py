@@ -586,6 +586,16 @@ def test_a_hash_for_other_densities_needs_its_settings(storage: LocalCacheStorag
     _refused(data, "weak bits, but the hash for other densities has no noise floor")
 
 
+def test_a_hash_for_other_densities_may_have_its_own_region(storage: LocalCacheStorage) -> None:
+    data = _data(storage, visual_validation_other_density_region_size=32)
+    config = data["metadata"]["visual_validation"]
+    assert (config["detail"]["region_size"], config["other_density"]["region_size"]) == (48, 32)
+    loaded = parse_cache_file(json.dumps(data), "own-region.json")
+    assert loaded.metadata.visual_validation is not None
+    assert loaded.metadata.visual_validation.other_density is not None
+    assert loaded.metadata.visual_validation.other_density.region_size == 32
+
+
 @pytest.mark.parametrize(
     ("change", "fragment"),
     [
@@ -596,6 +606,10 @@ def test_a_hash_for_other_densities_needs_its_settings(storage: LocalCacheStorag
         (
             lambda v: v["other_density"].update(region_size=2),
             r"other_density\.region_size",
+        ),
+        (
+            lambda v: v["other_density"].update(hash_size=8),
+            r"other_density\.hash_size: must be the detail hash's \(16\), got 8",
         ),
     ],
 )

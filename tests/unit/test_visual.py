@@ -192,6 +192,33 @@ def test_a_stored_hash_of_another_size_is_an_error_even_off_screen() -> None:
     assert not check_step_representation(screen, off, StepFingerprint("0" * 16), config).matched
 
 
+def test_a_finer_hash_of_another_size_is_an_error_even_off_screen() -> None:
+    config = validation_config(CacheWritingSettings())  # detail and other density: 16x16
+    assert config is not None
+    screen = SimulatedFormApp().screenshot()
+    off = computer_call("left_click", coordinate=[9999, 1])
+    good, short = "0" * 64, "0" * 16
+    with pytest.raises(InvalidHashError, match="different sizes: 64 bits"):
+        check_step_representation(screen, off, StepFingerprint(short, short), config)
+    with pytest.raises(InvalidHashError, match="different sizes: 64 bits"):
+        check_step_representation(
+            screen,
+            off,
+            StepFingerprint(short, good, other_density=f"{short};"),
+            config,
+            other_density=True,
+        )
+    fine = StepFingerprint(short, good, other_density=f"{good};")
+    assert not check_step_representation(screen, off, fine, config, other_density=True).matched
+    # each hash is measured against its own size (an 8x8 hash for other densities here)
+    assert config.other_density is not None
+    small = config.model_copy(
+        update={"other_density": config.other_density.model_copy(update={"hash_size": 8})}
+    )
+    mixed = StepFingerprint(short, good, other_density=f"{short};")
+    assert not check_step_representation(screen, off, mixed, small, other_density=True).matched
+
+
 def test_history_with_a_string_tool_result_is_skipped() -> None:
     messages = [
         MessageParam(role="user", content="go"),

@@ -31,15 +31,16 @@ def add_show_command(
 
 def describe_validation(v: VisualValidationConfig) -> str:
     """The validation set-up in one line: method, hash, region, shift, thresholds, detail
-    hash, tone and whole-target checks."""
+    hash, the hash for other pixel densities, tone and whole-target checks."""
     shift = f" ±{v.shift_tolerance} px" if v.shift_tolerance else ""
     detail = ""
-    if v.detail is not None:
-        d = v.detail
+    for label, d in (("detail", v.detail), ("for other pixel densities", v.other_density)):
+        if d is None:
+            continue
         blur = f", blur {d.blur:g}" if d.blur else ""
         floor = f", noise floor {d.noise_floor:g}" if d.noise_floor else ""
-        detail = (
-            f"; detail {d.hash_size}x{d.hash_size} hash, {d.region_size} px region{blur}, "
+        detail += (
+            f"; {label} {d.hash_size}x{d.hash_size} hash, {d.region_size} px region{blur}, "
             f"threshold {d.threshold}{floor}"
         )
     if v.tone is not None:

@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # not at run time: askcache.elsewhere, which the messages imp
 
 __all__ = [
     "Box",
+    "check_hash_size",
     "compute_hash",
     "crop_region",
     "hamming_distance",
@@ -120,6 +121,21 @@ def hamming_distance(first: str, second: str) -> int:
     return (int(first, 16) ^ int(second, 16)).bit_count()
 
 
+def check_hash_size(stored: str, hash_size: int) -> None:
+    """Refuse ``stored`` unless it is the hex of a ``hash_size x hash_size`` hash.
+
+    Raises:
+        InvalidHashError: ``stored`` is not hex, or of another size.
+    """
+    hamming_distance(stored, stored)
+    if len(stored) != (hash_size * hash_size + 3) // 4:
+        raise InvalidHashError(
+            f"cannot compare hashes of different sizes: {len(stored) * 4} bits "
+            f"({stored!r}) vs {hash_size * hash_size} bits; were they made with "
+            "different hash_size?"
+        )
+
+
 def region_box(size: tuple[int, int], anchor: Point | None, region_size: int) -> Box | None:
     """The square of side ``region_size`` centred on ``anchor``, clipped at the edges.
 
@@ -175,14 +191,8 @@ def region_distance(
     """
     robust = noise_floor > 0 and method == "phash"
     if robust:
-        hamming_distance(stored, stored)  # malformed stored hashes are refused as always
+        check_hash_size(stored, hash_size)  # malformed stored hashes are refused as always
         expected = (hash_size * hash_size + 3) // 4
-        if len(stored) != expected:
-            raise InvalidHashError(
-                f"cannot compare hashes of different sizes: {len(stored) * 4} bits "
-                f"({stored!r}) vs {hash_size * hash_size} bits; were they made with "
-                "different hash_size?"
-            )
         recorded = _bits(stored, hash_size * hash_size)
         ignored = _bits(f"{mask:x}", hash_size * hash_size) if mask else None
         if weak is not None:

@@ -42,6 +42,7 @@ from askcache.cache_file import (
 )
 from askcache.hashing import (
     Box,
+    check_hash_size,
     compute_hash,
     crop_region,
     hamming_distance,
@@ -435,12 +436,6 @@ class _DetailPart:
         )
 
 
-def _check_length(stored: str, hash_size: int) -> None:
-    """Refuse a stored hash that is not hex or not ``hash_size x hash_size`` bits, as a
-    comparison would (:func:`~askcache.hashing.hamming_distance`)."""
-    hamming_distance(stored, "0" * ((hash_size * hash_size + 3) // 4))
-
-
 def _tone_changes(image: Image.Image, stored: str, boxes: list[Box]) -> tuple[float, float]:
     recorded = decode_tones(stored)
     brightness = contrast = 0.0
@@ -512,10 +507,10 @@ def check_step_representation(
     target_distance: int | None = None
     target_box: Box | None = None
     if box is None:  # nothing to compare; still reject malformed stored data
-        _check_length(stored.region, config.hash_size)
+        check_hash_size(stored.region, config.hash_size)
         for hashed, part_config in ((stored.detail, config.detail), (detail_hash, detail)):
             if hashed is not None and part_config is not None:
-                _check_length(hashed, part_config.hash_size)
+                check_hash_size(hashed, part_config.hash_size)
             elif hashed is not None:
                 hamming_distance(hashed, hashed)
         if stored.tone is not None:

@@ -46,7 +46,7 @@ from askcache.recording import CACHING_TOOL_NAMES, CacheManager, final_screensho
 from askcache.replay.session import ReplaySession
 from askcache.screen_state import ScreenStateConfig, Thumbnail
 from askcache.settings import CacheWritingSettings, HealMode, VisualMethod
-from askcache.signing import sign_cache_file
+from askcache.signing import parse_verified, sign_cache_file
 from askcache.storage import CacheStorage
 from askcache.versions import TrajectoryVersions
 from askcache.visual import decode_screenshot
@@ -313,7 +313,13 @@ def heal_trajectory(
 ) -> HealOutcome | None:
     """Heal ``name`` after this run when the mode allows it and the run is verified (see the
     module docstring); ``None`` when nothing was written. ``base`` is the file's bytes as the
-    replay read them."""
+    replay read them.
+
+    Raises:
+        CacheSignatureError: ``base`` does not verify as loading requires, or, when a
+            signing key is set (the healed version would be signed), does not verify at all;
+            nothing is written.
+    """
     if mode == HealMode.OFF or session.result.handbacks == 0:
         return None
     if session.other_density_seen:
@@ -338,6 +344,11 @@ def heal_trajectory(
     if new.metadata.visual_validation is not None and blind:
         logger.info("%s not healed: steps %s acted with no screenshot before them", name, blind)
         return None
+    # the file healed from is checked as loading checks it, and always when the healed
+    # version is signed: a heal never signs content whose signature did not verify
+    parse_verified(
+        base, storage.describe(name), required=session.settings.require_signature, resign=True
+    )
     data = healed_bytes(new)
     versions = TrajectoryVersions(storage, name, keep=keep)
     if mode == HealMode.AUTO:

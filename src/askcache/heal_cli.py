@@ -20,7 +20,7 @@ from pathlib import Path
 
 from PIL import Image
 
-from askcache.cache_file import CacheFile, parse_cache_file
+from askcache.cache_file import CacheFile
 from askcache.commands.common import EXIT_OK, emit_json, open_storage, resolve_name
 from askcache.errors import AskCacheError, InvalidHashError
 from askcache.masks import StepMask
@@ -157,8 +157,7 @@ def _diff(args: argparse.Namespace) -> int:
         refs = ("current", "proposed")
     else:
         refs = ("previous", "current")
-    (label_a, raw_a), (label_b, raw_b) = (versions.resolve(ref) for ref in refs)
-    a, b = parse_cache_file(raw_a, label_a), parse_cache_file(raw_b, label_b)
+    (label_a, a), (label_b, b) = (versions.load(ref) for ref in refs)
     lines = diff_lines(a, b)
     if args.html:
         page = Path(args.html)
@@ -210,7 +209,8 @@ def add_heal_commands(
         parents=parents,
         help="what changed between versions of a trajectory",
         description="What changed step by step between two versions of a trajectory (or its "
-        "newest healing proposal). Exit 0; 3 when the trajectory or a version does not exist.",
+        "newest healing proposal). Exit 0; 3 when the trajectory or a version does not exist "
+        "or is refused as loading refuses it (its signature).",
     )
     diff.add_argument("name", help="cache file name, with or without .json")
     diff.add_argument(
@@ -224,7 +224,8 @@ def add_heal_commands(
         parents=parents,
         help="make a proposed (healed) version current",
         description="Make a healing proposal the current version (it is added as the newest "
-        "version; nothing is lost). Exit 0; 3 when there is no such proposal.",
+        "version; nothing is lost). Exit 0; 3 when there is no such proposal or it is refused "
+        "as loading refuses it (its signature does not verify).",
     )
     accept.add_argument("name", help="cache file name, with or without .json")
     accept.add_argument("proposal", nargs="?", help="a proposal's file name; default: newest")
@@ -234,7 +235,8 @@ def add_heal_commands(
         parents=parents,
         help="make an older version current again",
         description="Make an older version current again (added as the newest version; "
-        "nothing is lost). Exit 0; 3 when there is no such version.",
+        "nothing is lost). Exit 0; 3 when there is no such version or it is refused as "
+        "loading refuses it (its signature does not verify).",
     )
     rollback.add_argument("name", help="cache file name, with or without .json")
     rollback.add_argument("version", nargs="?", help="a number; default: the previous one")

@@ -17,7 +17,7 @@ from askcache.file_checks import unchecked_steps
 from askcache.parameters import parameter_value_problem, secret_placeholders_in
 from askcache.redaction import register_secrets
 from askcache.settings import CacheExecutionSettings
-from askcache.signing import SigningKeys, verify_cache_file
+from askcache.signing import check_signature
 
 __all__ = ["DEFAULT_OFFERED_TOOLS", "check_replayable"]
 
@@ -96,12 +96,7 @@ def check_replayable(
         [cache_file.metadata.goal, *(step.input for step in cache_file.trajectory)]
     )
     register_secrets({key: values[key] for key in secrets if key in values})
-    required = settings.require_signature
-    keys = SigningKeys.from_env()
-    if required is None:
-        required = keys.configured
-    if required:
-        verify_cache_file(cache_file, name, keys)
+    check_signature(cache_file, name, required=settings.require_signature)
     _check_tools(cache_file, name, offered, settings)
     if settings.skip_visual_validation:
         return

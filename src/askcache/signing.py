@@ -11,6 +11,12 @@ signature is missing, made with an unknown key, or does not match its content
 :func:`~askcache.cache_file.signed_content`: everything except the replay bookkeeping, which
 every replay updates. The key id is stored in the file; the key never is.
 
+Every reader that acts on a file's content checks it the same way, with
+:func:`check_signature`: the replay (before its first action), ``askcache rollback``,
+``accept`` and ``diff`` (the version they read), ``tune`` and a heal (the file they change
+and sign again). :func:`parse_verified` is loading's parse and check for bytes read
+from anywhere (a version, a proposal).
+
 Key rotation: make a new key the signing key and move the old one to
 ``ASKCACHE_SIGNING_VERIFY_KEYS``; files signed with either verify. Re-sign the old files
 (``askcache sign NAME``) and drop the old key when none is left.
@@ -26,13 +32,21 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from askcache.cache_file import CacheFile, FileSignature, dump_cache_file, signed_content
+from askcache.cache_file import (
+    CacheFile,
+    FileSignature,
+    dump_cache_file,
+    parse_cache_file,
+    signed_content,
+)
 from askcache.errors import CacheSignatureError, InvalidSettingsError
 
 __all__ = [
     "SIGNING_KEY_ENV",
     "VERIFY_KEYS_ENV",
     "SigningKeys",
+    "check_signature",
+    "parse_verified",
     "sign_cache_file",
     "signature_for",
     "verify_cache_file",
@@ -160,3 +174,50 @@ def verify_cache_file(cache_file: CacheFile, name: str, keys: SigningKeys | None
             "was changed after it was signed",
             field="signature.value",
         )
+
+
+def check_signature(
+    cache_file: CacheFile,
+    name: str,
+    *,
+    required: bool | None = None,
+    keys: SigningKeys | None = None,
+    resign: bool = False,
+) -> None:
+    """The signature check of every reader: when ``required`` (``None``: whenever a key is
+    set, as ``CacheExecutionSettings.require_signature`` defaults), the file must verify
+    (:func:`verify_cache_file`). ``resign``: the caller signs a changed file derived from
+    this one (a heal, ``tune``); then the file must verify whenever a signing key is set,
+    whatever ``required`` says, so that a signature is never put on content nobody checked.
+
+    Raises:
+        CacheSignatureError: a required signature is missing, unknown or wrong.
+        InvalidSettingsError: the keys in the environment are malformed.
+    """
+    keys = keys or SigningKeys.from_env()
+    if resign and keys.can_sign:
+        required = True
+    elif required is None:
+        required = keys.configured
+    if required:
+        verify_cache_file(cache_file, name, keys)
+
+
+def parse_verified(
+    raw: bytes,
+    name: str,
+    *,
+    required: bool | None = None,
+    keys: SigningKeys | None = None,
+    resign: bool = False,
+) -> CacheFile:
+    """``raw`` parsed and checked as loading does (:func:`~askcache.cache_file.parse_cache_file`,
+    then :func:`check_signature` with ``required``, ``keys`` and ``resign``); ``name`` (the
+    file's path or URL) is in every error.
+
+    Raises:
+        CacheFileCorruptError, UnsupportedCacheVersionError, CacheSignatureError
+    """
+    cache_file = parse_cache_file(raw, name)
+    check_signature(cache_file, name, required=required, keys=keys, resign=resign)
+    return cache_file

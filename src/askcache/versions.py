@@ -24,7 +24,9 @@ import re
 import uuid
 from datetime import UTC, datetime
 
+from askcache.cache_file import CacheFile
 from askcache.errors import AskCacheError, CacheExistsError, CacheNotFoundError
+from askcache.signing import parse_verified
 from askcache.storage import CacheStorage
 
 __all__ = ["VERSIONS_FOLDER", "TrajectoryVersions"]
@@ -45,12 +47,23 @@ class TrajectoryVersions:
         storage: Where the trajectory lives.
         name: The trajectory's name (``login.json``).
         keep: Versions kept; older ones are deleted when a new one is written.
+        require_signature: Whether a version read by :meth:`load`, :meth:`accept` and
+            :meth:`rollback` must carry a valid signature; ``None``: whenever a signing key
+            is set, as loading (``CacheExecutionSettings.require_signature``).
     """
 
-    def __init__(self, storage: CacheStorage, name: str, *, keep: int = 10) -> None:
+    def __init__(
+        self,
+        storage: CacheStorage,
+        name: str,
+        *,
+        keep: int = 10,
+        require_signature: bool | None = None,
+    ) -> None:
         self.storage = storage
         self.name = name
         self.keep = keep
+        self.require_signature = require_signature
         self.folder = f"{VERSIONS_FOLDER}/{name}"
 
     # reading ----------------------------------------------------------------------------
@@ -93,33 +106,56 @@ class TrajectoryVersions:
     def resolve(self, ref: str) -> tuple[str, bytes]:
         """A version by reference: ``current``, ``previous`` (the version before the current
         one), ``proposed`` (the newest proposal), a number (``3``, ``v3``), or a proposal's
-        file name. Returns a label and the bytes.
+        file name. Returns a label and the bytes (unchecked: :meth:`load` checks them).
 
         Raises:
             AskCacheError: no such version or proposal (the message lists what there is).
         """
+        label, _, data = self._resolve(ref)
+        return label, data
+
+    def load(self, ref: str) -> tuple[str, CacheFile]:
+        """A version by reference (as :meth:`resolve`), parsed and its signature checked as
+        loading does (:func:`~askcache.signing.parse_verified`, with this object's
+        ``require_signature``).
+
+        Raises:
+            AskCacheError: no such version or proposal.
+            CacheFileCorruptError, CacheSignatureError: the version may not be loaded; the
+                error names its file and the reason.
+        """
+        label, where, data = self._resolve(ref)
+        return label, self._verified(where, data)
+
+    def _verified(self, where: str, data: bytes) -> CacheFile:
+        return parse_verified(data, self.storage.describe(where), required=self.require_signature)
+
+    def _resolve(self, ref: str) -> tuple[str, str, bytes]:
+        """The label, storage name and bytes of a version by reference."""
         if ref == "current":
             data = self.storage.read(self.name)
             number = self._number_of(data)
-            return (self.name if number is None else f"v{number} (current)"), data
+            return (self.name if number is None else f"v{number} (current)"), self.name, data
         if ref == "proposed":
             proposals = self.proposals()
             if not proposals:
                 raise AskCacheError(f"{self.name} has no proposed version")
-            return proposals[-1].rsplit("/", 1)[1], self.storage.read(proposals[-1])
+            label = proposals[-1].rsplit("/", 1)[1]
+            return label, proposals[-1], self.storage.read(proposals[-1])
         if ref == "previous":
             number = self.current_number()
             older = [n for n in self.numbers() if number is None or n < number]
             if not older:
                 raise AskCacheError(f"{self.name} has no version before the current one")
-            return f"v{older[-1]}", self.storage.read(self.version_name(older[-1]))
+            where = self.version_name(older[-1])
+            return f"v{older[-1]}", where, self.storage.read(where)
         match = re.fullmatch(r"v?(\d+)", ref)
         if match and int(match.group(1)) in self.numbers():
-            number = int(match.group(1))
-            return f"v{number}", self.storage.read(self.version_name(number))
+            where = self.version_name(int(match.group(1)))
+            return f"v{int(match.group(1))}", where, self.storage.read(where)
         proposal = f"{self.folder}/{ref}"
         if proposal in self.proposals():
-            return ref, self.storage.read(proposal)
+            return ref, proposal, self.storage.read(proposal)
         kept = ", ".join(f"v{n}" for n in self.numbers()) or "none"
         proposed = ", ".join(p.rsplit("/", 1)[1] for p in self.proposals()) or "none"
         raise AskCacheError(
@@ -161,10 +197,13 @@ class TrajectoryVersions:
 
         Raises:
             AskCacheError: there is no such proposal.
+            CacheFileCorruptError, CacheSignatureError: the proposal may not be loaded
+                (checked as loading does: :meth:`load`); nothing is changed.
         """
-        label, data = self.resolve(proposal or "proposed")
+        _, where, data = self._resolve(proposal or "proposed")
+        self._verified(where, data)
         number = self._append(data)
-        self._delete(f"{self.folder}/{label}")
+        self._delete(where)
         return number
 
     def rollback(self, to: str | None = None) -> int:
@@ -173,8 +212,11 @@ class TrajectoryVersions:
 
         Raises:
             AskCacheError: there is no such version.
+            CacheFileCorruptError, CacheSignatureError: the version may not be loaded
+                (checked as loading does: :meth:`load`); nothing is changed.
         """
-        _, data = self.resolve(to or "previous")
+        _, where, data = self._resolve(to or "previous")
+        self._verified(where, data)
         return self._append(data)
 
     def _archive(self, base: bytes) -> int | None:

@@ -12,7 +12,7 @@ import pytest
 from askcache import CachingSettings, InvalidSettingsError, RunLedger, RunRecord
 from askcache.cli import main
 from askcache.errors import AskCacheError
-from askcache.heal import _writing_settings
+from askcache.heal import _writing_settings, healed_bytes
 from askcache.heal_cli import diff_lines
 from askcache.recording import CacheManager
 from askcache.settings import CacheWritingSettings, HealMode
@@ -65,22 +65,34 @@ def test_versions_commit_archive_the_base_and_refuse_a_stale_one(
     assert storage.list_names() == ["t.json"]  # versions are never listed as cache files
 
 
+def _contents(storage: LocalCacheStorage, count: int) -> list[bytes]:
+    """``count`` different, valid cache files (the recorded form with other goals)."""
+    record_form(storage, "seed.json")
+    seed = load_cache_file(storage, "seed.json")
+    contents = []
+    for i in range(count):
+        seed.metadata.goal = f"goal {i}"
+        contents.append(healed_bytes(seed))
+    return contents
+
+
 def test_rollback_and_accept_add_versions_and_never_lose_one(storage: LocalCacheStorage) -> None:
-    storage.write("t.json", b"one\n")
+    one, two, five = _contents(storage, 3)
+    storage.write("t.json", one)
     versions = TrajectoryVersions(storage, "t.json")
-    versions.commit(b"one\n", b"two\n")
+    versions.commit(one, two)
     assert versions.current_number() == 2
     assert versions.rollback() == 3
-    assert storage.read("t.json") == b"one\n"
+    assert storage.read("t.json") == one
     assert versions.current_number() == 3
-    assert versions.resolve("previous") == ("v2", b"two\n")
-    proposal = versions.propose(b"five\n")
-    assert versions.resolve("proposed")[1] == b"five\n"
+    assert versions.resolve("previous") == ("v2", two)
+    proposal = versions.propose(five)
+    assert versions.resolve("proposed")[1] == five
     assert versions.accept() == 4
-    assert storage.read("t.json") == b"five\n"
+    assert storage.read("t.json") == five
     assert proposal not in versions.proposals()
     assert versions.rollback("2") == 5
-    assert storage.read("t.json") == b"two\n"
+    assert storage.read("t.json") == two
     assert versions.numbers() == [1, 2, 3, 4, 5]
     with pytest.raises(AskCacheError, match=r"versions: v1, v2, v3, v4, v5; proposals: none"):
         versions.resolve("9")
@@ -179,7 +191,6 @@ def test_a_changed_version_is_signed_again_or_loses_a_signature_it_cannot_keep(
 ) -> None:
     from askcache.cache_file import parse_cache_file
     from askcache.errors import CacheSignatureError
-    from askcache.heal import healed_bytes
     from askcache.signing import SIGNING_KEY_ENV, sign_cache_file, verify_cache_file
 
     monkeypatch.setenv(SIGNING_KEY_ENV, "team:" + "ab" * 32)

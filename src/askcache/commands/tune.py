@@ -23,12 +23,12 @@ from pathlib import Path
 
 from PIL import Image
 
-from askcache.cache_file import parse_cache_file
 from askcache.commands.common import EXIT_OK, emit_json, open_storage, resolve_name
 from askcache.commands.replay import read_screen
 from askcache.errors import AskCacheError
 from askcache.heal import healed_bytes
 from askcache.masks import learn_mask_report
+from askcache.signing import parse_verified
 from askcache.versions import TrajectoryVersions
 
 __all__ = ["add_tune_command", "read_run_folder"]
@@ -113,7 +113,7 @@ def run_tune(args: argparse.Namespace) -> int:
     name = resolve_name(storage, args.name)
     runs = [read_run_folder(folder) for folder in args.runs]
     base = storage.read(name)
-    cache_file = parse_cache_file(base, name)
+    cache_file = parse_verified(base, storage.describe(name), resign=True)
     before = [step.visual_mask for step in cache_file.trajectory]
     learning = learn_mask_report(cache_file, runs)
     lines = learning.lines

@@ -173,6 +173,7 @@ class Agent:
                 model=self.model,
                 capture=capture,
                 display_size=display_size,
+                keep_versions=settings.keep_versions,
             )
             recorder.start_recording(goal)
         elif strategy == CacheStrategy.EXECUTE:

@@ -18,6 +18,7 @@ __all__ = [
     "CacheFileRefusedError",
     "CacheInvalidatedError",
     "CacheNotFoundError",
+    "CacheOverwriteRefusedError",
     "CacheParameterError",
     "CachePathError",
     "CacheSignatureError",
@@ -78,6 +79,21 @@ class CacheExistsError(AskCacheError, FileExistsError):
         self.name = name
         self.where = where
         super().__init__(f"{name!r} already exists in {where}")
+
+
+class CacheOverwriteRefusedError(CacheExistsError):
+    """A recording would replace an existing trajectory while versions are turned off
+    (``CachingSettings.keep_versions=0``): the earlier recording would be lost, so nothing is
+    recorded over it."""
+
+    def __init__(self, name: str, where: str) -> None:
+        """``where``: the trajectory's full location (``CacheStorage.describe``)."""
+        super().__init__(name, where)
+        self.args = (
+            f"{where} already exists and versions are off (keep_versions=0): "
+            "recording over it would lose it; keep versions (keep_versions=1 or more), choose "
+            "another filename, or delete the file first",
+        )
 
 
 class CacheInvalidatedError(AskCacheError, ValueError):

@@ -351,7 +351,7 @@ def heal_trajectory(
     )
     data = healed_bytes(new)
     versions = TrajectoryVersions(storage, name, keep=keep)
-    if mode == HealMode.AUTO:
+    if mode == HealMode.AUTO and keep > 0:  # versions off: the file is never replaced
         number = versions.commit(base, data)
         if number is not None:
             logger.warning("%s healed: version %d (steps %s from the model)", name, number, steps)

@@ -4,6 +4,12 @@
 it knows the screenshot that was the latest *before* the call ran (the result of the call
 before it, even inside one assistant message holding several calls), hashes the region
 around the call's point for validated actions, and writes the file through a storage.
+
+Recording under a name that already holds a trajectory keeps the earlier one: both become
+versions of the trajectory (:class:`~askcache.versions.TrajectoryVersions`, the versions a
+heal writes), so ``askcache diff NAME`` shows what changed and ``askcache rollback NAME``
+brings the earlier recording back. With versions off (``keep_versions=0``) such a recording
+is refused before the first model call (:class:`~askcache.errors.CacheOverwriteRefusedError`).
 """
 
 from __future__ import annotations
@@ -19,8 +25,15 @@ import numpy as np
 from PIL import Image
 
 from askcache.actions import ACTING_ACTIONS, CLICK_ACTIONS, Point, action_anchors, parse_action
-from askcache.cache_file import CacheFile, CacheMetadata, CoordinateSpace, RecordingStats
+from askcache.cache_file import (
+    CacheFile,
+    CacheMetadata,
+    CoordinateSpace,
+    RecordingStats,
+    dump_cache_file,
+)
 from askcache.elsewhere import ELEMENT_RADIUS, changed_blocks, changes_elsewhere, prune
+from askcache.errors import AskCacheError, CacheNotFoundError, CacheOverwriteRefusedError
 from askcache.messages import ImageBlockParam, MessageParam, ToolUseBlockParam, Usage
 from askcache.parameters import (
     SECRET_PREFIX,
@@ -32,7 +45,8 @@ from askcache.redaction import register_secrets
 from askcache.screen_state import EndState, ScreenStateConfig, StepEffect, Thumbnail, effect_of
 from askcache.settings import CacheWritingSettings
 from askcache.signing import sign_cache_file
-from askcache.storage import CacheStorage, save_cache_file
+from askcache.storage import CacheStorage
+from askcache.versions import TrajectoryVersions
 from askcache.visual import compute_step_representation, decode_screenshot, validation_config
 
 __all__ = [
@@ -128,6 +142,9 @@ class CacheManager:
         display_size: The real screen's size, when the computer tool knows it (stored as
             ``metadata.display_size``: a replay on a display of another size then knows the
             screen is drawn at another pixel density).
+        keep_versions: Versions of the trajectory kept when recording over an existing one
+            (``CachingSettings.keep_versions``); 0: versions are off, and recording over an
+            existing trajectory is refused.
     """
 
     def __init__(
@@ -138,9 +155,11 @@ class CacheManager:
         model: str | None = None,
         capture: Callable[[], Image.Image] | None = None,
         display_size: tuple[int, int] | None = None,
+        keep_versions: int = 10,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.storage = storage
+        self.keep_versions = keep_versions
         self.display_size = display_size
         self.settings = settings or CacheWritingSettings()
         self.model = model
@@ -151,10 +170,18 @@ class CacheManager:
         self._captured: dict[str, Image.Image] = {}
 
     def start_recording(self, goal: str) -> None:
-        """Remember the goal and the start time; check that the file can be written."""
+        """Remember the goal and the start time; check that the file can be written.
+
+        Raises:
+            CacheOverwriteRefusedError: the name holds a trajectory and versions are off.
+            CachePathError, CacheStorageError: the name or the place cannot be written.
+        """
         register_secrets(self.settings.secret_parameters)  # redacted from logs from now on
         # fail before any model call, not after it:
-        self.storage.check_writable(self.settings.filename or default_filename(goal))
+        name = self.settings.filename or default_filename(goal)
+        self.storage.check_writable(name)
+        if self.keep_versions == 0 and self.storage.exists(name):
+            raise CacheOverwriteRefusedError(name, self.storage.describe(name))
         self._goal = goal
         self._started = self._clock()
         self._captured = {}
@@ -264,15 +291,47 @@ class CacheManager:
         )
 
     def finish_recording(self, messages: Sequence[MessageParam]) -> str:
-        """Build the cache file from ``messages``, write it, and return its name."""
+        """Build the cache file from ``messages``, write it, and return its name. A trajectory
+        already stored under the name is kept as a version (see the module docstring).
+
+        Raises:
+            CacheOverwriteRefusedError: the name holds a trajectory and versions are off.
+        """
         cache_file = self.build_cache_file(messages)
         sign_cache_file(cache_file)  # when ASKCACHE_SIGNING_KEY is set (askcache.signing)
         name = self.settings.filename or default_filename(self._goal or "trajectory")
-        save_cache_file(self.storage, name, cache_file)
+        data = dump_cache_file(cache_file)
+        if not self.storage.exists(name):
+            self.storage.write(name, data)
+        elif self.keep_versions == 0:
+            raise CacheOverwriteRefusedError(name, self.storage.describe(name))
+        else:
+            self._record_over(name, data)
         logger.info(
             "recorded %d steps to %s", len(cache_file.trajectory), self.storage.describe(name)
         )
         return name
+
+    def _record_over(self, name: str, data: bytes) -> None:
+        """Make ``data`` the newest version of the trajectory ``name``, the trajectory it
+        replaces kept as the version before it (committed as a heal is)."""
+        versions = TrajectoryVersions(self.storage, name, keep=self.keep_versions)
+        for _ in range(100):  # another writer replaced it meanwhile: theirs is kept too
+            try:
+                old = self.storage.read(name)
+            except CacheNotFoundError:  # deleted meanwhile: nothing to keep
+                self.storage.write(name, data)
+                return
+            number = versions.commit(old, data)
+            if number is not None:
+                logger.info(
+                    "%s recorded again: now version %d; the earlier recording is kept as the "
+                    "version before it (askcache diff / rollback)",
+                    self.storage.describe(name),
+                    number,
+                )
+                return
+        raise AskCacheError(f"could not record {name}: it kept changing while it was written")
 
 
 class _Screens:

@@ -560,9 +560,12 @@ class CachingSettings(SettingsModel):
     heal: HealMode | None = None
     """What a replay may write after the model finished a task it handed back (see
     :class:`HealMode`). ``None``: ``off`` under ``strategy="execute"``, ``auto`` otherwise."""
-    keep_versions: int = Field(10, ge=1, le=1000)
+    keep_versions: int = Field(10, ge=0, le=1000)
     """Versions of a trajectory kept in ``.versions/NAME/`` (older ones are deleted when a
-    new version is written)."""
+    new version is written). A heal or a recording over an existing trajectory adds one.
+    0: versions are off: recording over an existing trajectory is refused
+    (:class:`~askcache.errors.CacheOverwriteRefusedError`) and a heal is only proposed, so
+    nothing recorded earlier is ever replaced without a version."""
 
     @property
     def heal_mode(self) -> HealMode:

@@ -381,3 +381,40 @@ def test_a_heal_never_signs_a_file_whose_signature_does_not_verify(
     assert len(refused) == 1
     assert str(path) in refused[0]
     assert "does not match the content" in refused[0]
+
+
+def test_recording_again_through_act_keeps_the_earlier_recording(tmp_path: Path) -> None:
+    first = _record(tmp_path, "alice")
+    second = _record(tmp_path, "grace")
+    storage = LocalCacheStorage(tmp_path)
+    versions = TrajectoryVersions(storage, "login.json")
+    assert versions.numbers() == [1, 2]
+    assert storage.read(versions.version_name(1)) == first
+    assert storage.read("login.json") == second
+    versions.rollback()
+    assert storage.read("login.json") == first
+
+
+def test_with_versions_off_a_recording_over_a_trajectory_is_refused_before_any_model_call(
+    tmp_path: Path,
+) -> None:
+    from askcache.errors import CacheOverwriteRefusedError
+
+    recorded = _record(tmp_path)
+    app = SimulatedFormApp()
+    script = FormFillingScript(app, "grace")
+    with pytest.raises(CacheOverwriteRefusedError, match="versions are off"):
+        _run(tmp_path, app, script, user="grace", strategy="record", keep_versions=0)
+    assert app.events == []
+    assert LocalCacheStorage(tmp_path).read("login.json") == recorded
+
+
+def test_with_versions_off_a_heal_is_only_proposed(tmp_path: Path) -> None:
+    recorded = _record(tmp_path)
+    first = _fill("banner", "bob", tmp_path, keep_versions=0)
+    assert first.heal is not None
+    assert first.heal.event == "proposed"
+    storage = LocalCacheStorage(tmp_path)
+    assert storage.read("login.json") == recorded
+    versions = TrajectoryVersions(storage, "login.json")
+    assert (versions.numbers(), len(versions.proposals())) == ([], 1)

@@ -250,3 +250,43 @@ def test_the_command_reads_a_shared_cache(s3_url: str, capsys: pytest.CaptureFix
     assert json.loads(capsys.readouterr().out)["total"]["saved_model_calls"] == 5
     assert main(["list", "--cache-dir", "s3://no-such-bucket-here/x"]) == 3
     assert "askcache: error: could not list s3://no-such-bucket-here/x" in capsys.readouterr().err
+
+
+def test_recording_again_on_s3_keeps_the_earlier_recording(
+    s3_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from askcache.cli import main
+    from askcache.errors import CacheOverwriteRefusedError
+    from askcache.versions import TrajectoryVersions
+
+    _record_shared(s3_url)
+    storage = storage_for(s3_url)
+    first = storage.read("shared.json")
+    _record_shared(s3_url)  # the same task recorded again under the same name
+    second = storage.read("shared.json")
+    assert second != first  # (its recording time differs)
+    versions = TrajectoryVersions(storage, "shared.json")
+    assert versions.numbers() == [1, 2]
+    assert storage.read(versions.version_name(1)) == first
+    assert main(["diff", "shared", "--cache-dir", s3_url, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["a"] == "v1"
+    assert main(["rollback", "shared", "--cache-dir", s3_url]) == 0
+    assert storage_for(s3_url).read("shared.json") == first
+    app = SimulatedFormApp()
+    with (
+        MessagesApiStandIn(FormFillingScript(app, "Ada Lovelace")) as api,
+        pytest.raises(
+            CacheOverwriteRefusedError,
+            match=r"^s3://.*/shared\.json already exists and versions are off",
+        ),
+    ):
+        Agent(api.client(), [ComputerTool(app)]).act(
+            "Save the contact Ada Lovelace",
+            CachingSettings(
+                strategy="record",
+                cache_dir=s3_url,
+                keep_versions=0,
+                writing_settings=CacheWritingSettings(filename="shared.json"),
+            ),
+        )
+    assert storage_for(s3_url).read("shared.json") == first

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from askcache.cache_file import CoordinateSpace, DetailCheckConfig
-from askcache.errors import InvalidScreenshotError
+from askcache.cli import main
+from askcache.errors import CacheOverwriteRefusedError, InvalidScreenshotError, InvalidSettingsError
 from askcache.messages import MessageParam, ToolUseBlockParam, Usage
 from askcache.recording import CacheManager, default_filename, steps_with_screens
 from askcache.settings import (
@@ -14,11 +17,13 @@ from askcache.settings import (
     DEFAULT_DETAIL_THRESHOLD,
     DEFAULT_NOISE_FLOOR,
     CacheWritingSettings,
+    CachingSettings,
 )
 from askcache.storage import LocalCacheStorage, load_cache_file
 from askcache.testing import SimulatedFormApp
+from askcache.versions import TrajectoryVersions
 from askcache.visual import compute_hash, region_box
-from tests.helpers import GOAL, computer_call, form_calls, run_history, screenshot_in
+from tests.helpers import GOAL, computer_call, form_calls, record_form, run_history, screenshot_in
 
 
 def _record(storage: LocalCacheStorage, messages: list[MessageParam], **settings: object) -> str:
@@ -238,3 +243,66 @@ def test_corrupt_screenshot_names_the_step_and_writes_nothing(
     with pytest.raises(InvalidScreenshotError, match="after step 0"):
         _record(storage, messages, filename="f.json")
     assert storage.list_names() == []
+
+
+def test_recording_again_keeps_the_earlier_trajectory_as_a_version(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    storage = LocalCacheStorage(tmp_path)
+    record_form(storage)  # "Ada Lovelace"
+    first = storage.read("form.json")
+    app = SimulatedFormApp()
+    manager = CacheManager(storage, CacheWritingSettings(filename="form.json"))
+    manager.start_recording(GOAL)
+    manager.finish_recording(run_history(app, form_calls(app, "Grace Hopper")))
+    second = storage.read("form.json")
+    assert second != first
+    versions = TrajectoryVersions(storage, "form.json")
+    assert versions.numbers() == [1, 2]
+    assert storage.read(versions.version_name(1)) == first
+    assert versions.current_number() == 2
+    # the same versions a heal writes: diff and rollback work on them
+    assert main(["diff", "form", "--cache-dir", str(tmp_path)]) == 0
+    assert "v1" in capsys.readouterr().out
+    assert main(["rollback", "form", "--cache-dir", str(tmp_path)]) == 0
+    assert storage.read("form.json") == first
+    # recorded a third time: the rolled-back one is kept too
+    record_form(storage)
+    assert len(versions.numbers()) == 4
+    assert {storage.read(versions.version_name(n)) for n in versions.numbers()} >= {first, second}
+
+
+def test_with_versions_off_recording_over_a_trajectory_is_refused_in_one_line(
+    storage: LocalCacheStorage,
+) -> None:
+    record_form(storage)
+    before = storage.read("form.json")
+    app = SimulatedFormApp()
+    manager = CacheManager(storage, CacheWritingSettings(filename="form.json"), keep_versions=0)
+    with pytest.raises(CacheOverwriteRefusedError) as info:
+        manager.start_recording(GOAL)  # before any model call
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith(f"{storage.describe('form.json')} already exists")
+    assert "versions are off (keep_versions=0)" in message
+    assert "keep versions (keep_versions=1 or more)" in message
+    assert isinstance(info.value, FileExistsError)
+    # a file that appeared while the model worked is not replaced either
+    other = CacheManager(storage, CacheWritingSettings(filename="new.json"), keep_versions=0)
+    other.start_recording(GOAL)
+    storage.write("new.json", before)
+    with pytest.raises(CacheOverwriteRefusedError):
+        other.finish_recording(run_history(app, form_calls(app)))
+    assert storage.read("form.json") == storage.read("new.json") == before
+    assert storage.list_prefix(".versions") == []
+    # a new name records as before
+    fresh = CacheManager(storage, CacheWritingSettings(filename="fresh.json"), keep_versions=0)
+    fresh.start_recording(GOAL)
+    fresh.finish_recording(run_history(app, form_calls(app)))
+    assert storage.exists("fresh.json")
+
+
+def test_versions_off_is_a_setting_and_heals_are_then_only_proposed() -> None:
+    assert CachingSettings(keep_versions=0).keep_versions == 0
+    with pytest.raises(InvalidSettingsError, match="keep_versions"):
+        CachingSettings(keep_versions=-1)

@@ -287,7 +287,7 @@ def test_replay_dry_run_checks_without_acting(
     args = ["replay", "form", "--dry-run", "--cache-dir", str(tmp_path)]
     assert main([*args, "--screenshot", f"1={tmp_path / 'before.png'}"]) == 1
     out = capsys.readouterr().out
-    assert "1  left_click   would run" in out  # the click's screen is as recorded
+    assert "1  left_click   would run (checked on screen 1)" in out  # as recorded
     assert "the replay would stop at step 2" in out  # typing needs the focused field
     assert main([*args, "--screenshot", str(tmp_path / "changed.png"), "--json"]) == 1
     steps = json.loads(capsys.readouterr().out)["steps"]
@@ -303,7 +303,10 @@ def test_replay_dry_run_checks_without_acting(
     out = capsys.readouterr().out
     assert "would run" not in out
     assert "1  left_click   NOT CHECKED: no screen given for this step" in out
-    assert "0 of 3 acting steps checked; not confirmed: no screen for step(s) 1, 2, 3" in out
+    assert (
+        "0 of 3 acting steps checked on the screenshots given; not confirmed: step(s) 1, 2, 3 "
+        "not checked (no screen for them)" in out
+    )
     # a parameter without a value is a usage error, not silently dropped
     assert main([*args, "--screenshot", str(tmp_path / "before.png"), "--param", "name"]) == 64
     assert "expected NAME=VALUE" in capsys.readouterr().err

@@ -203,7 +203,7 @@ def test_with_screenshots_each_region_is_marked_and_judged(
     assert (summary["checked_steps"], summary["unchecked_steps"]) == (0, [1, 2, 3])
     page = (tmp_path / "r2.html").read_text()
     assert "would run" not in page
-    assert "not confirmed: no screen was given for step(s) 1, 2, 3" in page
+    assert "not confirmed: step(s) 1, 2, 3 were not checked (no screen for them)" in page
 
 
 def test_the_report_in_chromium_shows_its_parts(fleet: Path, tmp_path: Path) -> None:
@@ -334,11 +334,38 @@ def test_live_checks_each_step_on_the_screen_as_it_is(tmp_path: Path) -> None:
                 "report", "form", "--cache-dir", str(cache), "--display", screen.display,
                 "--output", str(tmp_path / "live.html"), "--json",
             )  # fmt: skip
+            dry = _run("replay", "form", "--dry-run", "--cache-dir", str(cache),
+                       "--display", screen.display)  # fmt: skip
+            dry_json = _run("replay", "form", "--dry-run", "--cache-dir", str(cache),
+                            "--display", screen.display, "--json")  # fmt: skip
             assert app.saved == []  # nothing was clicked or typed
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
     assert summary["checked_on"] == f"the live screen of {screen.display}"
-    assert summary["would_stop_at"] == 2  # one screen for every step: the field is not focused
+    # the live screen is the one before the first click; the typing's and the Save click's
+    # screens appear only once the steps before them act, which a dry run never does
+    assert summary["would_stop_at"] is None
+    assert (summary["checked_steps"], summary["unchecked_steps"]) == (1, [2, 3])
     page = (tmp_path / "live.html").read_text()
     assert re.search(r"<tr class='ok'><td>1</td>", page)
-    assert len(_images(page, "region with the action point")) == 3
+    assert len(_images(page, "region with the action point")) == 1
+    assert "not confirmed: step(s) 2, 3 were not checked" in page
+    # the same with replay --dry-run: exit 1 (not confirmed), each unchecked step said so
+    assert dry.returncode == 1, dry.stderr
+    lines = dry.stdout.splitlines()
+    assert lines[0].split() == ["1", "left_click", "would", "run", "(checked", "on", "the",
+                                "live", "screen)"]  # fmt: skip
+    for line, step in zip(lines[1:3], ("2", "3"), strict=True):
+        assert line.split()[0] == step
+        assert "NOT CHECKED: no screen yet: its screen appears only once step 1 has acted" in line
+    assert "would run" not in "".join(lines[1:])
+    assert lines[3] == (
+        f"form.json: 1 of 3 acting steps checked on the live screen of {screen.display}; not "
+        "confirmed: step(s) 2, 3 not checked (no screen for them: give --screenshot STEP=PNG)"
+    )
+    assert dry_json.returncode == 1
+    checked = json.loads(dry_json.stdout)
+    assert (checked["checked_steps"], checked["unchecked_steps"]) == ([1], [2, 3])
+    assert checked["would_stop_at"] is None
+    assert [s["checked_on"] for s in checked["steps"]] == [0, None, None]
+    assert [s["validated"] for s in checked["steps"]] == [True, False, False]

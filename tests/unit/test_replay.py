@@ -15,6 +15,7 @@ from askcache.errors import AskCacheError, CacheFileRefusedError, CacheParameter
 from askcache.messages import TextBlockParam
 from askcache.parameters import substitute
 from askcache.replay import CacheExecutor
+from askcache.screen_state import StepEffect
 from askcache.settings import CacheExecutionSettings
 from askcache.speakers import SpeakerResult
 from askcache.storage import LocalCacheStorage, load_cache_file
@@ -486,9 +487,40 @@ def test_dry_run_checks_steps_on_given_screens_without_acting(storage: LocalCach
     assert changed.events == []
     filled = SimulatedFormApp()
     filled.values["name"] = "Ada"
-    typed = dry_run(cache_file, "form.json", filled.screenshot)
+    filled.focus = "name"
+    typed = dry_run(cache_file, "form.json", {2: filled.screenshot()})
     assert typed[1].problem is not None
     assert re.search("looks different|no longer matches", typed[1].problem)
+
+
+def test_a_live_dry_run_checks_only_the_steps_whose_screen_is_there(
+    storage: LocalCacheStorage,
+) -> None:
+    from askcache.replay import dry_run
+
+    record_form(storage)
+    cache_file = load_cache_file(storage, "form.json")
+    app = SimulatedFormApp()
+    steps = dry_run(cache_file, "form.json", app.screenshot)
+    # the live screen is the one before the click; typing and Save need the screens the
+    # click and the typing make, which a dry run never makes: not checked, never "passing"
+    assert [(s.step_index, s.checked_on, s.problem) for s in steps] == [
+        (1, 0, None),
+        (2, None, None),
+        (3, None, None),
+    ]
+    assert [s.validated for s in steps] == [True, False, False]
+    assert steps[1].note == (
+        "no screen yet: its screen appears only once step 1 has acted, and a dry run never acts"
+    )
+    assert steps[2].note is not None
+    assert "step 1 has acted" in steps[2].note
+    assert app.events == []
+    # not even after a step recorded as changing nothing: the recorded effect is coarse
+    quiet = cache_file.model_copy(deep=True)
+    assert quiet.trajectory[1].effect is not None
+    quiet.trajectory[1].effect = StepEffect()
+    assert [s.checked_on for s in dry_run(quiet, "form.json", app.screenshot)] == [0, None, None]
 
 
 def test_dry_run_told_the_display_size_checks_as_a_replay_on_that_display(
@@ -501,10 +533,10 @@ def test_dry_run_told_the_display_size_checks_as_a_replay_on_that_display(
     # the form drawn at 2x on a 1280x800 display, sent at the recorded size (as ComputerTool
     # scales a HiDPI screen's screenshots)
     hidpi = SimulatedFormApp(width=1280, height=800).screenshot().resize((640, 400))
-    told = dry_run(cache_file, "form.json", lambda: hidpi, display_size=(1280, 800))
+    told = dry_run(cache_file, "form.json", {1: hidpi}, display_size=(1280, 800))
     assert [s.problem for s in told] == [None, None, None]  # the replay there would run
     assert all("detail for another pixel density" in (s.note or "") for s in told)
-    untold = dry_run(cache_file, "form.json", lambda: hidpi)
+    untold = dry_run(cache_file, "form.json", {1: hidpi})
     assert not any("another pixel density" in (s.note or "") for s in untold)
     assert any(s.problem is not None for s in untold)  # checked strictly, it would stop
 

@@ -2,9 +2,11 @@
 
 Each acting step's check phase runs on the screenshots given (``--screenshot STEP=PNG``, the
 screen before that step; a step without one is checked on the closest earlier one) or on
-the live screen (``--display :N``, every step on the screen as it is now). Nothing is
-clicked or typed. Exit 0 when every acting step was checked and would run; 1 when the replay
-would stop, or a step had no screen to be checked on (not confirmed).
+the live screen (``--display :N``: the screen as it is now is the screen before the first
+acting step; a later step's screen appears only once the steps before it have acted, so it
+is not checked). Nothing is clicked or typed. Exit 0 when every acting step was checked and
+would run; 1 when the replay would stop, or a step had no screen to be checked on (not
+confirmed).
 """
 
 from __future__ import annotations
@@ -118,34 +120,41 @@ def run_replay(args: argparse.Namespace) -> int:
             steps = dry_run(cache_file, name, backend.screenshot, parameter_values=values)
         finally:
             backend.close()
+        where = f"the live screen of {args.display}"
     else:
         screens = _screens(args.screenshot)  # argparse requires --screenshot or --display
         steps = dry_run(cache_file, name, screens, parameter_values=values)
+        where = "the screenshots given"
     stops = [s for s in steps if s.problem is not None]
     unchecked = [s.step_index for s in steps if s.checked_on is None]
+    checked = [s.step_index for s in steps if s.checked_on is not None]
     if args.json:
         emit_json(
             {
                 "name": name,
+                "checked_on": where,
                 "steps": [s.model_dump(mode="json") for s in steps],
                 "would_stop_at": stops[0].step_index if stops else None,
+                "checked_steps": checked,
                 "unchecked_steps": unchecked,
             }
         )
     else:
         for step in steps:
+            on = "the live screen" if args.display else f"screen {step.checked_on}"
             if step.checked_on is None:
                 verdict = f"NOT CHECKED: {step.note or 'no screen'}"
             elif step.problem is None:
-                verdict = f"would run (on screen {step.checked_on})"
+                verdict = f"would run (checked on {on})"
             else:
-                verdict = f"STOP: {step.problem} (on screen {step.checked_on})"
+                verdict = f"STOP: {step.problem} (checked on {on})"
             print(f"  {step.step_index:>3}  {step.action:<12} {verdict}")
-        checked = len(steps) - len(unchecked)
-        summary = f"{name}: {checked} of {len(steps)} acting steps checked"
+        summary = f"{name}: {len(checked)} of {len(steps)} acting steps checked on {where}"
         if stops:
             summary += f"; the replay would stop at step {stops[0].step_index}"
         elif unchecked:
-            summary += f"; not confirmed: no screen for step(s) {', '.join(map(str, unchecked))}"
+            listed = ", ".join(map(str, unchecked))
+            summary += f"; not confirmed: step(s) {listed} not checked (no screen for them"
+            summary += ": give --screenshot STEP=PNG)" if args.display else ")"
         print(summary)
     return EXIT_FINDINGS if stops or unchecked else EXIT_OK

@@ -299,8 +299,8 @@ def build_report(
             )
         elif unchecked:
             report.verdict = (
-                f"not confirmed: no screen was given for step(s) "
-                f"{', '.join(map(str, unchecked))}, so they were not checked"
+                f"not confirmed: step(s) {', '.join(map(str, unchecked))} were not checked "
+                "(no screen for them)"
             )
         else:
             report.verdict = f"each of the {len(checked)} acting steps would run"

@@ -3,8 +3,13 @@
 ``dry_run`` runs the *check* phase of each step (its fingerprint, and the area its action
 changed when recorded) on a screen you give it, and never emits an action. Give it the
 screen before each step (screenshots saved from another run, keyed by step index) to see
-which steps would pass; give it one screen (a screenshot, or the live screen) to see whether
-a replay would start, and where it would stop if nothing changed on the screen.
+which steps would pass; give it the live screen to see whether a replay would start.
+
+The live screen is the screen before the first acting step only. The screen a later step
+is checked on exists only once the steps before it have acted, and a dry run never acts: such
+a step is *not checked* (``checked_on`` is ``None``, its ``note`` says why), never reported
+as passing. (Not even after a step recorded as changing nothing: the recorded effect is
+coarse, and a focus ring it does not see still changes what the next step is checked on.)
 """
 
 from __future__ import annotations
@@ -48,7 +53,8 @@ def dry_run(
 
     ``screens`` maps a step index to the screen before that step (steps without one are
     checked on the closest earlier screen given), or is a function returning the current
-    screen (the live screen, checked once for every step). ``views``, when given, receives
+    screen (the live screen, taken once: the first acting step is checked on it; the later
+    ones are not checked, see the module docstring). ``views``, when given, receives
     per checked step what its region looks like on that screen (for reports: the region
     with the action point, the whole screen with the region boxed), in the recording's
     coordinates as a replay checks it. ``display_size``: the real display's size, as
@@ -71,13 +77,26 @@ def dry_run(
         display_size=display_size,
     )
     live = screens() if callable(screens) else None
+    changed_by: int | None = None  # the first acting step: it changes the live screen
     found: list[DryRunStep] = []
     for index, step in enumerate(session.steps):
         action = parse_action(step)
         if action is None or action.name not in ACTING_ACTIONS:
             continue
+        if live is not None and changed_by is not None:
+            found.append(
+                DryRunStep(
+                    step_index=index,
+                    action=action.name,
+                    validated=False,
+                    note=f"no screen yet: its screen appears only once step {changed_by} has "
+                    "acted, and a dry run never acts",
+                )
+            )
+            continue
         if live is not None:
             image, source = live, 0
+            changed_by = index
         else:
             assert not callable(screens)
             earlier = [i for i in screens if i <= index]

@@ -26,10 +26,13 @@ from typing import TYPE_CHECKING, Any
 
 from PIL import Image
 
-from askcache.conversation import Conversation, ConversationResult
+from askcache.actions import parse_action
+from askcache.conversation import BeforeTool, Conversation, ConversationResult
 from askcache.heal import HealOutcome
 from askcache.ledger import RunLedger
+from askcache.messages import MessageParam, ToolUseBlockParam
 from askcache.recording import CacheManager
+from askcache.redaction import register_typed_text
 from askcache.remote_storage import storage_for
 from askcache.replay import (
     CacheExecutor,
@@ -192,7 +195,7 @@ class Agent:
             [agent, executor],
             tools,
             first_speaker=first,
-            before_tool=recorder.before_tool if recorder is not None else None,
+            before_tool=_before_tool(recorder, settings.writing_settings.redact_typed_text),
             after_turn=[executor.rejoin_check],
             max_turns=self.max_turns,
         )
@@ -249,6 +252,21 @@ class Agent:
             return
         tools.add(ListCachedTrajectories(storage))
         tools.add(ExecuteCachedTrajectory(storage, executor, settings.execution_settings))
+
+
+def _before_tool(recorder: CacheManager | None, redact_typed_text: str) -> BeforeTool:
+    """Before each tool call: text about to be typed that ``redact_typed_text`` makes secret
+    is registered for redaction (no log or error of its typing shows it), then the
+    recorder looks at the call."""
+
+    def before_tool(call: ToolUseBlockParam, messages: Sequence[MessageParam]) -> None:
+        action = parse_action(call)
+        if action is not None and action.name == "type":
+            register_typed_text(call.input.get("text"), redact_typed_text)
+        if recorder is not None:
+            recorder.before_tool(call, messages)
+
+    return before_tool
 
 
 class VisionAgent(Agent):

@@ -626,7 +626,8 @@ def dump_cache_file(cache_file: CacheFile) -> bytes:
     """The file's JSON text, as written to storage (cache-only fields kept).
 
     Registered secret values (:mod:`askcache.redaction`) are redacted from the free text:
-    the goal, the steps' input, failure reasons and the invalidation reason.
+    the goal, the input of the steps and of the variants' steps, failure reasons and the
+    invalidation reason. Every version, proposal and trajectory file is written from here.
     """
     data: dict[str, Any] = cache_file.model_dump(mode="json")
     metadata = data["metadata"]
@@ -635,7 +636,8 @@ def dump_cache_file(cache_file: CacheFile) -> bytes:
         failure["reason"] = redact(failure["reason"])
     if metadata.get("invalidation_reason"):
         metadata["invalidation_reason"] = redact(metadata["invalidation_reason"])
-    for step in data["trajectory"]:
+    variant_steps = [s for vs in data["variants"].values() for v in vs for s in v["steps"]]
+    for step in [*data["trajectory"], *variant_steps]:
         for key in _FREE_TEXT_STEP_FIELDS:
             step[key] = redact_value(step[key])
     return json.dumps(data, indent=2, ensure_ascii=False).encode("utf-8") + b"\n"

@@ -26,6 +26,7 @@ from askcache.commands.common import (
     EXIT_USAGE,
     add_cache_dir,
     emit_json,
+    redacted_output,
 )
 from askcache.commands.lint import add_lint_command
 from askcache.commands.listing import add_list_command
@@ -226,7 +227,13 @@ def _fail(args: argparse.Namespace | None, code: int, message: str, exc: BaseExc
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``askcache`` command; returns the exit code."""
+    """Entry point of the ``askcache`` command; returns the exit code. No output shows a
+    registered secret (:func:`~askcache.commands.common.redacted_output`)."""
+    with redacted_output():
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = _parser()
     try:
         args = parser.parse_args(argv)

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from pathlib import PurePath
 
+from askcache.redaction import redact
+
 __all__ = [
     "AskCacheError",
     "CacheExistsError",
@@ -34,7 +36,14 @@ __all__ = [
 
 
 class AskCacheError(Exception):
-    """Base class of every error raised by askcache."""
+    """Base class of every error raised by askcache. Its message never shows a registered
+    secret (:func:`askcache.redaction.redact`)."""
+
+    def __str__(self) -> str:
+        return redact(super().__str__())
+
+    def __repr__(self) -> str:
+        return redact(super().__repr__())
 
 
 class InvalidSettingsError(AskCacheError, ValueError):

@@ -15,13 +15,20 @@ A verified run is rebuilt into a trajectory with :class:`~askcache.recording.Cac
 from this run's own messages: the replayed prefix and the model's continuation. The model's
 steps are fingerprinted from this run's screenshots; the replayed steps keep the
 fingerprints and effects they were just checked against (on a screen of the recorded size).
-The run's parameter values are stored as ``{{name}}`` again (a value given as a parameter
-is never written). The goal, parameters and recording cost of the
+The run's parameter values are stored as ``{{name}}`` again and the values of its secret
+parameters as ``{{secret:name}}`` (a value given as a parameter is never written). Text the
+model typed that cannot be stored safely is never written either: text holding part of a
+secret's value, or, under ``CacheWritingSettings.redact_typed_text``, text that is no
+parameter's value. Such a step stores ``{{secret:typed_<step>}}`` instead, a value the
+replay's caller would have to give, so the heal is only ever a proposal, and says why
+(:attr:`HealOutcome.reason`). The goal, parameters and recording cost of the
 current file are kept. The old way from the hand-back step on is kept as a *variant* of the
 new trajectory at that step (:attr:`~askcache.cache_file.CacheFile.variants`), so a screen
 that alternates between the two states replays either way.
 
-Then, by :class:`~askcache.settings.HealMode`: ``auto`` makes it the current version
+A healed file is parsed with the loader's checks before it is written: one that would not
+load is never written. Then, by :class:`~askcache.settings.HealMode`: ``auto`` makes it the
+current version
 (:meth:`~askcache.versions.TrajectoryVersions.commit`; when another healer won the race it
 becomes a proposal instead), ``propose`` keeps it as a proposal, ``off`` writes nothing.
 A run that failed, was cut off or cannot be verified never writes anything, and neither does
@@ -39,10 +46,23 @@ from typing import Literal
 from PIL import Image
 
 from askcache.actions import ACTING_ACTIONS, parse_action
-from askcache.cache_file import CacheFile, TrajectoryVariant, dump_cache_file
+from askcache.cache_file import CacheFile, TrajectoryVariant, dump_cache_file, parse_cache_file
 from askcache.conversation import ConversationResult
+from askcache.errors import AskCacheError
 from askcache.messages import ImageBlockParam, MessageParam, ToolUseBlockParam
+from askcache.parameters import (
+    SECRET_DESCRIPTION,
+    SECRET_PREFIX,
+    literal_text,
+    placeholder,
+    placeholders_in,
+    redacts,
+    secret_fragment,
+    secret_placeholders_in,
+    substitute,
+)
 from askcache.recording import CACHING_TOOL_NAMES, CacheManager, final_screenshot
+from askcache.redaction import register_secrets
 from askcache.replay.session import ReplaySession
 from askcache.screen_state import ScreenStateConfig, Thumbnail
 from askcache.settings import CacheWritingSettings, HealMode, VisualMethod
@@ -51,7 +71,14 @@ from askcache.storage import CacheStorage
 from askcache.versions import TrajectoryVersions
 from askcache.visual import decode_screenshot
 
-__all__ = ["MAX_VARIANTS_PER_STEP", "HealOutcome", "heal_trajectory", "verify_run"]
+__all__ = [
+    "MAX_VARIANTS_PER_STEP",
+    "HealOutcome",
+    "heal_trajectory",
+    "keep_typed_text_safe",
+    "redact_mode",
+    "verify_run",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -73,6 +100,9 @@ class HealOutcome:
     """Indexes of the new trajectory's steps that came from the model."""
     verified_by: VerifiedBy
     """How the run was verified (see the module docstring)."""
+    reason: str | None = None
+    """Why a heal meant to make the new version current kept it as a proposal (typed text
+    that could not be stored, another healer won the race); ``None`` otherwise."""
 
 
 def verify_run(
@@ -149,12 +179,28 @@ def _holds(message: MessageParam, block: ImageBlockParam) -> bool:
     )
 
 
+def _secret_names(cache_file: CacheFile) -> set[str]:
+    """The secret parameters of ``cache_file``: its ``{{secret:name}}`` placeholders (in the
+    goal, the steps and the variants' steps) and the parameters it describes as secret."""
+    steps = [
+        *cache_file.trajectory,
+        *(s for vs in cache_file.variants.values() for v in vs for s in v.steps),
+    ]
+    described = {
+        name for name, text in cache_file.cache_parameters.items() if text.startswith(SECRET_PREFIX)
+    }
+    return described | secret_placeholders_in([cache_file.metadata.goal, *(s.input for s in steps)])
+
+
 def _writing_settings(cache_file: CacheFile, values: dict[str, str]) -> CacheWritingSettings:
-    """The settings that recorded ``cache_file``, as far as the file tells them."""
+    """The settings that recorded ``cache_file``, as far as the file tells them; the run's
+    values of its secret parameters are secret parameters again."""
     config = cache_file.metadata.visual_validation
+    secret = _secret_names(cache_file)
     options: dict[str, object] = {
         "record_screen_state": cache_file.metadata.screen_state is not None,
-        "parameters": {k: v for k, v in values.items() if v},
+        "parameters": {k: v for k, v in values.items() if v and k not in secret},
+        "secret_parameters": {k: v for k, v in values.items() if v and k in secret},
     }
     if config is None:
         options["visual_verification_method"] = VisualMethod.NONE
@@ -288,6 +334,61 @@ def _keep_old_way(old: CacheFile, new: CacheFile, stopped: int | None, healed: l
     new.variants = variants
 
 
+def redact_mode(cache_file: CacheFile, given: str) -> str:
+    """The ``redact_typed_text`` a heal of ``cache_file`` applies: ``given``, and at least
+    ``password_like`` when the file already holds typed text stored as a secret
+    (``{{secret:typed_<step>}}``: it was recorded with redaction on)."""
+    typed = any(name.startswith("typed_") for name in _secret_names(cache_file))
+    return "password_like" if typed and given == "off" else given
+
+
+def keep_typed_text_safe(
+    new: CacheFile, healed: list[int], session: ReplaySession, mode: str
+) -> list[str]:
+    """Make sure no text the model typed in ``healed`` steps is written when it cannot be
+    stored safely (see the module docstring): such a step stores
+    ``{{secret:typed_<step>}}`` instead, and the text is registered for redaction. Returns
+    why, one sentence per such step (empty: every typed text is stored safely)."""
+    values = session.parameter_values
+    secret = _secret_names(session.file)
+    secrets = {k: v for k, v in values.items() if v and k in secret}
+    taken = (
+        set(new.cache_parameters)
+        | _secret_names(new)
+        | placeholders_in([new.metadata.goal, *(step.input for step in new.trajectory)])
+    )
+    reasons = []
+    for index in healed:
+        step = new.trajectory[index]
+        action = parse_action(step)
+        text = step.input.get("text")
+        if action is None or action.name != "type" or not isinstance(text, str):
+            continue
+        literal = literal_text(text)
+        leaked = secret_fragment(literal, secrets)
+        if leaked is not None:
+            why = f"part of the value of the secret {leaked!r}"
+        elif redacts(literal.strip(), mode):
+            why = f"text that is no parameter's value, with redact_typed_text={mode!r}"
+        else:
+            continue
+        name = next(
+            n
+            for n in (f"typed_{index}", *(f"typed_{index}_{k}" for k in range(2, 1000)))
+            if n not in taken
+        )
+        taken.add(name)
+        register_secrets({name: substitute(text, values)})  # the text as it was typed
+        stored = placeholder(name, secret=True)
+        new.trajectory[index] = step.model_copy(update={"input": {**step.input, "text": stored}})
+        new.cache_parameters[name] = SECRET_DESCRIPTION
+        reasons.append(
+            f"step {index}: the model typed {why}; the proposal stores {stored} instead, a "
+            "value a replay would have to be given"
+        )
+    return reasons
+
+
 def _is_screenshot(step: ToolUseBlockParam) -> bool:
     """A screenshot right after another adds nothing to a replay: the model's first look
     after a hand-back is dropped from the healed trajectory."""
@@ -310,10 +411,12 @@ def heal_trajectory(
     mode: HealMode,
     keep: int,
     capture: Callable[[], Image.Image] | None,
+    redact_typed_text: str = "off",
 ) -> HealOutcome | None:
     """Heal ``name`` after this run when the mode allows it and the run is verified (see the
     module docstring); ``None`` when nothing was written. ``base`` is the file's bytes as the
-    replay read them.
+    replay read them; ``redact_typed_text`` is the caller's
+    :attr:`~askcache.settings.CacheWritingSettings.redact_typed_text` (:func:`redact_mode`).
 
     Raises:
         CacheSignatureError: ``base`` does not verify as loading requires, or, when a
@@ -349,16 +452,27 @@ def heal_trajectory(
     parse_verified(
         base, storage.describe(name), required=session.settings.require_signature, resign=True
     )
+    unsafe = keep_typed_text_safe(new, steps, session, redact_mode(session.file, redact_typed_text))
     data = healed_bytes(new)
+    try:
+        parse_cache_file(data, name)  # a healed file always loads
+    except AskCacheError as exc:
+        logger.warning("%s not healed: the healed file would not load: %s", name, exc)
+        return None
     versions = TrajectoryVersions(storage, name, keep=keep)
-    if mode == HealMode.AUTO and keep > 0:  # versions off: the file is never replaced
+    reason = "; ".join(unsafe) or None
+    if keep == 0:  # versions off: the file is never replaced
+        reason = reason or "versions are off (keep_versions=0)"
+    if mode == HealMode.AUTO and reason is None:
         number = versions.commit(base, data)
         if number is not None:
             logger.warning("%s healed: version %d (steps %s from the model)", name, number, steps)
             return HealOutcome("healed", versions.version_name(number), steps, verified)
-        logger.warning("%s changed while this run healed it: the heal is a proposal", name)
+        reason = "the trajectory changed while this run healed it"
+    if mode == HealMode.AUTO:
+        logger.warning("%s: the heal is a proposal: %s", name, reason)
     proposal = versions.propose(data)
-    return HealOutcome("proposed", proposal, steps, verified)
+    return HealOutcome("proposed", proposal, steps, verified, reason)
 
 
 def healed_bytes(cache_file: CacheFile) -> bytes:

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from askcache.errors import AskCacheError
 from askcache.messages import Usage
+from askcache.redaction import redact
 from askcache.storage import CacheStorage
 
 __all__ = [
@@ -150,9 +151,14 @@ class RunLedger:
         return f"{LEDGER_FOLDER}/{trajectory}"
 
     def append(self, record: RunRecord) -> str:
-        """Store ``record`` as a new entry and return its name. Never overwrites an entry."""
+        """Store ``record`` as a new entry and return its name. Never overwrites an entry.
+        Registered secrets are redacted from its free text, the ``reason``
+        (:func:`~askcache.redaction.redact`; the other fields are names, numbers and
+        statuses askcache sets)."""
         stamp = record.started_at.astimezone(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
         name = f"{self.folder(record.trajectory)}/{stamp}-{uuid.uuid4().hex[:12]}.json"
+        if record.reason is not None:
+            record = record.model_copy(update={"reason": redact(record.reason)})
         self.storage.create(name, record.model_dump_json().encode("utf-8") + b"\n")
         return name
 

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from functools import lru_cache
 from typing import Any, TypeGuard
 
 from askcache.limits import MAX_PARAMETER_CHARS
@@ -26,7 +27,10 @@ from askcache.limits import MAX_PARAMETER_CHARS
 __all__ = [
     "PARAMETER_NAME",
     "PLACEHOLDER",
+    "SECRET_DESCRIPTION",
+    "SECRET_FRAGMENT_CHARS",
     "SECRET_PREFIX",
+    "literal_text",
     "looks_like_password",
     "parameter_value_problem",
     "parameterize",
@@ -34,6 +38,8 @@ __all__ = [
     "placeholder",
     "placeholders_in",
     "redacts",
+    "replace_values",
+    "secret_fragment",
     "secret_placeholders_in",
     "substitute",
     "text_problem",
@@ -47,6 +53,13 @@ PLACEHOLDER = re.compile(r"\{\{(secret:)?([A-Za-z_][A-Za-z0-9_]*)\}\}")
 
 SECRET_PREFIX = "secret:"
 """Marks a secret parameter's placeholder: ``{{secret:password}}``."""
+
+SECRET_DESCRIPTION = f"{SECRET_PREFIX} given at replay, never stored"
+"""A secret parameter's description in ``cache_parameters``."""
+
+SECRET_FRAGMENT_CHARS = 4
+"""Typed text sharing this many characters in a row with a secret's value holds part of it
+(:func:`secret_fragment`)."""
 
 _ALLOWED_CONTROLS = frozenset("\n\t")
 
@@ -77,19 +90,69 @@ def parameter_value_problem(value: object) -> str | None:
     return text_problem(value, allow=frozenset())
 
 
+def replace_values(text: str, marks: Mapping[str, str]) -> str:
+    """``text`` with each occurrence of a key of ``marks`` replaced by its value: the one
+    replacement behind :func:`parameterize` and :func:`askcache.redaction.redact`.
+
+    The longest key first, so a value holding a shorter one is replaced whole. Placeholders
+    (``{{name}}``, ``{{secret:name}}``) and redaction marks (``[secret:name]``) in ``text``
+    are kept whole, so a short value never breaks one, and a mark put in is never replaced
+    again (a key that itself holds one is replaced everywhere). Empty keys are ignored.
+    """
+    for key in sorted((key for key in marks if key), key=lambda key: (-len(key), key)):
+        if key not in text:
+            continue
+        mark = marks[key]
+        if _PROTECTED.search(key):
+            text = text.replace(key, mark)
+        else:
+            text = _key_pattern(key).sub(_keep_protected(mark), text)
+    return text
+
+
+def _keep_protected(mark: str) -> Callable[[re.Match[str]], str]:
+    return lambda match: match.group(1) or mark
+
+
+_PROTECTED = re.compile(
+    r"\{\{(?:secret:)?[A-Za-z_][A-Za-z0-9_]*\}\}|\[secret:[A-Za-z_][A-Za-z0-9_]*\]"
+)
+"""What :func:`replace_values` keeps whole: placeholders and redaction marks."""
+
+
+@lru_cache(maxsize=256)
+def _key_pattern(key: str) -> re.Pattern[str]:
+    return re.compile(f"({_PROTECTED.pattern})|{re.escape(key)}")
+
+
 def parameterize(
     text: str, parameters: Mapping[str, str], secrets: Mapping[str, str] | None = None
 ) -> str:
     """``text`` with each value replaced by its placeholder, longest value first; secret
-    values become ``{{secret:name}}``."""
-    replacements = [(value, placeholder(name)) for name, value in parameters.items()]
-    replacements += [
-        (value, placeholder(name, secret=True)) for name, value in (secrets or {}).items()
-    ]
-    for value, mark in sorted(replacements, key=lambda item: -len(item[0])):
-        if value:
-            text = text.replace(value, mark)
-    return text
+    values become ``{{secret:name}}`` (:func:`replace_values`)."""
+    marks = {value: placeholder(name) for name, value in parameters.items()}
+    marks.update({value: placeholder(name, secret=True) for name, value in (secrets or {}).items()})
+    return replace_values(text, marks)
+
+
+def literal_text(text: str) -> str:
+    """``text`` without its placeholders: what a stored typed text holds in clear."""
+    return PLACEHOLDER.sub("", text)
+
+
+def secret_fragment(text: str, secrets: Mapping[str, str]) -> str | None:
+    """The name of a secret whose value ``text`` holds part of (at least
+    :data:`SECRET_FRAGMENT_CHARS` characters of it in a row, or all of it), or ``None``.
+    Used on the literal text a heal would store (:func:`literal_text`): a secret typed in
+    pieces, or with a typo, is not written either."""
+    run = SECRET_FRAGMENT_CHARS
+    for name, value in secrets.items():
+        if value and value in text:
+            return name
+        pieces = (value[i : i + run] for i in range(len(value) - run + 1))
+        if any(piece in text for piece in pieces):
+            return name
+    return None
 
 
 def parameterize_input(

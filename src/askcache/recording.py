@@ -36,7 +36,7 @@ from askcache.elsewhere import ELEMENT_RADIUS, changed_blocks, changes_elsewhere
 from askcache.errors import AskCacheError, CacheNotFoundError, CacheOverwriteRefusedError
 from askcache.messages import ImageBlockParam, MessageParam, ToolUseBlockParam, Usage
 from askcache.parameters import (
-    SECRET_PREFIX,
+    SECRET_DESCRIPTION,
     parameterize,
     parameterize_input,
     redacts,
@@ -286,7 +286,7 @@ class CacheManager:
             trajectory=trajectory,
             cache_parameters={
                 **dict.fromkeys(params, ""),
-                **dict.fromkeys(secrets, f"{SECRET_PREFIX} given at replay, never stored"),
+                **dict.fromkeys(secrets, SECRET_DESCRIPTION),
             },
         )
 

@@ -23,7 +23,6 @@ from askcache.errors import AskCacheError
 from askcache.heal import HealOutcome, heal_trajectory
 from askcache.ledger import RunLedger, RunRecord, RunStatus
 from askcache.messages import Usage
-from askcache.redaction import redact
 from askcache.replay.session import ReplaySession
 from askcache.settings import CacheExecutionSettings, CachingSettings
 from askcache.storage import CacheStorage, load_cache_file, save_cache_file
@@ -55,7 +54,7 @@ def run_record(session: ReplaySession, outcome: ConversationResult, *, last: boo
         steps_run=result.steps_run,
         start_step=result.start_step,
         stopped_at_step=result.stopped_at_step,
-        reason=None if result.reason is None else redact(result.reason),
+        reason=result.reason,
         rejoins=result.rejoins,
         model_calls=calls,
         usage=outcome.usage if last else Usage(),
@@ -155,6 +154,7 @@ def heal_after(
             mode=settings.heal_mode,
             keep=settings.keep_versions,
             capture=capture,
+            redact_typed_text=settings.writing_settings.redact_typed_text,
         )
     except (AskCacheError, OSError) as exc:
         logger.warning("could not heal %s: %s", name, exc)
@@ -169,7 +169,7 @@ def heal_after(
                 status=healed.event,
                 steps_total=session.result.steps_total,
                 stopped_at_step=session.result.stopped_at_step,
-                reason=session.result.reason,
+                reason=healed.reason or session.result.reason,
                 model_calls=outcome.model_calls,
                 usage=outcome.usage,
                 healed_steps=healed.healed_steps,

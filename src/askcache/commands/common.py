@@ -7,11 +7,13 @@ import difflib
 import json
 import os
 import sys
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, TextIO, cast
 
 from askcache.errors import AskCacheError, CacheNotFoundError
 from askcache.parameters import secret_placeholders_in
-from askcache.redaction import register_secrets
+from askcache.redaction import redact, redact_value, register_secrets
 from askcache.remote_storage import is_url, storage_for
 from askcache.storage import CacheStorage, LocalCacheStorage
 
@@ -32,6 +34,7 @@ __all__ = [
     "emit_json",
     "location",
     "open_storage",
+    "redacted_output",
     "resolve_name",
 ]
 
@@ -137,6 +140,34 @@ def register_given_secrets(cache_file: CacheFile, values: dict[str, str]) -> Non
 
 
 def emit_json(value: Any) -> None:
-    """Print ``value`` as JSON on stdout (the ``--json`` output)."""
-    json.dump(value, sys.stdout, indent=2, default=str)
+    """Print ``value`` as JSON on stdout (the ``--json`` output), registered secrets
+    redacted from its strings (:func:`~askcache.redaction.redact`)."""
+    json.dump(redact_value(value), sys.stdout, indent=2, default=str)
     sys.stdout.write("\n")
+
+
+class _RedactingWriter:
+    """A text stream that redacts registered secrets from what is written to it."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        self.stream.write(redact(text))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
+@contextmanager
+def redacted_output() -> Iterator[None]:
+    """While inside, everything printed to stdout and stderr has registered secrets
+    redacted (the ``askcache`` command runs inside it: no output of any command shows one)."""
+    saved = sys.stdout, sys.stderr
+    sys.stdout = cast(TextIO, _RedactingWriter(sys.stdout))
+    sys.stderr = cast(TextIO, _RedactingWriter(sys.stderr))
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved

@@ -22,7 +22,6 @@ from askcache.cache_file import CacheFile
 from askcache.errors import AskCacheError, CacheInvalidatedError, CacheParameterError
 from askcache.messages import MessageParam, TextBlockParam
 from askcache.parameters import placeholders_in
-from askcache.redaction import redact
 from askcache.replay.handback import finished_text, hand_back_text
 from askcache.replay.result import ReplayResult
 from askcache.replay.session import Emit, Finished, HandBack, ReplaySession
@@ -251,7 +250,7 @@ class CacheExecutor:
             "replay of %s handed back at step %d: %s",
             session.name,
             command.step,
-            redact(command.problem),
+            command.problem,
         )
         return SpeakerResult(
             "switch_speaker",

@@ -1,0 +1,91 @@
+"""The one redaction function and its writers: placeholders kept whole, secrets redacted in
+the forms writers produce (HTML, JSON), errors, loggers, the command's output."""
+
+from __future__ import annotations
+
+import html
+import json
+import logging
+import sys
+
+import pytest
+
+from askcache.commands.common import emit_json, redacted_output
+from askcache.errors import AskCacheError
+from askcache.ledger import RunLedger, RunRecord
+from askcache.parameters import parameterize, replace_values, secret_fragment
+from askcache.redaction import redact, register_secrets, register_typed_text
+from askcache.storage import LocalCacheStorage
+
+
+def test_replace_values_keeps_placeholders_and_marks_whole_and_takes_the_longest_first() -> None:
+    assert replace_values("use {{user}} and [secret:pw]", {"use": "X", "e": "Y"}) == (
+        "X {{user}} and [secret:pw]"
+    )
+    # the longer secret is replaced whole even where a shorter value starts earlier
+    assert parameterize("xhunter2", {"x": "xh"}, {"pw": "hunter2"}) == "x{{secret:pw}}"
+    assert replace_values("", {"a": "b"}) == ""
+
+
+def test_secret_fragment_finds_a_secret_typed_in_pieces() -> None:
+    secrets = {"pw": "hunter2-Secret!"}
+    assert secret_fragment("hunter2-", secrets) == "pw"
+    assert secret_fragment("Secret!", secrets) == "pw"
+    assert secret_fragment("hun", secrets) is None  # shorter than a fragment
+    assert secret_fragment("Ada Lovelace", secrets) is None
+
+
+def test_redact_covers_the_forms_writers_produce() -> None:
+    value = "p<a>ss'w\"rd&1-redaction"
+    register_secrets({"quoted": value})
+    assert value not in redact(f"typed {value}")
+    assert html.escape(value) not in redact(html.escape(f"typed {value}"))
+    assert json.dumps(value) not in redact(json.dumps({"text": value}))
+    assert redact(f"typed {value}") == "typed [secret:quoted]"
+
+
+def test_an_error_message_never_shows_a_registered_secret() -> None:
+    register_secrets({"errpw": "error-Secret-42"})
+    error = AskCacheError("the field rejected 'error-Secret-42'")
+    assert str(error) == "the field rejected '[secret:errpw]'"
+    assert "error-Secret-42" not in repr(error)
+
+
+def test_typed_text_is_registered_by_mode_or_as_a_piece_of_a_secret() -> None:
+    register_secrets({"piecepw": "Piece-Secret-77"})
+    assert register_typed_text("plain words 1", "all")
+    assert "plain words 1" not in redact("typed plain words 1")
+    assert not register_typed_text("plain words 2", "off")
+    assert not register_typed_text("plain words 3", "password_like")
+    assert register_typed_text("Piece-Sec", "off")  # part of a known secret
+    assert redact("Piece-Sec") == "[secret:typed]"
+    assert not register_typed_text(None, "all")
+
+
+def test_sdk_and_askcache_records_are_redacted(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    register_secrets({"logpw": "log-Secret-99"})
+    for name in ("anthropic._base_client", "askcache.heal"):
+        logging.getLogger(name).debug("Request options: %s", {"text": "log-Secret-99"})
+    assert "log-Secret-99" not in caplog.text
+    assert caplog.text.count("[secret:logpw]") == 2
+
+
+def test_ledger_entries_and_command_output_are_redacted(
+    tmp_path: object, capsys: pytest.CaptureFixture[str]
+) -> None:
+    register_secrets({"outpw": "out-Secret-55"})
+    storage = LocalCacheStorage(tmp_path)  # type: ignore[arg-type]
+    ledger = RunLedger(storage)
+    name = ledger.append(
+        RunRecord(trajectory="t.json", status="handed_back", reason="typed 'out-Secret-55'")
+    )
+    assert "out-Secret-55" not in storage.read(name).decode()
+    assert ledger.records("t.json")[0].reason == "typed '[secret:outpw]'"
+    with redacted_output():
+        print("text out-Secret-55")
+        print("err out-Secret-55", file=sys.stderr)
+        emit_json({"reason": "out-Secret-55"})
+    out, err = capsys.readouterr()
+    assert "out-Secret-55" not in out + err
+    assert out.count("[secret:outpw]") == 2

@@ -102,7 +102,8 @@ class HealOutcome:
     """How the run was verified (see the module docstring)."""
     reason: str | None = None
     """Why a heal meant to make the new version current kept it as a proposal (typed text
-    that could not be stored, another healer won the race); ``None`` otherwise."""
+    that could not be stored, another healer won the race, versions are off); ``None``
+    otherwise."""
 
 
 def verify_run(

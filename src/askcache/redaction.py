@@ -57,6 +57,8 @@ records hold the request bodies (the conversation, typed text included)."""
 _lock = threading.Lock()
 _secrets: dict[str, str] = {}
 """Secret value -> its parameter's name."""
+_changes = [0]
+"""How many times :data:`_secrets` changed (for the cache of :func:`redact`'s marks)."""
 
 
 def mark(name: str) -> str:
@@ -70,6 +72,7 @@ def register_secrets(values: Mapping[str, str]) -> None:
         for name, value in values.items():
             if value:
                 _secrets[value] = name
+        _changes[0] += 1
     _protect_loggers()
 
 
@@ -87,6 +90,7 @@ def register_typed_text(text: object, mode: str) -> bool:
         return False
     with _lock:
         _secrets.setdefault(text, TYPED_SECRET_NAME)
+        _changes[0] += 1
     _protect_loggers()
     return True
 
@@ -108,10 +112,26 @@ def redact(text: str) -> str:
     The one redaction function: every writer calls it."""
     if not _secrets or not text:
         return text
+    return replace_values(text, _marks())
+
+
+_marks_cache: tuple[int, dict[str, str]] = (-1, {})
+"""The marks of the registered secrets in every written form, and the registry's
+:data:`_changes` they were built at."""
+
+
+def _marks() -> dict[str, str]:
+    global _marks_cache  # noqa: PLW0603 (a cache of the registry, rebuilt when it changed)
     with _lock:
-        pairs = list(_secrets.items())
-    marks = {form: mark(name) for value, name in pairs for form in _written_forms(value)}
-    return replace_values(text, marks)
+        built, marks = _marks_cache
+        if built != _changes[0]:
+            marks = {
+                form: mark(name)
+                for value, name in _secrets.items()
+                for form in _written_forms(value)
+            }
+            _marks_cache = (_changes[0], marks)
+    return marks
 
 
 def _written_forms(value: str) -> set[str]:

@@ -373,11 +373,10 @@ def keep_typed_text_safe(
             why = f"text that is no parameter's value, with redact_typed_text={mode!r}"
         else:
             continue
-        name = next(
-            n
-            for n in (f"typed_{index}", *(f"typed_{index}_{k}" for k in range(2, 1000)))
-            if n not in taken
-        )
+        name, suffix = f"typed_{index}", 1
+        while name in taken:  # a name the file already uses for another value
+            suffix += 1
+            name = f"typed_{index}_{suffix}"
         taken.add(name)
         register_secrets({name: substitute(text, values)})  # the text as it was typed
         stored = placeholder(name, secret=True)

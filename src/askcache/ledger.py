@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer
 
 from askcache.errors import AskCacheError
 from askcache.messages import Usage
@@ -100,7 +100,9 @@ class RunRecord(BaseModel):
     stopped_at_step: int | None = None
     """Index of the step that was not executed (or whose effect failed), when handed back."""
     reason: str | None = None
-    """Why it stopped or was not confirmed."""
+    """Why it stopped or was not confirmed. Registered secrets are redacted from it whenever
+    the entry is serialized, wherever it is written (:func:`~askcache.redaction.redact`;
+    the other fields are names, numbers and statuses askcache sets)."""
     rejoins: int = 0
     """Times the replay took over again after the model had put the screen back."""
     model_calls: int = 0
@@ -138,6 +140,10 @@ class RunRecord(BaseModel):
     the final screen matched the recorded one; ``model_completion``: the model finished,
     every call it made succeeded, and the final screen was settled)."""
 
+    @field_serializer("reason")
+    def _redact_reason(self, reason: str | None) -> str | None:
+        return None if reason is None else redact(reason)
+
 
 class RunLedger:
     """Appends and reads :class:`RunRecord` entries in a storage's ``.ledger/`` folder."""
@@ -151,14 +157,9 @@ class RunLedger:
         return f"{LEDGER_FOLDER}/{trajectory}"
 
     def append(self, record: RunRecord) -> str:
-        """Store ``record`` as a new entry and return its name. Never overwrites an entry.
-        Registered secrets are redacted from its free text, the ``reason``
-        (:func:`~askcache.redaction.redact`; the other fields are names, numbers and
-        statuses askcache sets)."""
+        """Store ``record`` as a new entry and return its name. Never overwrites an entry."""
         stamp = record.started_at.astimezone(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
         name = f"{self.folder(record.trajectory)}/{stamp}-{uuid.uuid4().hex[:12]}.json"
-        if record.reason is not None:
-            record = record.model_copy(update={"reason": redact(record.reason)})
         self.storage.create(name, record.model_dump_json().encode("utf-8") + b"\n")
         return name
 

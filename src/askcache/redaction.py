@@ -15,7 +15,7 @@ calls it:
 * every cache file written, its versions and proposals
   (:func:`~askcache.cache_file.dump_cache_file`: goal, typed text, variants, failure and
   invalidation reasons);
-* every run-ledger entry (:meth:`~askcache.ledger.RunLedger.append`);
+* every run-ledger entry, however it is written (:class:`~askcache.ledger.RunRecord`);
 * the HTML pages (:func:`~askcache.report.write_page`) and everything the ``askcache``
   command prints (:func:`~askcache.commands.common.emit_json` and the command's output
   streams).

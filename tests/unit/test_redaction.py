@@ -77,9 +77,9 @@ def test_ledger_entries_and_command_output_are_redacted(
     register_secrets({"outpw": "out-Secret-55"})
     storage = LocalCacheStorage(tmp_path)  # type: ignore[arg-type]
     ledger = RunLedger(storage)
-    name = ledger.append(
-        RunRecord(trajectory="t.json", status="handed_back", reason="typed 'out-Secret-55'")
-    )
+    record = RunRecord(trajectory="t.json", status="handed_back", reason="typed 'out-Secret-55'")
+    assert "out-Secret-55" not in record.model_dump_json()  # however the entry is written
+    name = ledger.append(record)
     assert "out-Secret-55" not in storage.read(name).decode()
     assert ledger.records("t.json")[0].reason == "typed '[secret:outpw]'"
     with redacted_output():

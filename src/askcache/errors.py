@@ -31,6 +31,7 @@ __all__ = [
     "MissingApiKeyError",
     "MissingDependencyError",
     "RemoteStorageError",
+    "StorageLockBusyError",
     "UnsupportedCacheVersionError",
 ]
 
@@ -208,6 +209,21 @@ class CacheStorageError(AskCacheError, OSError):
         self.where = where
         self.reason = reason
         super().__init__(f"cache file {name!r} at {where}: {reason}")
+
+
+class StorageLockBusyError(AskCacheError, TimeoutError):
+    """Another live process holds the lock of a trajectory's versions (it is changing the
+    trajectory: a heal's commit, ``accept``, ``rollback``); see :mod:`askcache.storage_lock`.
+
+    Attributes:
+        where: The locked folder.
+        owner: Who holds the lock (host, process id, since when).
+    """
+
+    def __init__(self, where: str, owner: str) -> None:
+        self.where = where
+        self.owner = owner
+        super().__init__(f"{where} is locked by {owner}; try again once it is done")
 
 
 class UnsupportedCacheVersionError(AskCacheError, ValueError):

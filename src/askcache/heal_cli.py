@@ -144,7 +144,7 @@ def _html(labels: tuple[str, str], a: CacheFile, b: CacheFile) -> list[str]:
 def _versions(args: argparse.Namespace) -> TrajectoryVersions:
     storage = open_storage(args.cache_dir)
     args.name = resolve_name(storage, args.name)
-    return TrajectoryVersions(storage, args.name)
+    return TrajectoryVersions(storage, args.name, lock_wait=getattr(args, "wait", 10.0))
 
 
 def _diff(args: argparse.Namespace) -> int:
@@ -229,6 +229,7 @@ def add_heal_commands(
     )
     accept.add_argument("name", help="cache file name, with or without .json")
     accept.add_argument("proposal", nargs="?", help="a proposal's file name; default: newest")
+    _add_wait(accept)
     accept.set_defaults(run=_accept)
     rollback = commands.add_parser(
         "rollback",
@@ -240,4 +241,16 @@ def add_heal_commands(
     )
     rollback.add_argument("name", help="cache file name, with or without .json")
     rollback.add_argument("version", nargs="?", help="a number; default: the previous one")
+    _add_wait(rollback)
     rollback.set_defaults(run=_rollback)
+
+
+def _add_wait(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--wait",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="how long to wait while another process changes the trajectory (it holds the "
+        "lock; default 10); then exit 3 naming it",
+    )

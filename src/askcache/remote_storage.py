@@ -21,6 +21,9 @@ What each operation does on S3:
   :class:`~askcache.errors.CacheExistsError`. S3 has honoured this since 2024; a server that
   ignores the header would let the later write win, which the run ledger does not depend on
   (its entry names are unique).
+- ``delete``: one ``DeleteObject`` (pruning old versions, releasing the lock of a
+  trajectory's versions: :mod:`askcache.storage_lock`); nothing happens when there is no
+  such object.
 - ``read``: a cache file is kept in a local, content-addressed read-through copy. A read asks
   the server for the object's ETag (a ``HeadObject``) and fetches the bytes only when no copy
   with that content is on disk, so a replay fetches the same file once. Run-ledger entries
@@ -291,6 +294,14 @@ class FsspecCacheStorage(CacheStorage):
         try:
             with self._remote("create", name):
                 self.fs.pipe_file(path, data, mode="create")
+        finally:
+            self.fs.invalidate_cache(path)
+
+    def delete(self, name: str) -> None:
+        path = self.path_for(name)
+        try:
+            with contextlib.suppress(CacheNotFoundError), self._remote("delete", name):
+                self.fs.rm_file(path)
         finally:
             self.fs.invalidate_cache(path)
 

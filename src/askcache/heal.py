@@ -29,8 +29,10 @@ that alternates between the two states replays either way.
 A healed file is parsed with the loader's checks before it is written: one that would not
 load is never written. Then, by :class:`~askcache.settings.HealMode`: ``auto`` makes it the
 current version
-(:meth:`~askcache.versions.TrajectoryVersions.commit`; when another healer won the race it
-becomes a proposal instead), ``propose`` keeps it as a proposal, ``off`` writes nothing.
+(:meth:`~askcache.versions.TrajectoryVersions.commit`, crash-consistent: a process killed
+during it leaves the old or the new trajectory; when another healer won the race, or another
+process kept the trajectory locked, it becomes a proposal instead), ``propose`` keeps it as
+a proposal, ``off`` writes nothing.
 A run that failed, was cut off or cannot be verified never writes anything, and neither does
 one whose healed trajectory would hold a step the model took with no screenshot before it
 (it could never be checked).

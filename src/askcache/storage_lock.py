@@ -199,7 +199,11 @@ class StorageLock:
         self._deadline = time.monotonic() + self.lease
         self.storage.create(name, owner.model_dump_json().encode())
         self._held = name
-        other = self._others_live()
+        try:
+            other = self._others_live()
+        except BaseException:
+            self.release()
+            raise
         if other is not None:  # taken at the same moment: both step back, then retry
             self.release()
         return other
@@ -234,10 +238,20 @@ class StorageLock:
             self.storage.delete(name)
         except (NotImplementedError, AskCacheError, OSError) as exc:
             logger.info("%s: could not delete %s: %s", self.folder, name, exc)
-            if mark:
+            if not mark:
+                return
+            try:
                 owner = LockOwner.model_validate_json(self.storage.read(name))
                 owner.released = True
                 self.storage.write(name, owner.model_dump_json().encode())
+            except (AskCacheError, OSError, ValidationError) as failed:
+                logger.warning(
+                    "%s: the lock %s could not be released (%s); it is taken over when its "
+                    "lease ends",
+                    self.folder,
+                    name,
+                    failed,
+                )
 
     @contextlib.contextmanager
     def hold(self) -> Iterator[None]:

@@ -628,16 +628,19 @@ def dump_cache_file(cache_file: CacheFile) -> bytes:
     Registered secret values (:mod:`askcache.redaction`) are redacted from the free text:
     the goal, the input of the steps and of the variants' steps, failure reasons and the
     invalidation reason. Every version, proposal and trajectory file is written from here.
+    Typed text registered as a secret is not (recording and healing store it as
+    ``{{secret:typed_<step>}}`` where it must not be written; see
+    :func:`~askcache.redaction.redact`).
     """
     data: dict[str, Any] = cache_file.model_dump(mode="json")
     metadata = data["metadata"]
-    metadata["goal"] = redact(metadata["goal"])
+    metadata["goal"] = redact(metadata["goal"], typed=False)
     for failure in (metadata.get("legacy_stats") or {}).get("failures", []):
-        failure["reason"] = redact(failure["reason"])
+        failure["reason"] = redact(failure["reason"], typed=False)
     if metadata.get("invalidation_reason"):
-        metadata["invalidation_reason"] = redact(metadata["invalidation_reason"])
+        metadata["invalidation_reason"] = redact(metadata["invalidation_reason"], typed=False)
     variant_steps = [s for vs in data["variants"].values() for v in vs for s in v["steps"]]
     for step in [*data["trajectory"], *variant_steps]:
         for key in _FREE_TEXT_STEP_FIELDS:
-            step[key] = redact_value(step[key])
+            step[key] = redact_value(step[key], typed=False)
     return json.dumps(data, indent=2, ensure_ascii=False).encode("utf-8") + b"\n"

@@ -55,13 +55,11 @@ from askcache.messages import ImageBlockParam, MessageParam, ToolUseBlockParam
 from askcache.parameters import (
     SECRET_DESCRIPTION,
     SECRET_PREFIX,
-    literal_text,
+    parameterize,
     placeholder,
     placeholders_in,
-    redacts,
-    secret_fragment,
     secret_placeholders_in,
-    substitute,
+    unsafe_typed_text,
 )
 from askcache.recording import CACHING_TOOL_NAMES, CacheManager, final_screenshot
 from askcache.redaction import register_secrets
@@ -346,15 +344,27 @@ def redact_mode(cache_file: CacheFile, given: str) -> str:
 
 
 def keep_typed_text_safe(
-    new: CacheFile, healed: list[int], session: ReplaySession, mode: str
+    new: CacheFile,
+    healed: list[int],
+    session: ReplaySession,
+    mode: str,
+    messages: list[MessageParam],
 ) -> list[str]:
     """Make sure no text the model typed in ``healed`` steps is written when it cannot be
-    stored safely (see the module docstring): such a step stores
-    ``{{secret:typed_<step>}}`` instead, and the text is registered for redaction. Returns
-    why, one sentence per such step (empty: every typed text is stored safely)."""
+    stored safely (:func:`~askcache.parameters.unsafe_typed_text`, on the text as typed in
+    ``messages``): such a step stores ``{{secret:typed_<step>}}`` instead, under a name the
+    file does not use yet, and the text is registered for redaction. Returns why, one
+    sentence per such step (empty: every typed text is stored safely)."""
     values = session.parameter_values
     secret = _secret_names(session.file)
     secrets = {k: v for k, v in values.items() if v and k in secret}
+    params = {k: v for k, v in values.items() if v and k not in secret}
+    typed = {
+        call.id: call.input.get("text")
+        for m in messages
+        if m.role == "assistant"
+        for call in m.tool_uses
+    }
     taken = (
         set(new.cache_parameters)
         | _secret_names(new)
@@ -364,23 +374,18 @@ def keep_typed_text_safe(
     for index in healed:
         step = new.trajectory[index]
         action = parse_action(step)
-        text = step.input.get("text")
+        text = typed.get(step.id)
         if action is None or action.name != "type" or not isinstance(text, str):
             continue
-        literal = literal_text(text)
-        leaked = secret_fragment(literal, secrets)
-        if leaked is not None:
-            why = f"part of the value of the secret {leaked!r}"
-        elif redacts(literal.strip(), mode):
-            why = f"text that is no parameter's value, with redact_typed_text={mode!r}"
-        else:
+        why = unsafe_typed_text(parameterize(text, params, secrets), secrets, mode)
+        if why is None:
             continue
         name, suffix = f"typed_{index}", 1
         while name in taken:  # a name the file already uses for another value
             suffix += 1
             name = f"typed_{index}_{suffix}"
         taken.add(name)
-        register_secrets({name: substitute(text, values)})  # the text as it was typed
+        register_secrets({name: text})
         stored = placeholder(name, secret=True)
         new.trajectory[index] = step.model_copy(update={"input": {**step.input, "text": stored}})
         new.cache_parameters[name] = SECRET_DESCRIPTION
@@ -454,7 +459,8 @@ def heal_trajectory(
     parse_verified(
         base, storage.describe(name), required=session.settings.require_signature, resign=True
     )
-    unsafe = keep_typed_text_safe(new, steps, session, redact_mode(session.file, redact_typed_text))
+    redaction = redact_mode(session.file, redact_typed_text)
+    unsafe = keep_typed_text_safe(new, steps, session, redaction, outcome.messages)
     data = healed_bytes(new)
     try:
         parse_cache_file(data, name)  # a healed file always loads

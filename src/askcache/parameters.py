@@ -43,6 +43,7 @@ __all__ = [
     "secret_placeholders_in",
     "substitute",
     "text_problem",
+    "unsafe_typed_text",
 ]
 
 PARAMETER_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
@@ -187,6 +188,21 @@ def substitute(value: Any, values: Mapping[str, str]) -> Any:
             return {**value, "text": substitute(text, values)}
         return dict(value)
     return value
+
+
+def unsafe_typed_text(stored: str, secrets: Mapping[str, str], mode: str) -> str | None:
+    """Why typed text may not be stored as ``stored`` (the text with its parameter values
+    already made placeholders), or ``None``: its literal part holds part of a secret's
+    value (:func:`secret_fragment`), or ``redact_typed_text=mode`` makes it secret
+    (:func:`redacts`; whitespace alone is not). Recording and healing then store it as a
+    secret of its own, ``{{secret:typed_<step>}}``. Never quotes the text."""
+    literal = literal_text(stored)
+    leaked = secret_fragment(literal, secrets)
+    if leaked is not None:
+        return f"part of the value of the secret {leaked!r}"
+    if redacts(literal.strip(), mode):
+        return f"text that is no parameter's value, with redact_typed_text={mode!r}"
+    return None
 
 
 def _strings(values: Iterable[Any]) -> Iterable[str]:

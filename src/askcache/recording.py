@@ -39,7 +39,7 @@ from askcache.parameters import (
     SECRET_DESCRIPTION,
     parameterize,
     parameterize_input,
-    redacts,
+    unsafe_typed_text,
 )
 from askcache.redaction import register_secrets
 from askcache.screen_state import EndState, ScreenStateConfig, StepEffect, Thumbnail, effect_of
@@ -204,6 +204,7 @@ class CacheManager:
             goal = first.content if first and isinstance(first.content, str) else ""
         config = validation_config(self.settings)
         params, secrets = self.settings.parameters, dict(self.settings.secret_parameters)
+        declared, redact = self.settings.secret_parameters, self.settings.redact_typed_text
         recorded = steps_with_screens(messages)
         anchors = action_anchors(step.call for step in recorded)
         screens = _Screens(self._captured)
@@ -228,7 +229,12 @@ class CacheManager:
                         action.name,
                     )
             text = step.call.input.get("text")
-            if action and action.name == "type" and redacts(text, self.settings.redact_typed_text):
+            if (
+                action
+                and action.name == "type"
+                and isinstance(text, str)
+                and unsafe_typed_text(parameterize(text, params, secrets), declared, redact)
+            ):
                 secrets.setdefault(f"typed_{len(trajectory)}", text)  # a secret from now on
                 register_secrets(secrets)
             inputs = parameterize_input(

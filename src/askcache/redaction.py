@@ -106,29 +106,39 @@ def known_secret_count() -> int:
     return len(_secrets)
 
 
-def redact(text: str) -> str:
+def redact(text: str, *, typed: bool = True) -> str:
     """``text`` with every registered secret value replaced by ``[secret:name]`` (the
     longest value first; placeholders kept whole: :func:`askcache.parameters.replace_values`).
-    The one redaction function: every writer calls it."""
+    The one redaction function: every writer calls it.
+
+    ``typed=False`` leaves typed text registered as a secret (:func:`register_typed_text`,
+    and recording's ``typed_<step>``) as it is: cache files are written so. Recording and
+    healing already store such text as ``{{secret:typed_<step>}}`` where it must not be
+    written, and text a replay types from the file must stay what the file says (a mark
+    in its place would be typed instead)."""
     if not _secrets or not text:
         return text
-    return replace_values(text, _marks())
+    return replace_values(text, _marks()[typed])
 
 
-_marks_cache: tuple[int, dict[str, str]] = (-1, {})
-"""The marks of the registered secrets in every written form, and the registry's
-:data:`_changes` they were built at."""
+_marks_cache: tuple[int, dict[bool, dict[str, str]]] = (-1, {})
+"""The marks of the registered secrets in every written form (with and without typed text),
+and the registry's :data:`_changes` they were built at."""
 
 
-def _marks() -> dict[str, str]:
+def _marks() -> dict[bool, dict[str, str]]:
     global _marks_cache  # noqa: PLW0603 (a cache of the registry, rebuilt when it changed)
     with _lock:
         built, marks = _marks_cache
         if built != _changes[0]:
             marks = {
-                form: mark(name)
-                for value, name in _secrets.items()
-                for form in _written_forms(value)
+                typed: {
+                    form: mark(name)
+                    for value, name in _secrets.items()
+                    if typed or not _typed(name)
+                    for form in _written_forms(value)
+                }
+                for typed in (True, False)
             }
             _marks_cache = (_changes[0], marks)
     return marks
@@ -146,14 +156,14 @@ def _written_forms(value: str) -> set[str]:
     }
 
 
-def redact_value(value: Any) -> Any:
+def redact_value(value: Any, *, typed: bool = True) -> Any:
     """``value`` with :func:`redact` applied to every string nested in it."""
     if isinstance(value, str):
-        return redact(value)
+        return redact(value, typed=typed)
     if isinstance(value, dict):
-        return {key: redact_value(item) for key, item in value.items()}
+        return {key: redact_value(item, typed=typed) for key, item in value.items()}
     if isinstance(value, list):
-        return [redact_value(item) for item in value]
+        return [redact_value(item, typed=typed) for item in value]
     return value
 
 

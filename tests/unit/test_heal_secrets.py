@@ -1,17 +1,32 @@
-"""How a heal tells a file's secrets from its parameters, and which redaction it applies
-(the runs themselves: tests/integration/test_heal_secrets.py)."""
+"""How a heal tells a file's secrets from its parameters, which redaction it applies, and
+the rule recording shares with it for typed text (the runs themselves:
+tests/integration/test_heal_secrets.py)."""
 
 from __future__ import annotations
 
+from askcache.cache_file import CacheFile
 from askcache.heal import _writing_settings, redact_mode
-from askcache.storage import LocalCacheStorage
-from tests.helpers import record_form
+from askcache.recording import CacheManager
+from askcache.settings import CacheWritingSettings
+from askcache.storage import LocalCacheStorage, load_cache_file
+from askcache.testing import SimulatedFormApp
+from tests.helpers import GOAL, form_calls, record_form, run_history
+
+
+def _with_secret(cache_file: CacheFile, name: str) -> CacheFile:
+    """``cache_file`` whose typed text is the secret ``name``, as a recording with a secret
+    writes it (made here without registering a secret: the registry lives as long as the
+    process, and other tests type the same text)."""
+    step = cache_file.trajectory[2]
+    text = "{{secret:" + name + "}}"
+    cache_file.trajectory[2] = step.model_copy(update={"input": {**step.input, "text": text}})
+    return cache_file
 
 
 def test_the_rebuild_knows_the_files_secret_parameters_as_secrets(
     storage: LocalCacheStorage,
 ) -> None:
-    cache_file = record_form(storage, secret_parameters={"pw": "Ada Lovelace"})
+    cache_file = _with_secret(record_form(storage), "pw")
     settings = _writing_settings(cache_file, {"pw": "Grace Hopper", "other": "x"})
     assert settings.secret_parameters == {"pw": "Grace Hopper"}
     assert settings.parameters == {"other": "x"}
@@ -23,7 +38,22 @@ def test_a_file_recorded_with_typed_text_redacted_is_healed_with_it_redacted(
     plain = record_form(storage, "plain.json", parameters={"user": "Ada Lovelace"})
     assert redact_mode(plain, "off") == "off"
     assert redact_mode(plain, "all") == "all"
-    typed = record_form(storage, "typed.json", redact_typed_text="all")
-    assert "{{secret:typed_2}}" in typed.trajectory[2].input["text"]
+    typed = _with_secret(record_form(storage, "typed.json"), "typed_2")
     assert redact_mode(typed, "off") == "password_like"
     assert redact_mode(typed, "all") == "all"
+
+
+def test_recording_stores_typed_text_holding_part_of_a_secret_as_a_secret_of_its_own(
+    storage: LocalCacheStorage,
+) -> None:
+    app = SimulatedFormApp()
+    manager = CacheManager(
+        storage,
+        CacheWritingSettings(filename="f.json", secret_parameters={"pw": "Zq9-Fragment-Pw"}),
+    )
+    manager.start_recording(GOAL)
+    manager.finish_recording(run_history(app, form_calls(app, "Zq9-Frag")))
+    cache_file = load_cache_file(storage, "f.json")
+    assert cache_file.trajectory[2].input["text"] == "{{secret:typed_2}}"
+    assert "typed_2" in cache_file.cache_parameters
+    assert "Zq9-Frag" not in storage.read("f.json").decode()

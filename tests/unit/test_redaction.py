@@ -10,12 +10,14 @@ import sys
 
 import pytest
 
+from askcache.cache_file import dump_cache_file
 from askcache.commands.common import emit_json, redacted_output
 from askcache.errors import AskCacheError
 from askcache.ledger import RunLedger, RunRecord
 from askcache.parameters import parameterize, replace_values, secret_fragment
 from askcache.redaction import redact, register_secrets, register_typed_text
 from askcache.storage import LocalCacheStorage
+from tests.helpers import record_form
 
 
 def test_replace_values_keeps_placeholders_and_marks_whole_and_takes_the_longest_first() -> None:
@@ -89,3 +91,19 @@ def test_ledger_entries_and_command_output_are_redacted(
     out, err = capsys.readouterr()
     assert "out-Secret-55" not in out + err
     assert out.count("[secret:outpw]") == 2
+
+
+def test_a_file_is_written_with_typed_secrets_left_as_the_file_says(
+    storage: LocalCacheStorage,
+) -> None:
+    # typed text made secret for the logs is never replaced by a mark in a cache file: a
+    # replay would type the mark (recording and healing store it as a placeholder instead)
+    cache_file = record_form(storage)
+    register_typed_text("Ada Lovelace-kept", "all")
+    register_secrets({"filepw": "file-Secret-31"})
+    step = cache_file.trajectory[2]
+    text = "Ada Lovelace-kept file-Secret-31"
+    cache_file.trajectory[2] = step.model_copy(update={"input": {**step.input, "text": text}})
+    written = dump_cache_file(cache_file).decode()
+    assert "Ada Lovelace-kept [secret:filepw]" in written
+    assert redact(text) == "[secret:typed] [secret:filepw]"

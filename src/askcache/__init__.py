@@ -39,6 +39,7 @@ from askcache.heal import HealOutcome
 from askcache.ledger import RunLedger, RunRecord
 from askcache.messages import MessageParam, ToolResultBlockParam, ToolUseBlockParam
 from askcache.recording import CacheManager
+from askcache.rejoin import RejoinDecision
 from askcache.replay import CacheExecutor, EndStateVerdict, ReplayResult, ReplaySession
 from askcache.replay_guard import check_replayable
 from askcache.settings import (
@@ -96,6 +97,7 @@ __all__ = [
     "InvalidSettingsError",
     "LocalCacheStorage",
     "MessageParam",
+    "RejoinDecision",
     "ReplayResult",
     "ReplaySession",
     "RunLedger",

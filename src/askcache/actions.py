@@ -30,6 +30,7 @@ __all__ = [
     "COMPUTER_TOOL_NAME",
     "DEFAULT_VALIDATED_ACTIONS",
     "KNOWN_ACTIONS",
+    "OTHER_ACTIONS",
     "POINTER_ACTIONS",
     "TEXT_ENTRY_ACTIONS",
     "Action",

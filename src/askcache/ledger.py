@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serial
 from askcache.errors import AskCacheError
 from askcache.messages import Usage
 from askcache.redaction import redact
+from askcache.rejoin import RejoinDecision
 from askcache.storage import CacheStorage
 
 __all__ = [
@@ -105,6 +106,9 @@ class RunRecord(BaseModel):
     the other fields are names, numbers and statuses askcache sets)."""
     rejoins: int = 0
     """Times the replay took over again after the model had put the screen back."""
+    rejoin_decisions: list[RejoinDecision] = Field(default_factory=list)
+    """Each time, after a hand-back, the replay considered taking over again: re-joined or
+    refused, and why (:mod:`askcache.rejoin`)."""
     model_calls: int = 0
     """Model calls made during this run (after hand-backs)."""
     usage: Usage = Field(default_factory=Usage)

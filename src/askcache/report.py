@@ -10,8 +10,9 @@ beside it, the whole screen with the region boxed (:func:`view_figures`).
   hashes and thumbnails, so the recorded regions come from the recording's own message
   history (its screenshots), and the current ones from the executor, which keeps what it
   checked each step on (:attr:`askcache.replay.CacheExecutor.views`). Each replay's section
-  also says how it ended (the end-state verdict), what the model did after taking over, and
-  what the replay saved.
+  also says how it ended (the end-state verdict), what the model did after taking over, each
+  time the replay considered taking over again and why it did or did not
+  (:func:`rejoin_lines`), and what the replay saved.
 * :func:`write_trajectory_report`: a cache file and its run ledger, from disk alone
   (``askcache report``): the recorded end state (:func:`end_state_figure`), each step's
   effect tiles before and after (:func:`effect_figure`), the latest runs, and each step's
@@ -37,6 +38,7 @@ from askcache.ledger import RunRecord
 from askcache.messages import MessageParam, TextBlockParam
 from askcache.recording import steps_with_screens
 from askcache.redaction import redact
+from askcache.rejoin import RejoinDecision
 from askcache.replay import ReplayResult
 from askcache.screen_state import Thumbnail
 from askcache.step_view import StepView
@@ -55,6 +57,7 @@ __all__ = [
     "model_actions",
     "recorded_regions",
     "recorded_views",
+    "rejoin_lines",
     "savings_text",
     "steps_table",
     "view_figures",
@@ -113,6 +116,29 @@ def model_actions(messages: Sequence[MessageParam]) -> list[str]:
             text = " ".join(b.text for b in message.blocks if isinstance(b, TextBlockParam))
             lines.append(f"answered: {text}")
     return lines
+
+
+def rejoin_lines(decisions: Sequence[RejoinDecision]) -> list[str]:
+    """Each re-join decision in one line (:meth:`RejoinDecision.describe`), in order; the same
+    decision repeated over consecutive model turns is one line with its count."""
+    lines: list[str] = []
+    previous, count = "", 0
+    for decision in decisions:
+        line = decision.describe()
+        if line == previous:
+            count += 1
+            continue
+        if previous:
+            lines.append(previous if count == 1 else f"{previous} (x{count})")
+        previous, count = line, 1
+    if previous:
+        lines.append(previous if count == 1 else f"{previous} (x{count})")
+    return lines
+
+
+def _rejoin_list(decisions: Sequence[RejoinDecision]) -> str:
+    items = "".join(f"<li>{html.escape(line)}</li>" for line in rejoin_lines(decisions))
+    return f"<ul class='rejoins'>{items}</ul>" if items else ""
 
 
 def savings_text(record: RunRecord) -> str:
@@ -343,7 +369,13 @@ def _section(
         line += f"; stopped at step {result.stopped_at_step}: {html.escape(result.reason or '')}"
     if result.rejoins:
         line += f"; took over again {result.rejoins} time(s) after the model fixed the screen"
+    refused = sum(not decision.rejoined for decision in result.rejoin_decisions)
+    if refused:
+        line += f"; did not take over {refused} time(s)"
     parts.append(f"<p class='status'>{line}</p>")
+    if result.rejoin_decisions:
+        parts.append("<h3>Taking over again after the hand-back</h3>")
+        parts.append(_rejoin_list(result.rejoin_decisions))
     if result.end_state is not None:
         css = "ok" if result.end_state.matched else "bad"
         parts.append(
@@ -609,15 +641,20 @@ def _run_row(record: RunRecord) -> str:
         f"<b>{html.escape(status)}</b>",
         steps,
         stopped,
-        str(record.rejoins),
+        _rejoin_cell(record),
         str(record.model_calls),
         f"{record.usage.total_tokens:,}",
         f"{record.seconds:.1f}",
         saved,
     ]
     css = _RUN_CSS.get(record.status, "") if record.event == "replay" else ""
-    shown = [cell if index == 1 else html.escape(cell) for index, cell in enumerate(cells)]
+    shown = [cell if index in (1, 4) else html.escape(cell) for index, cell in enumerate(cells)]
     return f"<tr class='run {css}'>" + "".join(f"<td>{cell}</td>" for cell in shown) + "</tr>"
+
+
+def _rejoin_cell(record: RunRecord) -> str:
+    """The re-joins cell (HTML): the count, then each decision and its reason."""
+    return html.escape(str(record.rejoins)) + _rejoin_list(record.rejoin_decisions)
 
 
 def write_trajectory_report(path: Path, report: TrajectoryReport) -> Path:
@@ -649,7 +686,7 @@ def write_trajectory_report(path: Path, report: TrajectoryReport) -> Path:
             "ledger, newest first.</p>"
             "<table class='runs'><tr><th style='width:9em'>when, where</th>"
             "<th style='width:8em'>status</th><th style='width:3.5em'>steps</th>"
-            "<th>stopped at</th><th style='width:4em'>re-joins</th>"
+            "<th>stopped at</th><th style='width:16%'>re-joins</th>"
             "<th style='width:4em'>model calls</th><th style='width:5em'>tokens</th>"
             "<th style='width:4.5em'>seconds</th><th style='width:18%'>saved</th></tr>"
         )
@@ -659,8 +696,12 @@ def write_trajectory_report(path: Path, report: TrajectoryReport) -> Path:
             "the recording; completed_unverified: every step ran but the final screen could "
             "not be confirmed; handed_back: the replay stopped and the model took over (its "
             "calls and tokens are this run's); refused: the file was not replayed; "
-            "interrupted: the conversation ended while the replay ran. Savings are estimates "
-            "from the recording's cost.</p>"
+            "interrupted: the conversation ended while the replay ran. Re-joins: the times "
+            "the replay took over again after a hand-back, then each time it considered it "
+            "and why it did or did not (model_acted: the model had not acted; "
+            "model_continues: the model ended its turn or said it stops; screen: the next "
+            "step's check or the check that failed did not pass). Savings are estimates from "
+            "the recording's cost.</p>"
         )
     else:
         body.append("<p class='runs-none'>No runs in the run ledger yet.</p>")

@@ -56,6 +56,7 @@ def run_record(session: ReplaySession, outcome: ConversationResult, *, last: boo
         stopped_at_step=result.stopped_at_step,
         reason=result.reason,
         rejoins=result.rejoins,
+        rejoin_decisions=list(result.rejoin_decisions),
         model_calls=calls,
         usage=outcome.usage if last else Usage(),
         saved_model_calls=round(recording.model_calls * share) - calls,

@@ -513,9 +513,10 @@ class CacheExecutionSettings(SettingsModel):
     ``hand_back``: on a difference, also hand the turn to the model, asking it to confirm or
     fix; ``off``: no comparison (``completed`` when every step ran)."""
     rejoin: bool = True
-    """After a hand-back, when a model turn leaves the screen as the step the replay stopped
-    at expects it (the model closed an unexpected dialog, say), the replay takes over again
-    from there. The model may also ask for it with the ``resume_cached_trajectory`` tool."""
+    """After a hand-back, take over again once the model has acted (a screenshot or a wait
+    is not progress), goes on (has not ended its turn or said it stops), and the screen
+    passes the next step's check and the check that failed (:mod:`askcache.rejoin`). The
+    model may also ask for it with the ``resume_cached_trajectory`` tool."""
     allow_invalidated: bool = False
     """Replay a file marked invalid. Without it, ``execute`` refuses such a file."""
     invalidate_after: int | None = Field(3, ge=1, le=1000)

@@ -3,9 +3,10 @@ the conversation.
 
 The session decides (see its module); the executor turns its commands into messages: a tool
 call to run, a hand-back message (a pure function of the outcome, :mod:`.handback`), or the
-end of the replay. After a hand-back the session stays *suspended*: when a later model turn
-leaves the screen as the stopped step expects, :meth:`CacheExecutor.rejoin_check` lets the
-replay take over again.
+end of the replay. After a hand-back the session stays *suspended*: after each later model
+turn :meth:`CacheExecutor.rejoin_check` asks it whether it may take over again, under the
+rules of :mod:`askcache.rejoin` (the model acted and goes on, and the screen passes the next
+step's check and the check that failed).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from askcache.cache_file import CacheFile
 from askcache.errors import AskCacheError, CacheInvalidatedError, CacheParameterError
 from askcache.messages import MessageParam, TextBlockParam
 from askcache.parameters import placeholders_in
+from askcache.rejoin import RESUME_TOOL_NAME
 from askcache.replay.handback import finished_text, hand_back_text
 from askcache.replay.result import ReplayResult
 from askcache.replay.session import Emit, Finished, HandBack, ReplaySession
@@ -194,14 +196,17 @@ class CacheExecutor:
         return self._finish(session, command)
 
     def rejoin_check(self, conversation: Conversation) -> str | None:
-        """After a model turn that acted: this executor's name when the replay takes over
-        again (the screen passes every check of the step it stopped at), else ``None``."""
+        """After a model turn whose tools ran: this executor's name when the replay takes
+        over again (:meth:`ReplaySession.try_rejoin`), else ``None``."""
         session = self.session
         messages = conversation.messages
         if session is None or not session.suspended or not session.settings.rejoin:
             return None
         if not messages or not messages[-1].tool_results:
             return None
+        latest = next((m for m in reversed(messages) if m.role == "assistant"), None)
+        if latest is not None and any(c.name == RESUME_TOOL_NAME for c in latest.tool_uses):
+            return None  # the model asked in this turn: that request was the decision
         return self.name if session.try_rejoin(messages) else None
 
     def resume(self, messages: list[MessageParam]) -> str:
@@ -209,16 +214,19 @@ class CacheExecutor:
         tell the model.
 
         Raises:
-            AskCacheError: there is no suspended replay, or the screen does not pass the
-                stopped step's checks.
+            AskCacheError: there is no suspended replay, or the re-join rules do not hold
+                (the message says which and why).
         """
         session = self.session
-        if session is None or not session.suspended:
+        if session is None or not session.suspended or not session.settings.rejoin:
             raise AskCacheError("there is no stopped replay to resume")
-        if not session.try_rejoin(messages):
+        if session.index >= len(session.steps):
+            raise AskCacheError(f"every step of {session.name!r} has run: nothing to resume")
+        if not session.try_rejoin(messages, requested=True):
+            decision = session.result.rejoin_decisions[-1]
             raise AskCacheError(
-                f"the screen does not yet look as step {session.index} of {session.name!r} "
-                "expects; take a screenshot after putting it back, then call this again"
+                f"the replay of {session.name!r} does not resume at step {session.index}: "
+                f"{decision.reason}"
             )
         return f"Resuming {session.name} at step {session.index}."
 
@@ -232,8 +240,7 @@ class CacheExecutor:
         result.handbacks += 1
         result.handback_steps.append(command.step)
         result.seconds = session.elapsed()
-        session.index = command.step + 1 if command.executed else command.step
-        session.suspended = True
+        session.suspend(command, len(conversation.messages))
         first = conversation.messages[0].content if conversation.messages else ""
         goal = first if isinstance(first, str) else "(see above)"
         text = hand_back_text(

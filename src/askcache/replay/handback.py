@@ -44,8 +44,10 @@ def hand_back_text(
     fate = "was executed but did not work as recorded" if executed else "was NOT executed"
     done = _replayed(start, index + 1 if executed else index)
     resume = (
-        " If you bring the screen back to the state that step expects, the replay takes over "
-        "again by itself (or call resume_cached_trajectory)."
+        " The replay takes over again by itself only after you have acted (clicked, typed, "
+        "pressed a key or scrolled) and the screen passes both the check that failed and the "
+        "next step's check; it never takes over after a turn in which you say you stop (or "
+        "call resume_cached_trajectory once the screen is back)."
         if can_resume
         else ""
     )

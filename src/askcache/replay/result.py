@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from askcache.rejoin import RejoinDecision
+
 __all__ = ["EndStateVerdict", "ReplayResult", "ReplayStatus", "StepRecord"]
 
 ReplayStatus = Literal["running", "completed", "completed_unverified", "handed_back"]
@@ -128,6 +130,9 @@ class ReplayResult(BaseModel):
     :class:`~askcache.cache_file.TrajectoryVariant`)."""
     rejoins: int = 0
     """Times it took over again after the model had put the screen back."""
+    rejoin_decisions: list[RejoinDecision] = Field(default_factory=list)
+    """Each time, after a hand-back, it considered taking over again: re-joined or refused,
+    and why (:mod:`askcache.rejoin`)."""
     seconds: float = 0.0
     """Wall time from activation to the end of the replay (model turns after a hand-back
     included until the replay ended)."""

@@ -21,8 +21,9 @@ Each step goes through named phases, each returning a typed outcome:
 and after the last step, the **end state**: the final screen against the recording's. A phase
 that cannot decide fails closed: a step that should be checked but cannot be is not run, and
 a screenshot the replay takes itself that fails is a hand-back, not an exception. After a
-hand-back the replay re-joins when the model's last screenshot, and then the settled screen,
-pass the stopped step's checks.
+hand-back the replay is suspended and re-joins only under the rules of :mod:`askcache.rejoin`
+(the model acted, goes on, and the screen passes both the next step's check and the check that
+failed); :meth:`ReplaySession.try_rejoin` decides and records each decision.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from PIL import Image
 
 from askcache.actions import (
     ACTING_ACTIONS,
+    OTHER_ACTIONS,
     Action,
     Point,
     ToolShape,
@@ -50,9 +52,17 @@ from askcache.elsewhere import check_elsewhere
 from askcache.errors import AskCacheError, InvalidHashError
 from askcache.messages import MessageParam, TextBlockParam, ToolUseBlockParam
 from askcache.parameters import substitute
+from askcache.rejoin import (
+    RESUME_TOOL_NAME,
+    FailedCheck,
+    RejoinCondition,
+    RejoinDecision,
+    model_acted,
+    model_stops,
+)
 from askcache.replay.result import EndStateVerdict, ReplayResult, StepRecord
 from askcache.scaling import same_aspect, scale_step_input
-from askcache.screen_state import ScreenStateConfig, Thumbnail, compare_tiles
+from askcache.screen_state import ScreenStateConfig, StepEffect, Thumbnail, compare_tiles
 from askcache.settings import CacheExecutionSettings
 from askcache.step_view import StepView
 from askcache.visual import (
@@ -172,6 +182,21 @@ class _Pending:
     """When the step's observation began (the replay's clock)."""
 
 
+@dataclass(frozen=True)
+class _Stopped:
+    """Where a replay handed back, and what a re-join must see fixed."""
+
+    step: int
+    """The step it stopped at."""
+    check: FailedCheck
+    """The check that failed."""
+    at_message: int
+    """Messages in the conversation when it handed back: the model's calls come after."""
+    ran: _Pending | None = None
+    """With ``check="effect"``: the step as it ran (the screen before it), to check its
+    effect again on a later screen."""
+
+
 OTHER_DENSITY_SCALE = 0.05
 """A screen counts as drawn at another pixel density when its size differs from the
 recorded one by more than this fraction in either direction."""
@@ -244,6 +269,9 @@ class ReplaySession:
         """Per tool call id the replay emitted: the step it replayed (with its fingerprint
         and effect; healing keeps those for the replayed part of a run)."""
         self._pending: _Pending | None = None
+        self._ran: _Pending | None = None
+        """The call whose result was read last (a step's: the screen before it)."""
+        self._stopped: _Stopped | None = None
         self._started = clock()
         self._first_step = True
         self._screenshot_asked_for: int | None = None
@@ -281,6 +309,7 @@ class ReplaySession:
             just_acted = False
             if self._pending is not None:
                 pending, self._pending = self._pending, None
+                self._ran = pending
                 executed = pending.step
                 stop = self._after(pending, messages)
                 if stop is not None:
@@ -683,8 +712,7 @@ class ReplaySession:
             record.effect = "not_checked"
             return None
         before_image = pending.before_image
-        elsewhere = effect.elsewhere if before_image is not None else []
-        if not effect.tiles and not elsewhere:
+        if not _has_effect(effect, before_image):
             record.effect = "none_recorded"
             return None
         screen = self._current(messages, "the result")
@@ -692,29 +720,9 @@ class ReplaySession:
             record.effect = "not_checked"
             return None
         before = pending.before
-        tiles = set(effect.tiles)
 
         def evaluate(seen: _Screen) -> str | None:
-            if tiles:
-                now = seen.thumbnail(config)
-                if not tiles & set(before.changed_tiles(now)):
-                    return (
-                        f"the action had no effect: when recorded it changed {len(tiles)} tiles "
-                        "near its point, now none changed (it did not land, or landed elsewhere)"
-                    )
-                comparison = compare_tiles(
-                    now, effect.tiles, effect.after, skip=effect.parameter_after
-                )
-                if not comparison.matched:
-                    boxes = [list(now.tile_box(i)) for i in comparison.differing[:3]]
-                    return (
-                        "the action's effect differs from the recording: "
-                        f"{len(comparison.differing)} of {comparison.compared} tiles look "
-                        f"different after it (at {', '.join(map(str, boxes))})"
-                    )
-            if before_image is not None and seen.image.size == before_image.size:
-                return check_elsewhere(elsewhere, before_image, seen.image)
-            return None
+            return _effect_problem(effect, config, before, before_image, seen)
 
         try:
             problem, waited = self._watch(screen, evaluate, lambda outcome: outcome is None)
@@ -770,32 +778,46 @@ class ReplaySession:
 
     # re-join ----------------------------------------------------------------------------
 
-    def try_rejoin(self, messages: list[MessageParam]) -> bool:
-        """After a hand-back: True (and the replay resumes) when the latest screenshot, taken
-        after the model's last action, passes every check of the step the replay stopped at,
-        and (when the screen can be watched) so does the screen once it has settled (stayed
-        unchanged for the quiet period)."""
-        if not self.suspended or self.index >= len(self.steps):
+    def suspend(self, command: HandBack, at_message: int) -> None:
+        """Stop after ``command`` (a hand-back given when the conversation held
+        ``at_message`` messages): the replay would resume at the stopped step when it did not
+        run, at the one after it when it ran."""
+        if command.step >= len(self.steps):
+            check: FailedCheck = "end_state"
+        else:
+            check = "effect" if command.executed else "fingerprint"
+        ran = self._ran if check == "effect" and self._ran is not None else None
+        if ran is not None and ran.step != command.step:
+            ran = None
+        self._stopped = _Stopped(command.step, check, at_message, ran)
+        self.index = command.step + 1 if command.executed else command.step
+        self.suspended = True
+
+    def try_rejoin(self, messages: list[MessageParam], *, requested: bool = False) -> bool:
+        """After a hand-back: True (and the replay resumes) when the re-join rules of
+        :mod:`askcache.rejoin` hold after the model's latest turn (``requested``: the model
+        asked with ``resume_cached_trajectory``). Each decision is appended to
+        :attr:`ReplayResult.rejoin_decisions`; nothing is recorded when there is no step left
+        to resume at."""
+        stopped = self._stopped
+        if not self.suspended or stopped is None or self.index >= len(self.steps):
             return False
-        screen = self._fresh(messages, "the latest screenshot")
-        if screen is None:
+        refused_by, reason = self._rejoin_refusal(messages, stopped, requested)
+        decision = RejoinDecision(
+            step_index=self.index,
+            failed_check=stopped.check,
+            rejoined=refused_by is None,
+            refused_by=refused_by,
+            reason=reason,
+            requested=requested,
+            after_message=len(messages),
+        )
+        self.result.rejoin_decisions.append(decision)
+        if refused_by is not None:
+            logger.info("replay of %s does not re-join %s", self.name, decision.describe())
             return False
-        step = self.steps[self.index]
-        action = parse_action(step)
-        if action is None or action.name not in ACTING_ACTIONS:
-            return False
-        if not isinstance(self._check(step, action, screen, keep_view=False), _Checked):
-            return False
-        if self._can_watch():
-            # the screenshot was taken a moment after the model's action: a slow application
-            # may not have answered yet. Re-join only if the settled screen still passes.
-            try:
-                settled, _ = self._watch(self._capture(), lambda seen: seen, lambda _: False)
-            except _CaptureFailedError:
-                return False
-            if not isinstance(self._check(step, action, settled, keep_view=False), _Checked):
-                return False
         self.suspended = False
+        self._stopped = None
         self.result.rejoins += 1
         self.result.status = "running"
         self.result.stopped_at_step = None
@@ -803,6 +825,91 @@ class ReplaySession:
         self._first_step = True
         logger.info("replay of %s re-joins at step %d", self.name, self.index)
         return True
+
+    def _rejoin_refusal(
+        self, messages: list[MessageParam], stopped: _Stopped, requested: bool
+    ) -> tuple[RejoinCondition | None, str]:
+        """The first re-join condition that does not hold and why; ``(None, why it may)``."""
+        if not requested and not model_acted(messages, stopped.at_message):
+            return "model_acted", (
+                "the model has not acted since the hand-back (a screenshot, a wait, a zoom or "
+                "a pointer move is not progress)"
+            )
+        stops = model_stops(messages, stopped.at_message)
+        if stops is not None:
+            return "model_continues", stops
+        problem = self._screen_refusal(messages, stopped)
+        if problem is not None:
+            return "screen", problem
+        fixed = (
+            f"step {stopped.step}'s effect now shows"
+            if stopped.check == "effect"
+            else "the check that failed passes"
+        )
+        return None, f"step {self.index} passes its check and {fixed}"
+
+    def _screen_refusal(self, messages: list[MessageParam], stopped: _Stopped) -> str | None:
+        """Why the screen does not let the replay resume (condition b), or ``None``: the
+        latest screenshot, and then (when the screen can be watched) the screen once settled,
+        pass the resumed step's check and the check that failed."""
+        step = self.steps[self.index]
+        action = parse_action(step)
+        if action is None or action.name not in ACTING_ACTIONS:
+            return (
+                f"step {self.index} does not act on the screen: its check cannot show that "
+                "the screen is back"
+            )
+        found = _screenshot_since_last_action(messages)
+        if found is None and not self._can_watch():
+            return "no screenshot was taken after the model's last action"
+        try:
+            if found is not None:
+                problem = self._rejoin_problem(
+                    step, action, self._screen(found), stopped, "the latest screenshot"
+                )
+                if problem is not None:
+                    return problem
+            if not self._can_watch():
+                return None
+            # the screenshot was taken a moment after the model's action: a slow application
+            # may not have answered yet. Re-join only if the settled screen passes too.
+            settled, _ = self._watch(self._capture(), lambda seen: seen, lambda _: False)
+        except (_CaptureFailedError, AskCacheError, OSError, ValueError) as exc:
+            return f"the screen could not be read ({type(exc).__name__}: {exc})"
+        return self._rejoin_problem(step, action, settled, stopped, "the settled screen")
+
+    def _rejoin_problem(
+        self,
+        step: ToolUseBlockParam,
+        action: Action,
+        screen: _Screen,
+        stopped: _Stopped,
+        where: str,
+    ) -> str | None:
+        checked = self._check(step, action, screen, keep_view=False)
+        if isinstance(checked, _Refused):
+            return f"on {where}, step {self.index} does not pass its check: {checked.problem}"
+        if stopped.check != "effect":
+            return None  # the failed check was this very step's (fingerprint)
+        problem = self._effect_now(stopped, screen)
+        if problem is not None:
+            return f"on {where}, the effect of step {stopped.step} still fails: {problem}"
+        return None
+
+    def _effect_now(self, stopped: _Stopped, screen: _Screen) -> str | None:
+        """Why the stopped step's recorded effect does not show on ``screen`` (``None``: it
+        does). An effect that cannot be checked counts as not showing (fail closed)."""
+        effect = self.steps[stopped.step].effect
+        config = self.file.metadata.screen_state
+        ran = stopped.ran
+        if effect is None or config is None or ran is None or ran.before is None:
+            return "its effect cannot be checked (none recorded, or no screen before it)"
+        if not _has_effect(effect, ran.before_image):
+            return "it has no recorded effect to check"
+        try:
+            return _effect_problem(effect, config, ran.before, ran.before_image, screen)
+        except ValueError as exc:
+            return f"its recorded effect cannot be checked: {exc}"
 
     def check_step(self, index: int, image: Image.Image) -> tuple[StepRecord, str | None]:
         """The check phase of step ``index`` on ``image``, alone: no waiting, no action, no
@@ -857,6 +964,58 @@ def _is_fresh(screenshot_index: int, messages: list[MessageParam]) -> bool:
         (i for i, m in enumerate(messages) if m.role == "assistant" and m.tool_uses), default=-1
     )
     return screenshot_index > last_call
+
+
+def _has_effect(effect: StepEffect, before_image: Image.Image | None) -> bool:
+    """True when ``effect`` has something to check: tiles near the point, or places away from
+    it (only with the full-size screen from before the action)."""
+    return bool(effect.tiles) or (before_image is not None and bool(effect.elsewhere))
+
+
+def _effect_problem(
+    effect: StepEffect,
+    config: ScreenStateConfig,
+    before: Thumbnail,
+    before_image: Image.Image | None,
+    seen: _Screen,
+) -> str | None:
+    """Why ``seen`` does not show the step's recorded ``effect`` against the screen before it
+    (``before``; ``before_image`` at full size, for the places away from the point)."""
+    tiles = set(effect.tiles)
+    if tiles:
+        now = seen.thumbnail(config)
+        if not tiles & set(before.changed_tiles(now)):
+            return (
+                f"the action had no effect: when recorded it changed {len(tiles)} tiles "
+                "near its point, now none changed (it did not land, or landed elsewhere)"
+            )
+        comparison = compare_tiles(now, effect.tiles, effect.after, skip=effect.parameter_after)
+        if not comparison.matched:
+            boxes = [list(now.tile_box(i)) for i in comparison.differing[:3]]
+            return (
+                "the action's effect differs from the recording: "
+                f"{len(comparison.differing)} of {comparison.compared} tiles look "
+                f"different after it (at {', '.join(map(str, boxes))})"
+            )
+    if before_image is not None and seen.image.size == before_image.size:
+        return check_elsewhere(effect.elsewhere, before_image, seen.image)
+    return None
+
+
+def _screenshot_since_last_action(messages: list[MessageParam]) -> Image.Image | None:
+    """The history's latest screenshot when nothing that may change the screen was called
+    after it (only screenshots, waits, zooms, cursor queries and ``resume_cached_trajectory``
+    may come after it), else ``None``."""
+    found = find_recent_screenshot_block(messages)
+    if found is None:
+        return None
+    for message in messages[found[0] + 1 :]:
+        for call in message.tool_uses if message.role == "assistant" else []:
+            action = parse_action(call)
+            harmless = action is not None and action.name in OTHER_ACTIONS
+            if not harmless and call.name != RESUME_TOOL_NAME:
+                return None
+    return decode_screenshot(found[1].source.data, f"message {found[0]}")
 
 
 def _failed_call(messages: list[MessageParam], call_id: str) -> str | None:

@@ -16,6 +16,7 @@ from askcache.errors import AskCacheError
 from askcache.ledger import RunLedger
 from askcache.messages import MessageParam, ToolUseBlockParam
 from askcache.parameters import placeholders_in, secret_placeholders_in
+from askcache.rejoin import RESUME_TOOL_NAME
 from askcache.replay.executor import CacheExecutor
 from askcache.settings import CacheExecutionSettings
 from askcache.storage import CacheStorage, load_cache_file
@@ -194,7 +195,7 @@ class ExecuteCachedTrajectory(Tool):
 class ResumeCachedTrajectory(Tool):
     """Hands the turn back to a replay that stopped, once the model has put the screen back."""
 
-    name = "resume_cached_trajectory"
+    name = RESUME_TOOL_NAME
 
     def __init__(self, executor: CacheExecutor) -> None:
         self.executor = executor
@@ -209,8 +210,9 @@ class ResumeCachedTrajectory(Tool):
             "name": self.name,
             "description": (
                 "After a cached replay stopped and you have put the screen back into the state "
-                "the stopped step expects (closed an unexpected dialog, for example), call this "
-                "right after a screenshot to let the replay continue from that step."
+                "it expects (closed an unexpected dialog, for example), call this to let the "
+                "replay continue. It continues only if the screen passes both the check that "
+                "stopped it and the next step's check; it never repeats a step."
             ),
             "input_schema": {"type": "object", "properties": {}},
         }

@@ -86,7 +86,7 @@ COMMIT_POINTS: tuple[CommitPoint, ...] = get_args(CommitPoint)
 
 commit_point_hook: Callable[[CommitPoint], None] | None = None
 """Called at each point of a commit when set: a test seam, to stop a process there and kill
-it (tests/integration/test_heal_crashes.py). ``None`` in normal use."""
+it (tests/s3/test_heal_crashes.py). ``None`` in normal use."""
 
 
 class CommitJournal(BaseModel):
@@ -255,26 +255,13 @@ class TrajectoryVersions:
         since ``base`` was read (another healer, a re-recording) or another live process
         kept it locked for ``lock_wait`` seconds: then nothing is written and the caller
         keeps ``new`` as a proposal."""
+        # Re-signing hook: a signed trajectory is re-signed before this write, by the
+        # caller that produced ``new`` (see askcache.heal.healed_bytes).
         try:
-            self.lock.acquire()
+            return self._change(new, base=base)
         except StorageLockBusyError as exc:
             logger.warning("%s not changed: %s", self.name, exc)
             return None
-        try:
-            _point("locked")
-            self._recover()
-            try:
-                if self.storage.read(self.name) != base:
-                    return None
-            except CacheNotFoundError:
-                return None
-            self._archive(base)
-            _point("archived")
-            # Re-signing hook: a signed trajectory is re-signed before this write, by the
-            # caller that produced ``new`` (see askcache.heal.healed_bytes).
-            return self._replace(base, new)
-        finally:
-            self.lock.release()
 
     def propose(self, new: bytes) -> str:
         """Keep ``new`` as a proposal beside the current version; returns its storage name."""
@@ -325,13 +312,27 @@ class TrajectoryVersions:
 
     def _append(self, data: bytes) -> int:
         """Add ``data`` as the newest version and make it current (one commit)."""
+        number = self._change(data)
+        assert number is not None  # no base to differ from
+        return number
+
+    def _change(self, new: bytes, *, base: bytes | None = None) -> int | None:
+        """One commit (see the module docstring): ``new`` becomes the newest version and
+        the trajectory, when the trajectory is still ``base`` (any bytes: ``None``)."""
         with self.lock.hold():
             _point("locked")
             self._recover()
-            current = self.storage.read(self.name)
+            try:
+                current = self.storage.read(self.name)
+            except CacheNotFoundError:
+                if base is not None:
+                    return None
+                raise
+            if base is not None and current != base:
+                return None
             self._archive(current)
             _point("archived")
-            return self._replace(current, data)
+            return self._replace(current, new)
 
     def _archive(self, base: bytes) -> int:
         """The number of the version holding ``base``, archiving it first when it is not

@@ -96,9 +96,10 @@ def replace_values(text: str, marks: Mapping[str, str]) -> str:
     replacement behind :func:`parameterize` and :func:`askcache.redaction.redact`.
 
     The longest key first, so a value holding a shorter one is replaced whole. Placeholders
-    (``{{name}}``, ``{{secret:name}}``) and redaction marks (``[secret:name]``) in ``text``
-    are kept whole, so a short value never breaks one, and a mark put in is never replaced
-    again (a key that itself holds one is replaced everywhere). Empty keys are ignored.
+    (``{{name}}``, ``{{secret:name}}``), redaction marks (``[secret:name]``) and inline
+    images (``data:image/...;base64,...``) in ``text`` are kept whole, so a short value never
+    breaks one, and a mark put in is never replaced again (a key that itself holds one is
+    replaced everywhere). Empty keys are ignored.
     """
     for key in sorted((key for key in marks if key), key=lambda key: (-len(key), key)):
         if key not in text:
@@ -117,8 +118,11 @@ def _keep_protected(mark: str) -> Callable[[re.Match[str]], str]:
 
 _PROTECTED = re.compile(
     r"\{\{(?:secret:)?[A-Za-z_][A-Za-z0-9_]*\}\}|\[secret:[A-Za-z_][A-Za-z0-9_]*\]"
+    r"|data:image/[a-z]+;base64,[A-Za-z0-9+/=]+"
 )
-"""What :func:`replace_values` keeps whole: placeholders and redaction marks."""
+"""What :func:`replace_values` keeps whole: placeholders, redaction marks, and the images an
+HTML page inlines (``data:image/png;base64,...``: a short secret's characters occur in
+their encoding by chance, and replacing them would break the image, not hide a secret)."""
 
 
 @lru_cache(maxsize=256)

@@ -107,3 +107,9 @@ def test_a_file_is_written_with_typed_secrets_left_as_the_file_says(
     written = dump_cache_file(cache_file).decode()
     assert "Ada Lovelace-kept [secret:filepw]" in written
     assert redact(text) == "[secret:typed] [secret:filepw]"
+
+
+def test_inline_images_of_a_page_are_kept_whole() -> None:
+    register_secrets({"pin": "Qk9"})  # a short secret whose characters base64 can hold
+    page = '<p>pin Qk9</p><img src="data:image/png;base64,iVBORQk9xyz=">'
+    assert redact(page) == '<p>pin [secret:pin]</p><img src="data:image/png;base64,iVBORQk9xyz=">'

@@ -33,6 +33,8 @@ from askcache.errors import (
     InvalidHashError,
     InvalidScreenshotError,
     InvalidSettingsError,
+    MissingApiKeyError,
+    RemoteStorageError,
     UnsupportedCacheVersionError,
 )
 from askcache.heal import HealOutcome
@@ -97,7 +99,9 @@ __all__ = [
     "InvalidSettingsError",
     "LocalCacheStorage",
     "MessageParam",
+    "MissingApiKeyError",
     "RejoinDecision",
+    "RemoteStorageError",
     "ReplayResult",
     "ReplaySession",
     "RunLedger",

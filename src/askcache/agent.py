@@ -28,6 +28,7 @@ from PIL import Image
 
 from askcache.actions import parse_action
 from askcache.conversation import BeforeTool, Conversation, ConversationResult
+from askcache.errors import CacheNotFoundError
 from askcache.heal import HealOutcome
 from askcache.ledger import RunLedger
 from askcache.messages import MessageParam, ToolUseBlockParam
@@ -140,6 +141,8 @@ class Agent:
 
         Raises:
             CacheInvalidatedError: ``execute`` was asked for a file marked invalid.
+            MissingApiKeyError: the client has no key (``ANTHROPIC_API_KEY`` unset) and the
+                model must be called: at once when it speaks first, else at a hand-back.
             AskCacheError: the named cache file cannot be read or replayed (before any
                 model call or action).
         """
@@ -169,6 +172,8 @@ class Agent:
             strategy = CacheStrategy.EXECUTE if usable else CacheStrategy.RECORD
             if filename is None:
                 self._offer_caching_tools(tools, storage, executor, settings)
+        if strategy != CacheStrategy.EXECUTE or filename is None:
+            agent.check_credentials()  # the model speaks first: fail before anything runs
         if strategy == CacheStrategy.RECORD:
             recorder = CacheManager(
                 storage,
@@ -183,7 +188,14 @@ class Agent:
             if filename is None:
                 self._offer_caching_tools(tools, storage, executor, settings)
             else:
-                base, cache_file = read_cache_file(storage, filename)
+                try:
+                    base, cache_file = read_cache_file(storage, filename)
+                except CacheNotFoundError as exc:
+                    exc.args = (
+                        f"{exc}: record it first (strategy='record', or 'auto' to record it "
+                        "when it is missing)",
+                    )
+                    raise
                 executor.activate_cache_execution(
                     cache_file, filename, execution_settings=settings.execution_settings
                 )

@@ -8,8 +8,10 @@ every user mistake into a one-line error and maps outcomes to the exit codes doc
 from __future__ import annotations
 
 import argparse
+import difflib
 import logging
 import os
+import re
 import sys
 import traceback
 from collections.abc import Sequence
@@ -214,8 +216,46 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+_INVALID_CHOICE = re.compile(r"^(argument [^:]+: invalid choice: '([^']*)') \(choose from (.*)\)$")
+_UNRECOGNIZED = re.compile(r"^unrecognized arguments: (.*)$")
+
+
+def _with_closest(parser: argparse.ArgumentParser, exc: UsageError, words: list[str]) -> str:
+    """argparse's message, with the closest valid name first for a mistyped command, choice
+    or option (``invalid choice: 'lsit'; did you mean 'list'? (choose from ...)``)."""
+    message = str(exc)
+    choice = _INVALID_CHOICE.match(message)
+    if choice:
+        valid = re.findall(r"'([^']*)'", choice.group(3))
+        close = difflib.get_close_matches(choice.group(2), valid, n=1, cutoff=0.5)
+        if close:
+            return f"{choice.group(1)}; did you mean {close[0]!r}? (choose from {choice.group(3)})"
+        return message
+    unknown = _UNRECOGNIZED.match(message)
+    if unknown:
+        options = _options_of(parser, words)
+        for word in unknown.group(1).split():
+            name = word.split("=", 1)[0]
+            if name.startswith("-"):
+                close = difflib.get_close_matches(name, options, n=1, cutoff=0.5)
+                if close:
+                    return f"unknown option {name!r}; did you mean {close[0]!r}? ({message})"
+    return message
+
+
+def _options_of(parser: argparse.ArgumentParser, words: list[str]) -> list[str]:
+    """The options the command named in ``words`` takes (the top-level ones without it)."""
+    options = list(parser._option_string_actions)
+    for action in parser._subparsers._group_actions if parser._subparsers else []:
+        if isinstance(action, argparse._SubParsersAction):
+            command = next((w for w in words if w in action.choices), None)
+            if command is not None:
+                options += list(action.choices[command]._option_string_actions)
+    return [o for o in options if o.startswith("--")]
+
+
 def _one_line(exc: BaseException) -> str:
-    lines = [line.strip(" -") for line in str(exc).splitlines() if line.strip()]
+    lines = [re.sub(r"^- ", "", line.strip()) for line in str(exc).splitlines() if line.strip()]
     return "; ".join(lines) or type(exc).__name__
 
 
@@ -238,12 +278,13 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         args = parser.parse_args(argv)
     except UsageError as exc:
-        hint = f" (see {exc.parser.prog} --help)"
-        print(f"{exc.parser.prog}: usage error: {exc}{hint}", file=sys.stderr)
         words = list(sys.argv[1:] if argv is None else argv)
+        message = _with_closest(parser, exc, words)
+        hint = f" (see {exc.parser.prog} --help)"
+        print(f"{exc.parser.prog}: usage error: {message}{hint}", file=sys.stderr)
         if "--json" in words:  # scripts get the error as JSON too
             emit_json(
-                {"error": {"type": "UsageError", "message": str(exc)}, "exit_code": EXIT_USAGE}
+                {"error": {"type": "UsageError", "message": message}, "exit_code": EXIT_USAGE}
             )
         return EXIT_USAGE
     except SystemExit as exc:  # --help

@@ -30,6 +30,7 @@ from askcache.report import (
     savings_text,
     write_html_report,
 )
+from askcache.savings import saving_words
 from askcache.settings import (
     CacheExecutionSettings,
     CacheStrategy,
@@ -302,20 +303,19 @@ def format_summary(outcome: DemoOutcome, *, with_report: bool = True) -> str:
             f"{h.validated} validated",
             f"   the app saved {outcome.healed_saved}",
         ]
-    saved = (
-        f"Saved by the replay: {record.model_calls - replay.model_calls} model calls, "
-        f"{tokens - replay.conversation.usage.total_tokens:,} tokens"
-    )
+    calls = record.model_calls - replay.model_calls
+    spared = tokens - replay.conversation.usage.total_tokens
     if "offline" in outcome.mode:
         lines += [
             "",
-            saved,
+            f"The replay {saving_words(calls, spared)}",
             "  (offline: token counts are the stand-in's estimates, and the scripted model answers",
             "  at once, so wall time is not compared: the replay waits for the screen to settle,",
             "  which is slower than a model that thinks in no time, and far faster than Claude)",
         ]
     else:
-        lines += ["", f"{saved}, {t1 - t2:.2f} s of {t1:.2f} s"]
+        said = saving_words(calls, spared, t1 - t2, than=f"the recording ({t1:.2f} s)")
+        lines += ["", f"The replay {said}"]
     if with_report and outcome.report_path is not None:
         lines.append(f"Report with recorded vs current regions: {outcome.report_path}")
     return "\n".join(lines)

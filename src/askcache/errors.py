@@ -48,7 +48,10 @@ class AskCacheError(Exception):
 
 
 class InvalidSettingsError(AskCacheError, ValueError):
-    """A settings object was constructed with a wrong or unknown field.
+    """A settings object was constructed with a wrong or unknown field. The message is one
+    line naming each field and what is wrong; for an unknown field, the closest valid name
+    first (``invalid CacheWritingSettings: filenme: unknown field; did you mean 'filename'?
+    (valid fields: ...)``).
 
     Attributes:
         model: Name of the settings class.
@@ -59,8 +62,8 @@ class InvalidSettingsError(AskCacheError, ValueError):
     def __init__(self, model: str, problems: Sequence[tuple[str, str]]) -> None:
         self.model = model
         self.problems = list(problems)
-        lines = "\n".join(f"  - {path}: {text}" for path, text in self.problems)
-        super().__init__(f"invalid {model}:\n{lines}")
+        said = "; ".join(f"{path}: {text}" for path, text in self.problems)
+        super().__init__(f"invalid {model}: {said}")  # one line: a traceback ends with it
 
     @property
     def fields(self) -> list[str]:
@@ -326,7 +329,10 @@ class RemoteStorageError(AskCacheError, OSError):
         self.reason = reason
         self.kept_at: PurePath | None = None
         target = f"{url}/{name}" if name else url
-        super().__init__(f"could not {operation} {target}: {reason}")
+        super().__init__(
+            f"could not {operation} {target}: {reason} (check the URL, the network and the "
+            "credentials: docs/fleet.md)"
+        )
 
 
 class MissingApiKeyError(AskCacheError, RuntimeError):

@@ -33,7 +33,7 @@ from askcache.cache_file import (
     dump_cache_file,
 )
 from askcache.elsewhere import ELEMENT_RADIUS, changed_blocks, changes_elsewhere, prune
-from askcache.errors import AskCacheError, CacheNotFoundError, CacheOverwriteRefusedError
+from askcache.errors import CacheNotFoundError, CacheOverwriteRefusedError
 from askcache.messages import ImageBlockParam, MessageParam, ToolUseBlockParam, Usage
 from askcache.parameters import (
     SECRET_DESCRIPTION,
@@ -322,7 +322,7 @@ class CacheManager:
         """Make ``data`` the newest version of the trajectory ``name``, the trajectory it
         replaces kept as the version before it (committed as a heal is)."""
         versions = TrajectoryVersions(self.storage, name, keep=self.keep_versions)
-        for _ in range(100):  # another writer replaced it meanwhile: theirs is kept too
+        for _ in range(5):  # another writer replaced it meanwhile: theirs is kept too
             try:
                 old = self.storage.read(name)
             except CacheNotFoundError:  # deleted meanwhile: nothing to keep
@@ -337,7 +337,15 @@ class CacheManager:
                     number,
                 )
                 return
-        raise AskCacheError(f"could not record {name}: it kept changing while it was written")
+        # it kept changing, or another process kept it locked: the recording is not lost
+        proposal = versions.propose(data)
+        logger.warning(
+            "%s kept changing while it was recorded again: the recording is kept as %s "
+            "(askcache accept %s makes it current)",
+            self.storage.describe(name),
+            proposal,
+            name,
+        )
 
 
 class _Screens:

@@ -40,6 +40,7 @@ from askcache.recording import steps_with_screens
 from askcache.redaction import redact
 from askcache.rejoin import RejoinDecision
 from askcache.replay import ReplayResult
+from askcache.savings import saving_words
 from askcache.screen_state import Thumbnail
 from askcache.step_view import StepView
 from askcache.tools.computer import encode_png
@@ -143,29 +144,12 @@ def _rejoin_list(decisions: Sequence[RejoinDecision]) -> str:
 
 def savings_text(record: RunRecord) -> str:
     """What one replay saved, or cost beyond what replaying its steps saved, from its ledger
-    entry: each quantity with its own sign ("saved 3 model calls and 1.2 s, cost 2,000 more
-    tokens")."""
-
-    def part(amount: float, unit: str) -> tuple[bool, str]:
-        text = f"{abs(amount):.1f} s" if unit == "s" else f"{abs(int(amount)):,} {unit}"
-        return amount >= 0, text
-
-    parts = [
-        part(record.saved_model_calls, "model calls"),
-        part(record.saved_tokens, "tokens"),
-    ]
-    if record.saved_seconds is not None:
-        parts.append(part(record.saved_seconds, "s"))
-    saved = [text for good, text in parts if good]
-    cost = [text for good, text in parts if not good]
-    said = []
-    if saved:
-        said.append(f"saved an estimated {', '.join(saved)}")
-    if cost:
-        said.append(f"cost an estimated {', '.join(cost)} more than it saved")
+    entry, in words (:func:`askcache.savings.saving_words`: "saved 3 model calls; took 1.2 s
+    longer than the recording", never a negative saving)."""
     replayed = f"{record.steps_run} step{'' if record.steps_run == 1 else 's'}"
+    words = saving_words(record.saved_model_calls, record.saved_tokens, record.saved_seconds)
     return (
-        f"{'; '.join(said)} (the recording's cost for the {replayed} replayed, against the "
+        f"{words} (estimated: the recording's cost for the {replayed} replayed, against the "
         f"{record.model_calls} model calls this run made)"
     )
 

@@ -4,8 +4,8 @@ A wrong value or an unknown field raises :class:`~askcache.errors.InvalidSetting
 naming the field, listing the valid ones and suggesting the closest::
 
     >>> CacheWritingSettings(filenme="login.json")
-    InvalidSettingsError: invalid CacheWritingSettings:
-      - filenme: unknown field (did you mean 'filename'?); valid fields of ...: filename, ...
+    InvalidSettingsError: invalid CacheWritingSettings: filenme: unknown field; did you mean
+    'filename'? (valid fields of CacheWritingSettings: filename, ...)
 """
 
 from __future__ import annotations
@@ -239,9 +239,12 @@ def _describe(error: ValidationError, model: type[SettingsModel]) -> list[tuple[
         if item["type"] == "extra_forbidden" and owner is not None:
             valid = sorted(owner.model_fields)
             close = difflib.get_close_matches(loc[-1], valid, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            hint = f"; did you mean {close[0]!r}?" if close else ""
             problems.append(
-                (path, f"unknown field{hint}; valid fields of {owner.__name__}: {', '.join(valid)}")
+                (
+                    path,
+                    f"unknown field{hint} (valid fields of {owner.__name__}: {', '.join(valid)})",
+                )
             )
         else:
             message = item["msg"].removeprefix("Value error, ")
@@ -263,7 +266,10 @@ class SettingsModel(BaseModel):
         try:
             super().__init__(**data)
         except ValidationError as exc:
-            raise InvalidSettingsError(type(self).__name__, _describe(exc, type(self))) from exc
+            # from None: pydantic's own report would print first, above the line that names
+            # the field (the validation error stays on ``__context__``)
+            error = InvalidSettingsError(type(self).__name__, _describe(exc, type(self)))
+            raise error from None
 
 
 class CacheWritingSettings(SettingsModel):

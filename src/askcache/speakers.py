@@ -11,6 +11,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from askcache.errors import MissingApiKeyError
 from askcache.messages import (
     ContentBlockParam,
     ImageBlockParam,
@@ -111,6 +112,15 @@ def keep_recent_screenshots(messages: list[MessageParam], limit: int | None) -> 
     return trimmed[::-1]
 
 
+def _has_no_credentials(client: object) -> bool:
+    """True for an ``anthropic`` client made with neither an API key nor an auth token."""
+    import anthropic
+
+    if not isinstance(client, anthropic.Anthropic):
+        return False
+    return getattr(client, "api_key", None) is None and getattr(client, "auth_token", None) is None
+
+
 class AgentSpeaker:
     """The model: one Messages API call per turn, through the caller's ``anthropic`` client.
 
@@ -139,7 +149,21 @@ class AgentSpeaker:
         short text in the request, the history itself is unchanged."""
         self.name = name
 
+    def check_credentials(self) -> None:
+        """Raise before a call that cannot be authenticated: an ``anthropic.Anthropic`` client
+        made without a key (``ANTHROPIC_API_KEY`` unset) fails deep inside the SDK otherwise.
+
+        Raises:
+            MissingApiKeyError: the client has neither an API key nor an auth token.
+        """
+        if _has_no_credentials(self.client):
+            raise MissingApiKeyError(
+                "calling Claude",
+                "the README's Quick start runs without a key (askcache.testing.MessagesApiStandIn)",
+            )
+
     def handle_step(self, conversation: Conversation) -> SpeakerResult:
+        self.check_credentials()
         request: dict[str, Any] = {
             "model": self.model,
             "max_tokens": self.max_tokens,

@@ -49,7 +49,7 @@ def test_demo_on_a_real_tk_app_under_xvfb(tmp_path: Path, monkeypatch: pytest.Mo
         "MISMATCH -> handed back",
         "vs threshold 2, detail ",
         f"vs {DEFAULT_DETAIL_THRESHOLD}: ok",
-        "Saved by the replay: 5 model calls",
+        "The replay saved 5 model calls and ",
         "   healed (",
         "4. Replay after the heal, on the changed app: 0 model calls",
     ):
@@ -61,7 +61,7 @@ def test_demo_on_a_real_tk_app_under_xvfb(tmp_path: Path, monkeypatch: pytest.Mo
 def test_cli_demo_list_and_show(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo", "--offline", "--screen", "simulated", "--output", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "Saved by the replay" in out
+    assert "The replay saved 5 model calls" in out
     assert "4. Replay after the heal, on the changed app: 0 model calls" in out
     assert main(["diff", "contact-form.json", "--cache-dir", str(tmp_path)]) == 0
     assert "v1 -> v2 (current)" in capsys.readouterr().out

@@ -73,7 +73,7 @@ def test_the_report_shows_every_part_and_nothing_overflows(tmp_path: Path) -> No
         model = page.locator("ol.model li").all_inner_texts()
         assert model[0] == "screenshot"
         assert any(line.startswith("left_click") for line in model)
-        assert "an estimated" in page.locator("p.saved").inner_text()
+        assert "(estimated: " in page.locator("p.saved").inner_text()
         assert "stopped at step 1" in page.locator("p.status").inner_text()
         page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
         browser.close()

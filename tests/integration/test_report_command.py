@@ -109,7 +109,8 @@ def test_the_report_shows_the_runs_the_end_state_and_every_step(
     assert "step 1" in runs[0][1]  # where it stopped, and why
     assert "no longer matches" in runs[0][1]
     assert "<b>completed</b>" in runs[1][1]
-    assert "saved an estimated" in runs[1][1]
+    assert "saved " in runs[1][1]
+    assert "(estimated: the recording&#x27;s cost" in runs[1][1]
     ledger = RunLedger(LocalCacheStorage(fleet)).records("form.json")
     handed_back = ledger[-1]
     assert handed_back.model_calls > 0

@@ -75,9 +75,13 @@ def test_savings_text_gives_each_quantity_its_own_sign() -> None:
     )
     text = savings_text(mixed)
     assert text.startswith(
-        "saved an estimated 1.2 s; cost an estimated 4 model calls, 19,064 tokens more"
+        "saved 1.2 s; made 4 more model calls and used 19,064 more tokens than the recording "
+        "(estimated"
     )
     assert "for the 1 step replayed, against the 5 model calls this run made" in text
+    slower = mixed.model_copy(update={"saved_model_calls": 5, "saved_seconds": -7.6})
+    assert "took 7.6 s longer than the recording" in savings_text(slower)
+    assert "-7.6" not in savings_text(slower)
     clean = RunRecord(
         trajectory="t.json",
         status="completed",
@@ -86,4 +90,4 @@ def test_savings_text_gives_each_quantity_its_own_sign() -> None:
         saved_tokens=14_328,
         saved_seconds=None,
     )
-    assert savings_text(clean).startswith("saved an estimated 5 model calls, 14,328 tokens (")
+    assert savings_text(clean).startswith("saved 5 model calls and 14,328 tokens (estimated")

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from askcache.commands.common import EXIT_OK, emit_json, location, open_storage, resolve_name
 from askcache.ledger import RunLedger, RunRecord
 from askcache.prices import PRICES_AS_OF, ModelPrice, parse_price, price_for
+from askcache.savings import saving_words
 
 __all__ = ["TrajectoryStats", "add_stats_command", "run_stats", "stats_line", "summarize"]
 
@@ -130,9 +131,14 @@ def stats_line(stats: TrajectoryStats) -> str:
         f"{stats.trajectory}: {stats.runs} replays, hit rate {rate} "
         f"({stats.completed} completed, {stats.handed_back} handed back, {stats.refused} "
         f"refused); spent {stats.model_calls} model calls, {stats.tokens:,} tokens "
-        f"({_money(stats.dollars_spent)}); saved {stats.saved_model_calls} model calls, "
-        f"{stats.saved_tokens:,} tokens ({_money(stats.dollars_saved)}), "
-        f"{stats.saved_seconds:,.1f} s"
+        f"({_money(stats.dollars_spent)}); "
+        + saving_words(
+            stats.saved_model_calls,
+            stats.saved_tokens,
+            stats.saved_seconds,
+            dollars=_money(None if stats.dollars_saved is None else abs(stats.dollars_saved)),
+            than="their recordings",
+        )
     )
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from PIL import Image, UnidentifiedImageError
 
-from askcache.errors import AskCacheError
+from askcache.errors import AskCacheError, MissingApiKeyError
 from askcache.parity.config import ParityConfig
 from askcache.parity.evidence import BrowserCapture, EvidenceFolder
 from askcache.parity.judges import DeterministicJudge, Judge, Judgement
@@ -60,7 +60,7 @@ def make_judge(name: str, model: str | None, config: ParityConfig) -> Judge:
     from askcache.parity.judges import VisionJudge
 
     if not os.environ.get("ANTHROPIC_API_KEY"):
-        raise AskCacheError("--judge vision needs ANTHROPIC_API_KEY")
+        raise MissingApiKeyError("--judge vision", "--judge deterministic (the default)")
     return VisionJudge(anthropic.Anthropic(), model=model, config=config)
 
 

@@ -23,7 +23,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -175,17 +175,25 @@ def _clicks_and_keys(events: list[tuple[str, int]]) -> list[str]:
 # xedit ---------------------------------------------------------------------------------
 
 
-def _wait_for(backend: DesktopBackend, settled: bool, changed_from: Image.Image | None) -> None:
-    """Wait until the screen differs from ``changed_from`` (when given) and then, when
-    ``settled``, until two looks in a row are the same."""
+def _wait_for(
+    backend: DesktopBackend,
+    settled: bool,
+    changed_from: Image.Image | None,
+    shows: Callable[[Image.Image], bool] | None = None,
+) -> None:
+    """Wait until the screen differs from ``changed_from`` (when given) and ``shows`` what
+    it must (when given), and then, when ``settled``, until two looks in a row are the same."""
     deadline = time.monotonic() + WAIT
     previous: Image.Image | None = None
     while time.monotonic() < deadline:
         now = backend.screenshot().convert("RGB")
-        if changed_from is not None and ImageChops.difference(now, changed_from).getbbox() is None:
+        unchanged = (
+            changed_from is not None and ImageChops.difference(now, changed_from).getbbox() is None
+        )
+        if unchanged or (shows is not None and not shows(now)):
             time.sleep(0.05)
             continue
-        changed_from = None
+        changed_from = shows = None
         if not settled or (
             previous is not None and ImageChops.difference(now, previous).getbbox() is None
         ):
@@ -193,6 +201,14 @@ def _wait_for(backend: DesktopBackend, settled: bool, changed_from: Image.Image 
         previous = now
         time.sleep(0.2)
     raise AssertionError("the screen did not change and settle")
+
+
+def _shows_the_list(screen: Image.Image) -> bool:
+    """xedit's window is drawn: a white text area, the three lines' ink, the Save label."""
+    grey = screen.convert("L")
+    white = grey.getpixel((300, 250)) == 255
+    ink = [grey.crop(box).getextrema()[0] < 100 for box in [(17, 111, 60, 152), (40, 3, 70, 16)]]
+    return white and all(ink)
 
 
 @contextmanager
@@ -206,7 +222,7 @@ def xedit(backend: DesktopBackend, display: str, path: Path) -> Iterator[subproc
         stderr=subprocess.DEVNULL,
     )
     try:
-        _wait_for(backend, settled=True, changed_from=blank)
+        _wait_for(backend, settled=True, changed_from=blank, shows=_shows_the_list)
         yield process
     finally:
         os.kill(process.pid, signal.SIGCONT)

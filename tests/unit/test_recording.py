@@ -306,3 +306,32 @@ def test_versions_off_is_a_setting_and_heals_are_then_only_proposed() -> None:
     assert CachingSettings(keep_versions=0).keep_versions == 0
     with pytest.raises(InvalidSettingsError, match="keep_versions"):
         CachingSettings(keep_versions=-1)
+
+
+class _ChangingStorage(LocalCacheStorage):
+    """Another writer replaces ``form.json`` between every read and the commit."""
+
+    reads = 0
+
+    def read(self, name: str) -> bytes:
+        data = super().read(name)
+        if name == "form.json":
+            self.reads += 1
+            super().write(name, data + b" ")  # changed again right after it was read
+        return data
+
+
+def test_a_recording_over_a_trajectory_that_keeps_changing_is_kept_as_a_proposal(
+    tmp_path: Path,
+) -> None:
+    record_form(LocalCacheStorage(tmp_path))
+    storage = _ChangingStorage(tmp_path)
+    app = SimulatedFormApp()
+    manager = CacheManager(storage, CacheWritingSettings(filename="form.json"))
+    manager.start_recording(GOAL)
+    manager.finish_recording(run_history(app, form_calls(app, "Grace Hopper")))
+    versions = TrajectoryVersions(LocalCacheStorage(tmp_path), "form.json")
+    proposals = versions.proposals()
+    assert len(proposals) == 1  # the recording is not lost
+    assert b"Grace Hopper" in LocalCacheStorage(tmp_path).read(proposals[0])
+    assert storage.reads >= 5

@@ -5,4 +5,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/_system.sh
 source scripts/_venv.sh
+echo "askcache is installed in .venv/: run .venv/bin/askcache, or 'source .venv/bin/activate' for askcache alone" >&2
 exec .venv/bin/askcache demo "$@"

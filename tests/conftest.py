@@ -10,6 +10,14 @@ from askcache.storage import LocalCacheStorage
 from askcache.testing import SimulatedFormApp
 
 
+@pytest.fixture(autouse=True)
+def outbox_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Writes kept for later go to the test's folder, never to the user's."""
+    folder = tmp_path / "outbox"
+    monkeypatch.setenv("ASKCACHE_OUTBOX_DIR", str(folder))
+    return folder
+
+
 @pytest.fixture
 def app() -> SimulatedFormApp:
     return SimulatedFormApp()

@@ -34,12 +34,15 @@ from askcache.errors import (
     InvalidScreenshotError,
     InvalidSettingsError,
     MissingApiKeyError,
+    OutboxError,
     RemoteStorageError,
+    StorageUnwritableError,
     UnsupportedCacheVersionError,
 )
 from askcache.heal import HealOutcome
 from askcache.ledger import RunLedger, RunRecord
 from askcache.messages import MessageParam, ToolResultBlockParam, ToolUseBlockParam
+from askcache.outbox import KeptWrite, Outbox
 from askcache.recording import CacheManager
 from askcache.rejoin import RejoinDecision
 from askcache.replay import CacheExecutor, EndStateVerdict, ReplayResult, ReplaySession
@@ -55,6 +58,7 @@ from askcache.settings import (
 from askcache.signing import SigningKeys, sign_cache_file, verify_cache_file
 from askcache.speakers import AgentSpeaker, Speaker, SpeakerResult
 from askcache.storage import CacheStorage, LocalCacheStorage, load_cache_file, save_cache_file
+from askcache.sync import SyncReport, sync_outbox
 from askcache.tools import ComputerTool, Tool, ToolCollection, ToolOutput
 from askcache.versions import TrajectoryVersions
 
@@ -97,9 +101,12 @@ __all__ = [
     "InvalidHashError",
     "InvalidScreenshotError",
     "InvalidSettingsError",
+    "KeptWrite",
     "LocalCacheStorage",
     "MessageParam",
     "MissingApiKeyError",
+    "Outbox",
+    "OutboxError",
     "RejoinDecision",
     "RemoteStorageError",
     "ReplayResult",
@@ -109,6 +116,8 @@ __all__ = [
     "SigningKeys",
     "Speaker",
     "SpeakerResult",
+    "StorageUnwritableError",
+    "SyncReport",
     "Tool",
     "ToolCollection",
     "ToolOutput",
@@ -127,6 +136,7 @@ __all__ = [
     "parse_cache_file",
     "save_cache_file",
     "sign_cache_file",
+    "sync_outbox",
     "upgrade_cache_file",
     "verify_cache_file",
 ]

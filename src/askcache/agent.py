@@ -19,6 +19,7 @@ heal the file (``CachingSettings.heal``, :mod:`askcache.heal`): ``auto`` (the de
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -28,10 +29,15 @@ from PIL import Image
 
 from askcache.actions import parse_action
 from askcache.conversation import BeforeTool, Conversation, ConversationResult
-from askcache.errors import CacheNotFoundError
+from askcache.errors import (
+    AskCacheError,
+    CacheNotFoundError,
+    CacheStorageError,
+    StorageUnwritableError,
+)
 from askcache.heal import HealOutcome
-from askcache.ledger import RunLedger
 from askcache.messages import MessageParam, ToolUseBlockParam
+from askcache.outbox import KeptWrite, Outbox
 from askcache.recording import CacheManager
 from askcache.redaction import register_typed_text
 from askcache.remote_storage import storage_for
@@ -47,6 +53,7 @@ from askcache.settings import CacheStrategy, CachingSettings, HealMode
 from askcache.speakers import DEFAULT_MODEL, AgentSpeaker
 from askcache.step_view import StepView
 from askcache.storage import CacheStorage, load_cache_file, read_cache_file
+from askcache.sync import RunWriter, sync_outbox
 from askcache.tools.base import Tool, ToolCollection
 from askcache.tools.computer import ComputerTool, ToolVersion
 
@@ -54,6 +61,8 @@ if TYPE_CHECKING:
     import anthropic
 
 __all__ = ["DEFAULT_MODEL", "ActResult", "Agent", "VisionAgent"]
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_SYSTEM = (
     "You operate a computer through the computer tool to complete the user's task. Take a "
@@ -80,8 +89,32 @@ class ActResult:
     ledger_entries: list[str] = field(default_factory=list)
     """Names of the run-ledger entries this call wrote (one per replay)."""
     heal: HealOutcome | None = None
-    """What healing wrote after a verified hand-back (``None``: nothing; see
-    :mod:`askcache.heal`)."""
+    """What healing wrote after a verified hand-back (``None``: nothing written; see
+    :mod:`askcache.heal`, and :attr:`kept_locally` for a heal kept in the outbox)."""
+    kept_locally: list[KeptWrite] = field(default_factory=list)
+    """Writes of this call that the storage did not take (the server down, the disk full, a
+    read-only folder): kept in the local outbox, **not yet shared**, sent on the next run
+    or by ``askcache sync`` (:mod:`askcache.outbox`). A heal kept here is not in
+    :attr:`heal`, an entry kept here is not in :attr:`ledger_entries`."""
+    not_written: list[str] = field(default_factory=list)
+    """Writes that neither the storage nor the outbox took, with why (for people)."""
+    synced: list[KeptWrite] = field(default_factory=list)
+    """Writes of earlier runs this call sent from the outbox before it started."""
+
+    @property
+    def shared(self) -> bool:
+        """True when every write of this call reached the storage."""
+        return not self.kept_locally and not self.not_written
+
+    def not_shared_lines(self) -> list[str]:
+        """What this call kept locally or could not write, one line each, for a printed
+        summary (``[]`` when every write was shared)."""
+        lines = [
+            f"kept locally, not yet shared: {kept.summary} ({kept.path}); "
+            "the next run or `askcache sync` sends it"
+            for kept in self.kept_locally
+        ]
+        return lines + [f"NOT written: {text}" for text in self.not_written]
 
     @property
     def status(self) -> str:
@@ -139,15 +172,21 @@ class Agent:
     def act(self, goal: str, caching_settings: CachingSettings | None = None) -> ActResult:
         """Complete ``goal``, replaying or recording as ``caching_settings`` says.
 
+        Writes of earlier runs waiting in the outbox for this storage are sent first.
+
         Raises:
             CacheInvalidatedError: ``execute`` was asked for a file marked invalid.
             MissingApiKeyError: the client has no key (``ANTHROPIC_API_KEY`` unset) and the
                 model must be called: at once when it speaks first, else at a hand-back.
+            StorageUnwritableError: a recording, or a replay that may heal, would write
+                where nothing can be written (a missing bucket, a read-only folder); raised
+                before any model call.
             AskCacheError: the named cache file cannot be read or replayed (before any
                 model call or action).
         """
         settings = caching_settings or CachingSettings(strategy=CacheStrategy.OFF)
         storage = self.storage or storage_for(settings.cache_dir)
+        outbox, synced = self._outbox(storage, settings)
         agent = AgentSpeaker(
             self.client, model=self.model, system=self.system, max_tokens=self.max_tokens
         )
@@ -200,6 +239,7 @@ class Agent:
                     cache_file, filename, execution_settings=settings.execution_settings
                 )
                 first = executor.name
+                self._preflight(storage, filename, settings)
         resume = ResumeCachedTrajectory(executor)
         if strategy == CacheStrategy.EXECUTE or filename is None:
             tools.add(resume)
@@ -216,12 +256,10 @@ class Agent:
         read_only = settings.heal_mode == HealMode.OFF
         if recorder is not None and outcome.status == "done" and not read_only:
             outcome.recorded_file = recorder.finish_recording(outcome.messages)
-        ledger = RunLedger(storage)
-        healed = None
-        if base is not None and filename is not None and len(executor.sessions) == 1:
-            healed = heal_after(
-                ledger,
-                storage=storage,
+        writer = RunWriter(storage, outbox)
+        healed = (
+            heal_after(
+                writer,
                 name=filename,
                 base=base,
                 session=executor.sessions[0],
@@ -229,13 +267,11 @@ class Agent:
                 settings=settings,
                 capture=capture,
             )
+            if base is not None and filename is not None and len(executor.sessions) == 1
+            else None
+        )
         entries = record_runs(
-            ledger,
-            storage,
-            executor.sessions,
-            outcome,
-            settings.execution_settings,
-            read_only=read_only,
+            writer, executor.sessions, outcome, settings.execution_settings, read_only=read_only
         )
         return ActResult(
             conversation=outcome,
@@ -245,7 +281,36 @@ class Agent:
             views=dict(executor.views),
             ledger_entries=entries,
             heal=healed,
+            kept_locally=list(writer.kept),
+            not_written=list(writer.not_written),
+            synced=synced,
         )
+
+    @staticmethod
+    def _outbox(storage: CacheStorage, settings: CachingSettings) -> tuple[Outbox, list[KeptWrite]]:
+        """The storage's outbox, and the writes of earlier runs it sent now (none under
+        strategy ``off``); a failure to send is logged, never raised (they stay kept)."""
+        outbox = Outbox(settings.outbox_dir, storage.destination())
+        if settings.strategy == CacheStrategy.OFF:
+            return outbox, []
+        try:
+            return outbox, sync_outbox(storage, outbox).sent
+        except (AskCacheError, OSError) as exc:
+            logger.warning("could not send the outbox %s: %s", outbox.folder, exc)
+            return outbox, []
+
+    @staticmethod
+    def _preflight(storage: CacheStorage, filename: str, settings: CachingSettings) -> None:
+        """Before the first model call of a replay that may heal: the destination exists and
+        can be written (a heal must have somewhere to go)."""
+        if settings.heal_mode == HealMode.OFF:
+            return
+        try:
+            storage.check_writable(filename)
+        except StorageUnwritableError:
+            raise
+        except CacheStorageError as exc:
+            raise StorageUnwritableError(filename, exc.where, exc.reason) from exc
 
     @staticmethod
     def _usable(storage: CacheStorage, filename: str) -> bool:

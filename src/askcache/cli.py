@@ -37,6 +37,7 @@ from askcache.commands.report import add_report_command
 from askcache.commands.show import add_show_command
 from askcache.commands.signing import add_signing_commands
 from askcache.commands.stats import add_stats_command
+from askcache.commands.sync import add_sync_command
 from askcache.commands.tune import add_tune_command
 from askcache.errors import AskCacheError, MissingApiKeyError
 
@@ -57,6 +58,7 @@ Record computer-use agent runs once, replay them with no model calls.
   askcache parity SRC CANDIDATE  compare two renderings
   askcache verify SRC CANDIDATE --fix-command CMD   the auto-verify loop
   askcache sign NAME | check-signature NAME | upgrade NAME   signed files, format upgrades
+  askcache sync [--list]         send heals and ledger entries kept while storage was down
 
 Every subcommand has --help; the cache commands take --json."""
 
@@ -205,6 +207,7 @@ def _parser() -> argparse.ArgumentParser:
     add_replay_command(commands, cached)
     add_tune_command(commands, cached)
     add_report_command(commands, cached)
+    add_sync_command(commands, cached)
     from askcache.parity.command import add_parity_command
     from askcache.parity.verify_command import add_verify_command
 

@@ -291,7 +291,7 @@ def format_summary(outcome: DemoOutcome, *, with_report: bool = True) -> str:
                 f"   healed ({heal.verified_by}): steps {heal.healed_steps} from the model "
                 f"are now the trajectory, {heal.version}"
             )
-        else:
+        elif not any(kept.item.kind == "heal" for kept in changed.kept_locally):
             lines.append("   not healed: the run could not be verified")
     healed = outcome.healed
     if healed is not None and healed.replay is not None:
@@ -318,4 +318,6 @@ def format_summary(outcome: DemoOutcome, *, with_report: bool = True) -> str:
         lines += ["", f"The replay {said}"]
     if with_report and outcome.report_path is not None:
         lines.append(f"Report with recorded vs current regions: {outcome.report_path}")
+    runs = (outcome.record, outcome.replay, outcome.changed, outcome.healed)
+    lines += [line for run in runs if run is not None for line in run.not_shared_lines()]
     return "\n".join(lines)

@@ -30,8 +30,10 @@ __all__ = [
     "InvalidSettingsError",
     "MissingApiKeyError",
     "MissingDependencyError",
+    "OutboxError",
     "RemoteStorageError",
     "StorageLockBusyError",
+    "StorageUnwritableError",
     "UnsupportedCacheVersionError",
 ]
 
@@ -227,6 +229,37 @@ class StorageLockBusyError(AskCacheError, TimeoutError):
         self.where = where
         self.owner = owner
         super().__init__(f"{where} is locked by {owner}; try again once it is done")
+
+
+class StorageUnwritableError(CacheStorageError):
+    """The cache storage cannot be written: a missing bucket or folder, no permission, a
+    server that does not answer. Raised before the first model call of a recording or of a
+    replay that may heal, so no tokens are spent on work that could not be kept.
+
+    Attributes:
+        name: The cache file that was to be written.
+        where: The storage (a folder or a URL).
+        reason: What is wrong.
+    """
+
+    def __init__(self, name: str, where: str, reason: str) -> None:
+        super().__init__(name, where, reason)
+        self.args = (f"cannot write to {where}: {reason} (checked before any model call)",)
+
+
+class OutboxError(AskCacheError, OSError):
+    """The outbox (the local folder of writes not yet sent, :mod:`askcache.outbox`) cannot be
+    read or written either.
+
+    Attributes:
+        folder: The outbox folder.
+        reason: What went wrong.
+    """
+
+    def __init__(self, folder: str, reason: str) -> None:
+        self.folder = folder
+        self.reason = reason
+        super().__init__(f"outbox {folder}: {reason}")
 
 
 class UnsupportedCacheVersionError(AskCacheError, ValueError):

@@ -46,11 +46,12 @@ from dataclasses import dataclass
 from typing import Literal
 
 from PIL import Image
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from askcache.actions import ACTING_ACTIONS, parse_action
 from askcache.cache_file import CacheFile, TrajectoryVariant, dump_cache_file, parse_cache_file
 from askcache.conversation import ConversationResult
-from askcache.errors import AskCacheError
+from askcache.errors import AskCacheError, CacheNotFoundError
 from askcache.messages import ImageBlockParam, MessageParam, ToolUseBlockParam
 from askcache.parameters import (
     SECRET_DESCRIPTION,
@@ -65,17 +66,20 @@ from askcache.recording import CACHING_TOOL_NAMES, CacheManager, final_screensho
 from askcache.redaction import register_secrets
 from askcache.replay.session import ReplaySession
 from askcache.screen_state import ScreenStateConfig, Thumbnail
-from askcache.settings import CacheWritingSettings, HealMode, VisualMethod
+from askcache.settings import CacheWritingSettings, HealMode, VisualMethod, check_cache_name
 from askcache.signing import parse_verified, sign_cache_file
 from askcache.storage import CacheStorage
-from askcache.versions import TrajectoryVersions
+from askcache.versions import VERSIONS_FOLDER, TrajectoryVersions
 from askcache.visual import decode_screenshot
 
 __all__ = [
     "MAX_VARIANTS_PER_STEP",
     "HealOutcome",
+    "PreparedHeal",
+    "apply_heal",
     "heal_trajectory",
     "keep_typed_text_safe",
+    "prepare_heal",
     "redact_mode",
     "verify_run",
 ]
@@ -408,7 +412,54 @@ def _acts(step: ToolUseBlockParam) -> bool:
     return action is not None and action.name in ACTING_ACTIONS
 
 
-def heal_trajectory(
+class PreparedHeal(BaseModel):
+    """A heal ready to be written: what :func:`apply_heal` needs, and all of it, so that a
+    heal the storage could not take waits in the outbox (:mod:`askcache.outbox`) and is
+    written later exactly as it would have been."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        use_attribute_docstrings=True,
+        ser_json_bytes="base64",
+        val_json_bytes="base64",
+    )
+
+    name: str
+    """The trajectory healed."""
+    base: bytes
+    """Its bytes as the replay read them (the heal is made from them)."""
+    new: bytes
+    """The healed trajectory's bytes (signed when a signing key is set)."""
+    mode: Literal["auto", "propose"]
+    """``auto``: made the current version unless :attr:`reason` says why not or the file
+    changed since ``base`` was read; ``propose``: kept for review."""
+    reason: str | None = None
+    """Why a heal under ``auto`` must be a proposal (typed text that could not be stored,
+    versions are off); ``None``: nothing stands in the way."""
+    keep: int = Field(ge=0)
+    """Versions kept (0: versions are off)."""
+    healed_steps: list[int]
+    """Indexes of the new trajectory's steps that came from the model."""
+    verified_by: VerifiedBy
+    """How the run was verified."""
+    proposal: str
+    """The storage name the heal takes if it becomes a proposal (fixed in advance, so that
+    writing it again makes no second proposal)."""
+
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, value: str) -> str:
+        return check_cache_name(value)
+
+    @field_validator("proposal")
+    @classmethod
+    def _check_proposal(cls, value: str) -> str:
+        if not value.startswith(f"{VERSIONS_FOLDER}/") or ".." in value.split("/"):
+            raise ValueError(f"must be a name under {VERSIONS_FOLDER}/")
+        return value
+
+
+def prepare_heal(
     *,
     storage: CacheStorage,
     name: str,
@@ -419,16 +470,16 @@ def heal_trajectory(
     keep: int,
     capture: Callable[[], Image.Image] | None,
     redact_typed_text: str = "off",
-) -> HealOutcome | None:
-    """Heal ``name`` after this run when the mode allows it and the run is verified (see the
-    module docstring); ``None`` when nothing was written. ``base`` is the file's bytes as the
-    replay read them; ``redact_typed_text`` is the caller's
+) -> PreparedHeal | None:
+    """The heal of ``name`` after this run, when the mode allows it and the run is verified
+    (see the module docstring); ``None`` when there is nothing to write. Writes nothing
+    (``storage`` names the file in messages). ``base`` is the file's bytes as the replay read
+    them; ``redact_typed_text`` is the caller's
     :attr:`~askcache.settings.CacheWritingSettings.redact_typed_text` (:func:`redact_mode`).
 
     Raises:
         CacheSignatureError: ``base`` does not verify as loading requires, or, when a
-            signing key is set (the healed version would be signed), does not verify at all;
-            nothing is written.
+            signing key is set (the healed version would be signed), does not verify at all.
     """
     if mode == HealMode.OFF or session.result.handbacks == 0:
         return None
@@ -467,20 +518,115 @@ def heal_trajectory(
     except AskCacheError as exc:
         logger.warning("%s not healed: the healed file would not load: %s", name, exc)
         return None
-    versions = TrajectoryVersions(storage, name, keep=keep)
     reason = "; ".join(unsafe) or None
     if keep == 0:  # versions off: the file is never replaced
         reason = reason or "versions are off (keep_versions=0)"
-    if mode == HealMode.AUTO and reason is None:
-        number = versions.commit(base, data)
+    return PreparedHeal(
+        name=name,
+        base=base,
+        new=data,
+        mode="auto" if mode == HealMode.AUTO else "propose",
+        reason=reason,
+        keep=keep,
+        healed_steps=steps,
+        verified_by=verified,
+        proposal=TrajectoryVersions(_NoStorage(), name).proposal_name(),
+    )
+
+
+def apply_heal(storage: CacheStorage, heal: PreparedHeal, *, again: bool = False) -> HealOutcome:
+    """Write a prepared heal: under ``auto`` the new current version (a proposal when
+    ``heal.reason`` says so, or when the file changed since ``heal.base`` was read: another
+    healer, a re-recording), under ``propose`` a proposal.
+
+    ``again``: the heal may have been written before (sent again from the outbox after a
+    crash or an outage in the middle of it); a version or proposal that already holds it is
+    reported instead of writing a second one (a commit cut off in the middle is completed
+    or rolled back first, :meth:`~askcache.versions.TrajectoryVersions.recover`).
+    """
+    versions = TrajectoryVersions(storage, heal.name, keep=heal.keep)
+    if again:
+        done = _written_before(storage, versions, heal)
+        if done is not None:
+            return done
+    reason = heal.reason
+    if heal.mode == "auto" and reason is None:
+        number = versions.commit(heal.base, heal.new)
         if number is not None:
-            logger.warning("%s healed: version %d (steps %s from the model)", name, number, steps)
-            return HealOutcome("healed", versions.version_name(number), steps, verified)
+            logger.warning(
+                "%s healed: version %d (steps %s from the model)",
+                heal.name,
+                number,
+                heal.healed_steps,
+            )
+            return _outcome("healed", versions.version_name(number), heal)
         reason = "the trajectory changed while this run healed it"
-    if mode == HealMode.AUTO:
-        logger.warning("%s: the heal is a proposal: %s", name, reason)
-    proposal = versions.propose(data)
-    return HealOutcome("proposed", proposal, steps, verified, reason)
+    if heal.mode == "auto":
+        logger.warning("%s: the heal is a proposal: %s", heal.name, reason)
+    proposal = versions.propose(heal.new, name=heal.proposal)
+    return _outcome("proposed", proposal, heal, reason)
+
+
+def _written_before(
+    storage: CacheStorage, versions: TrajectoryVersions, heal: PreparedHeal
+) -> HealOutcome | None:
+    """What an earlier attempt at ``heal`` wrote, if it wrote it (``None``: nothing)."""
+    if storage.exists(heal.proposal):
+        return _outcome("proposed", heal.proposal, heal, heal.reason)
+    if heal.mode != "auto" or heal.reason is not None:
+        return None
+    versions.recover()  # a commit cut off in the middle is completed or rolled back first
+    number = versions.holding(heal.new)
+    if number is None:
+        return None
+    try:
+        if storage.read(heal.name) == heal.base:  # kept as a version, never made current
+            return None
+    except CacheNotFoundError:
+        pass
+    return _outcome("healed", versions.version_name(number), heal)
+
+
+def _outcome(
+    event: Literal["healed", "proposed"],
+    version: str,
+    heal: PreparedHeal,
+    reason: str | None = None,
+) -> HealOutcome:
+    return HealOutcome(event, version, list(heal.healed_steps), heal.verified_by, reason)
+
+
+def heal_trajectory(
+    *,
+    storage: CacheStorage,
+    name: str,
+    base: bytes,
+    session: ReplaySession,
+    outcome: ConversationResult,
+    mode: HealMode,
+    keep: int,
+    capture: Callable[[], Image.Image] | None,
+    redact_typed_text: str = "off",
+) -> HealOutcome | None:
+    """Heal ``name`` after this run when the mode allows it and the run is verified (see the
+    module docstring); ``None`` when nothing was written: :func:`prepare_heal`, then
+    :func:`apply_heal`.
+
+    Raises:
+        CacheSignatureError: as :func:`prepare_heal`; nothing is written.
+    """
+    heal = prepare_heal(
+        storage=storage,
+        name=name,
+        base=base,
+        session=session,
+        outcome=outcome,
+        mode=mode,
+        keep=keep,
+        capture=capture,
+        redact_typed_text=redact_typed_text,
+    )
+    return None if heal is None else apply_heal(storage, heal)
 
 
 def healed_bytes(cache_file: CacheFile) -> bytes:

@@ -23,7 +23,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer
 
-from askcache.errors import AskCacheError
+from askcache.errors import AskCacheError, CacheExistsError
 from askcache.messages import Usage
 from askcache.redaction import redact
 from askcache.rejoin import RejoinDecision
@@ -160,11 +160,25 @@ class RunLedger:
         """The ledger folder of one trajectory."""
         return f"{LEDGER_FOLDER}/{trajectory}"
 
-    def append(self, record: RunRecord) -> str:
-        """Store ``record`` as a new entry and return its name. Never overwrites an entry."""
+    @staticmethod
+    def new_entry_id() -> str:
+        """A fresh, unique id for :meth:`append`."""
+        return uuid.uuid4().hex[:12]
+
+    def append(self, record: RunRecord, *, entry_id: str | None = None) -> str:
+        """Store ``record`` as a new entry and return its name. Never overwrites an entry.
+
+        With an ``entry_id`` (from :meth:`new_entry_id`) the append is idempotent: the entry
+        is stored at most once however often it is appended (a write kept in the outbox and
+        sent again after a crash adds no second entry)."""
         stamp = record.started_at.astimezone(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
-        name = f"{self.folder(record.trajectory)}/{stamp}-{uuid.uuid4().hex[:12]}.json"
-        self.storage.create(name, record.model_dump_json().encode("utf-8") + b"\n")
+        unique = self.new_entry_id() if entry_id is None else entry_id
+        name = f"{self.folder(record.trajectory)}/{stamp}-{unique}.json"
+        try:
+            self.storage.create(name, record.model_dump_json().encode("utf-8") + b"\n")
+        except CacheExistsError:
+            if entry_id is None:
+                raise
         return name
 
     def records(self, trajectory: str | None = None) -> list[RunRecord]:

@@ -24,6 +24,10 @@ What each operation does on S3:
 - ``delete``: one ``DeleteObject`` (pruning old versions, releasing the lock of a
   trajectory's versions: :mod:`askcache.storage_lock`); nothing happens when there is no
   such object.
+- ``check_writable`` (the preflight of a recording or of a replay that may heal): an empty
+  probe object is created under ``.askcache-probe/`` and deleted; a missing bucket, no
+  permission or no answer is a :class:`~askcache.errors.StorageUnwritableError` before any
+  model call.
 - ``read``: a cache file is kept in a local, content-addressed read-through copy. A read asks
   the server for the object's ETag (a ``HeadObject``) and fetches the bytes only when no copy
   with that content is on disk, so a replay fetches the same file once. Run-ledger entries
@@ -37,6 +41,7 @@ import hashlib
 import os
 import re
 import tempfile
+import uuid
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -47,6 +52,7 @@ from askcache.errors import (
     CachePathError,
     MissingDependencyError,
     RemoteStorageError,
+    StorageUnwritableError,
 )
 from askcache.storage import CacheStorage, LocalCacheStorage
 
@@ -168,6 +174,7 @@ class FsspecCacheStorage(CacheStorage):
         self.remote_reads = 0
         """Object bodies fetched from the server by :meth:`read` (the read-through copy
         serves the others)."""
+        self._writable = False
 
     # -- names -----------------------------------------------------------------------------
 
@@ -185,6 +192,9 @@ class FsspecCacheStorage(CacheStorage):
 
     def describe(self, name: str) -> str:
         return f"{self.url}/{self._check(name)}"
+
+    def destination(self) -> str:
+        return self.url
 
     def _name(self, path: str) -> str:
         return path.removeprefix(self.root + "/")
@@ -288,6 +298,35 @@ class FsspecCacheStorage(CacheStorage):
             raise
         finally:
             self.fs.invalidate_cache(path)
+
+    def check_writable(self, name: str) -> None:
+        """S3 tells whether a prefix can be written only by writing to it: an empty probe
+        object is created under ``.askcache-probe/`` and deleted at once (once per storage
+        object)."""
+        self._check(name)
+        if self._writable:
+            return
+        probe = f"{self.root}/.askcache-probe/{uuid.uuid4().hex}"
+        try:
+            self.fs.pipe_file(probe, b"")
+        except FileNotFoundError as exc:
+            bucket = self.root.split("/", 1)[0]
+            raise StorageUnwritableError(
+                name, self.url, f"the bucket {bucket!r} does not exist ({_reason(exc)})"
+            ) from exc
+        except PermissionError as exc:
+            raise StorageUnwritableError(
+                name, self.url, f"no permission to write ({_reason(exc)})"
+            ) from exc
+        except Exception as exc:  # botocore/aiohttp/OSError: the server or network failed
+            raise StorageUnwritableError(
+                name, self.url, f"the storage did not answer ({_reason(exc)})"
+            ) from exc
+        finally:
+            self.fs.invalidate_cache(probe)
+        with contextlib.suppress(Exception):  # a storage that cannot delete keeps the probe
+            self.fs.rm_file(probe)
+        self._writable = True
 
     def create(self, name: str, data: bytes) -> None:
         path = self.path_for(name)

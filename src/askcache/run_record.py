@@ -20,12 +20,13 @@ from PIL import Image
 
 from askcache.conversation import ConversationResult
 from askcache.errors import AskCacheError
-from askcache.heal import HealOutcome, heal_trajectory
+from askcache.heal import HealOutcome, prepare_heal
 from askcache.ledger import RunLedger, RunRecord, RunStatus
 from askcache.messages import Usage
 from askcache.replay.session import ReplaySession
 from askcache.settings import CacheExecutionSettings, CachingSettings
 from askcache.storage import CacheStorage, load_cache_file, save_cache_file
+from askcache.sync import RunWriter
 
 __all__ = ["heal_after", "record_runs", "run_record"]
 
@@ -67,8 +68,7 @@ def run_record(session: ReplaySession, outcome: ConversationResult, *, last: boo
 
 
 def record_runs(
-    ledger: RunLedger,
-    storage: CacheStorage,
+    writer: RunWriter,
     sessions: Sequence[ReplaySession],
     outcome: ConversationResult,
     settings: CacheExecutionSettings,
@@ -77,28 +77,36 @@ def record_runs(
 ) -> list[str]:
     """Append an entry per replay (and, once per file, the counts an old file kept inside
     itself); invalidate a file that keeps failing at the same step (never when
-    ``read_only``: heal mode ``off``). Returns the entry names. A ledger that cannot be
-    written is logged, never raised: the run itself succeeded."""
-    names: list[str] = []
-    try:
-        for position, session in enumerate(sessions):
-            _import_legacy(ledger, session)
-            record = run_record(session, outcome, last=position == len(sessions) - 1)
-            names.append(ledger.append(record))
-            if record.status == "handed_back" and not read_only:
-                _maybe_invalidate(ledger, storage, session.name, settings)
-    except (AskCacheError, OSError) as exc:
-        logger.warning("could not write the run ledger: %s", exc)
-    return names
+    ``read_only``: heal mode ``off``). Returns the entry names written; an entry the storage
+    does not take waits in the outbox (``writer.kept``). Nothing here raises: the run itself
+    succeeded."""
+    before = len(writer.entries)  # a heal's entry, written first, is not a replay's
+    for position, session in enumerate(sessions):
+        record = run_record(session, outcome, last=position == len(sessions) - 1)
+        try:
+            _import_legacy(writer, session)
+        except (AskCacheError, OSError) as exc:  # counted again on the next run
+            logger.warning("could not import the counts of %s: %s", session.name, exc)
+        try:
+            writer.append(record)
+        except (AskCacheError, OSError) as exc:
+            logger.warning("could not write the run ledger: %s", exc)
+            continue
+        if record.status == "handed_back" and not read_only:
+            try:
+                _maybe_invalidate(writer.ledger, writer.storage, session.name, settings)
+            except (AskCacheError, OSError) as exc:  # decided again at the next hand-back
+                logger.warning("could not check whether %s keeps failing: %s", session.name, exc)
+    return writer.entries[before:]
 
 
-def _import_legacy(ledger: RunLedger, session: ReplaySession) -> None:
+def _import_legacy(writer: RunWriter, session: ReplaySession) -> None:
     legacy = session.file.metadata.legacy_stats
     if legacy is None or legacy.execution_attempts == 0:
         return
-    if any(r.event == "imported" for r in ledger.records(session.name)):
+    if any(r.event == "imported" for r in writer.ledger.records(session.name)):
         return
-    ledger.append(
+    writer.append(
         RunRecord(
             trajectory=session.name,
             event="imported",
@@ -132,9 +140,8 @@ def _maybe_invalidate(
 
 
 def heal_after(
-    ledger: RunLedger,
+    writer: RunWriter,
     *,
-    storage: CacheStorage,
     name: str,
     base: bytes,
     session: ReplaySession,
@@ -144,10 +151,11 @@ def heal_after(
 ) -> HealOutcome | None:
     """Heal ``name`` after this run when allowed and verified (:mod:`askcache.heal`) and
     put a ``healed`` or ``proposed`` entry in the ledger (who, when, which steps, the model
-    calls spent). A heal that cannot be written is logged, never raised."""
+    calls spent). A heal the storage does not take waits in the outbox with its entry
+    (``writer.kept``) and ``None`` is returned; any other failure is logged, never raised."""
     try:
-        healed = heal_trajectory(
-            storage=storage,
+        heal = prepare_heal(
+            storage=writer.storage,
             name=name,
             base=base,
             session=session,
@@ -157,28 +165,22 @@ def heal_after(
             capture=capture,
             redact_typed_text=settings.writing_settings.redact_typed_text,
         )
+        if heal is None:
+            return None
+        record = RunRecord(
+            trajectory=name,
+            event="healed" if heal.mode == "auto" else "proposed",
+            status="healed" if heal.mode == "auto" else "proposed",
+            steps_total=session.result.steps_total,
+            stopped_at_step=session.result.stopped_at_step,
+            reason=session.result.reason,
+            model_calls=outcome.model_calls,
+            usage=outcome.usage,
+            healed_steps=heal.healed_steps,
+            verified_by=heal.verified_by,
+            model=session.file.metadata.recording.model,
+        )
+        return writer.heal(heal, record)
     except (AskCacheError, OSError) as exc:
         logger.warning("could not heal %s: %s", name, exc)
         return None
-    if healed is None:
-        return None
-    try:
-        ledger.append(
-            RunRecord(
-                trajectory=name,
-                event=healed.event,
-                status=healed.event,
-                steps_total=session.result.steps_total,
-                stopped_at_step=session.result.stopped_at_step,
-                reason=healed.reason or session.result.reason,
-                model_calls=outcome.model_calls,
-                usage=outcome.usage,
-                healed_steps=healed.healed_steps,
-                version=healed.version,
-                verified_by=healed.verified_by,
-                model=session.file.metadata.recording.model,
-            )
-        )
-    except (AskCacheError, OSError) as exc:
-        logger.warning("could not write the run ledger: %s", exc)
-    return healed

@@ -573,6 +573,23 @@ class CachingSettings(SettingsModel):
     0: versions are off: recording over an existing trajectory is refused
     (:class:`~askcache.errors.CacheOverwriteRefusedError`) and a heal is only proposed, so
     nothing recorded earlier is ever replaced without a version."""
+    outbox_dir: Path | None = None
+    """A local folder where heals and run-ledger entries wait when ``cache_dir`` cannot be
+    written (the server is down, the disk full, the folder read-only); they are sent on the
+    next run or by ``askcache sync`` (see :mod:`askcache.outbox`). ``None``:
+    ``$ASKCACHE_OUTBOX_DIR``, else ``$XDG_STATE_HOME/askcache/outbox``, else
+    ``~/.local/state/askcache/outbox``. Must be a local folder, not a URL."""
+
+    @field_validator("outbox_dir", mode="before")
+    @classmethod
+    def _check_outbox_dir(cls, value: object) -> object:
+        if isinstance(value, str):
+            if _URL.match(value):
+                raise ValueError("must be a local folder, not a URL")
+            if not value.strip():
+                raise ValueError("must name a folder")
+            return Path(value)
+        return value
 
     @property
     def heal_mode(self) -> HealMode:

@@ -29,6 +29,7 @@ from askcache.errors import (
     CacheNotFoundError,
     CachePathError,
     CacheStorageError,
+    StorageUnwritableError,
 )
 from askcache.limits import MAX_FILE_BYTES
 
@@ -91,13 +92,20 @@ class CacheStorage(ABC):
     def describe(self, name: str) -> str:
         """Where ``name`` lives, for messages (a path for local storage)."""
 
+    def destination(self) -> str:
+        """What tells this storage apart from others: the key of its writes kept in the
+        outbox (:mod:`askcache.outbox`) while it cannot be written. The default is the
+        class's name; storages that can point at different places override it."""
+        return f"{type(self).__module__}.{type(self).__qualname__}"
+
     def check_writable(self, name: str) -> None:  # noqa: B027 (optional, no-op by default)
-        """Raise now if ``name`` clearly cannot be written later (recording calls it before
-        the first model call, so a recording is not lost at the end). The default checks
-        nothing.
+        """Raise now if ``name`` clearly cannot be written later. Recording, and a replay
+        that may heal, call it before the first model call, so no tokens are spent on work
+        that could not be kept. The default checks nothing.
 
         Raises:
-            CachePathError, CacheStorageError: the name or the place cannot be written.
+            CachePathError: the name is not acceptable to this storage.
+            StorageUnwritableError: the place is missing or cannot be written.
         """
 
     def delete(self, name: str) -> None:
@@ -190,18 +198,28 @@ class LocalCacheStorage(CacheStorage):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
 
+    def destination(self) -> str:
+        return str(self.directory.resolve())
+
     def check_writable(self, name: str) -> None:
+        """A missing cache folder is fine (the first write creates it) when its nearest
+        existing parent is a writable folder; a read-only folder (permissions or a read-only
+        file system) is not."""
         path = self.path_for(name)
         self._check_target(name, path)
         folder = path.parent
         while not folder.exists() and folder != folder.parent:
             folder = folder.parent
         if not folder.is_dir():
-            raise CacheStorageError(name, str(folder), "is not a directory")
+            raise StorageUnwritableError(name, str(folder), "it is not a directory")
         if not os.access(folder, os.W_OK | os.X_OK):
-            raise CacheStorageError(name, str(folder), "the folder is not writable")
-        if path.exists() and not os.access(path.parent, os.W_OK):
-            raise CacheStorageError(name, str(path.parent), "the folder is not writable")
+            raise StorageUnwritableError(name, str(folder), "the folder is not writable")
+        try:
+            readonly = bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+        except OSError:
+            readonly = False
+        if readonly:
+            raise StorageUnwritableError(name, str(folder), "the file system is read-only")
 
     @staticmethod
     def _check_target(name: str, path: Path) -> None:

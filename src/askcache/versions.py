@@ -263,12 +263,27 @@ class TrajectoryVersions:
             logger.warning("%s not changed: %s", self.name, exc)
             return None
 
-    def propose(self, new: bytes) -> str:
-        """Keep ``new`` as a proposal beside the current version; returns its storage name."""
+    def proposal_name(self) -> str:
+        """A new, unique storage name for a proposal."""
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
-        name = f"{self.folder}/proposed-{stamp}-{uuid.uuid4().hex[:8]}.json"
-        self.storage.create(name, new)
-        return name
+        return f"{self.folder}/proposed-{stamp}-{uuid.uuid4().hex[:8]}.json"
+
+    def propose(self, new: bytes, *, name: str | None = None) -> str:
+        """Keep ``new`` as a proposal beside the current version; returns its storage name.
+
+        With a ``name`` (from :meth:`proposal_name`) proposing is idempotent: the same bytes
+        proposed again under that name make no second proposal."""
+        target = self.proposal_name() if name is None else name
+        try:
+            self.storage.create(target, new)
+        except CacheExistsError:
+            if name is None or self.storage.read(target) != new:
+                raise
+        return target
+
+    def holding(self, data: bytes) -> int | None:
+        """The newest kept version whose bytes are ``data`` (``None``: none is)."""
+        return self._number_of(data)
 
     def accept(self, proposal: str | None = None) -> int:
         """Make a proposal (the newest by default) the current version; it is then removed

@@ -1,0 +1,148 @@
+"""A local cache folder that cannot be written: the preflight refuses a run that would heal
+into it before any model call; a folder that turns read-only during a run keeps the heal and
+the ledger entry in the outbox, and ``askcache sync`` sends them once it is writable again.
+
+The folder is made read-only for real: a read-only bind mount when the tests run as root
+(root writes through permissions), its permissions otherwise.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from askcache import (
+    Agent,
+    CacheExecutionSettings,
+    CacheWritingSettings,
+    CachingSettings,
+    ComputerTool,
+    RunLedger,
+)
+from askcache.cli import main
+from askcache.errors import StorageUnwritableError
+from askcache.outbox import Outbox
+from askcache.storage import LocalCacheStorage
+from askcache.testing import FormFillingScript, MessagesApiStandIn, SimulatedFormApp
+from askcache.versions import TrajectoryVersions
+
+pytestmark = pytest.mark.integration
+
+
+class _ReadOnly:
+    """Turns a folder read-only and back (see the module docstring)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.mounted = False
+
+    def on(self) -> None:
+        if os.geteuid() != 0:
+            for path in [self.folder, *self.folder.rglob("*")]:
+                if path.is_dir():
+                    path.chmod(0o555)
+            return
+        for command in (
+            ["mount", "--bind", str(self.folder), str(self.folder)],
+            ["mount", "-o", "remount,bind,ro", str(self.folder)],
+        ):
+            done = subprocess.run(command, capture_output=True, text=True, check=False)
+            if done.returncode != 0:
+                self.off()
+                pytest.skip(f"cannot make a read-only folder: {done.stderr.strip()}")
+            self.mounted = True
+
+    def off(self) -> None:
+        if self.mounted:
+            subprocess.run(["umount", str(self.folder)], check=True)
+            self.mounted = False
+        elif os.geteuid() != 0:
+            for path in [self.folder, *self.folder.rglob("*")]:
+                if path.is_dir():
+                    path.chmod(0o755)
+
+
+@pytest.fixture
+def read_only(tmp_path: Path) -> Iterator[_ReadOnly]:
+    switch = _ReadOnly(tmp_path / "cache")
+    yield switch
+    with contextlib.suppress(subprocess.CalledProcessError):
+        switch.off()
+
+
+def _settings(cache: Path, user: str, **caching: Any) -> CachingSettings:
+    return CachingSettings(
+        cache_dir=cache,
+        writing_settings=CacheWritingSettings(filename="login.json", parameters={"user": user}),
+        execution_settings=CacheExecutionSettings(
+            parameter_values={"user": user}, settle_quiet_period=0.2, settle_timeout=1
+        ),
+        **caching,
+    )
+
+
+def _record(cache: Path) -> None:
+    app = SimulatedFormApp()
+    with MessagesApiStandIn(FormFillingScript(app, "alice")) as api:
+        Agent(api.client(), [ComputerTool(app)]).act(
+            "Log in as alice", _settings(cache, "alice", strategy="record")
+        )
+
+
+def test_a_run_that_may_heal_into_a_read_only_folder_is_refused_before_any_model_call(
+    tmp_path: Path, read_only: _ReadOnly
+) -> None:
+    cache = tmp_path / "cache"
+    _record(cache)
+    read_only.on()
+    app = SimulatedFormApp(layout="banner")
+    with MessagesApiStandIn(FormFillingScript(app, "bob")) as api:
+        with pytest.raises(StorageUnwritableError, match=str(cache)) as info:
+            Agent(api.client(), [ComputerTool(app)]).act("Log in as bob", _settings(cache, "bob"))
+        assert api.requests == []
+    assert "\n" not in str(info.value)
+    assert app.saved == []
+
+
+def test_a_folder_that_turns_read_only_during_a_run_loses_nothing(
+    tmp_path: Path, read_only: _ReadOnly, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cache = tmp_path / "cache"
+    _record(cache)
+    storage = LocalCacheStorage(cache)
+    recorded = storage.read("login.json")
+    app = SimulatedFormApp(layout="banner")
+    script = FormFillingScript(app, "bob")
+    calls: list[int] = []
+
+    def model(body: dict[str, Any]) -> Any:
+        if not calls:
+            read_only.on()  # at the first model call: after the preflight, before any write
+        calls.append(1)
+        return script(body)
+
+    with MessagesApiStandIn(model) as api:
+        run = Agent(api.client(), [ComputerTool(app)]).act("Log in as bob", _settings(cache, "bob"))
+    assert run.status == "done"
+    assert app.saved == [{"name": "bob", "email": ""}]
+    assert (run.heal, run.ledger_entries, run.shared) == (None, [], False)
+    assert sorted(k.item.kind for k in run.kept_locally) == ["heal", "ledger_entry"]
+    assert storage.read("login.json") == recorded
+    read_only.off()
+    assert main(["sync", "--cache-dir", str(cache), "--list"]) == 0
+    assert "2 writes kept locally" in capsys.readouterr().out
+    assert main(["sync", "--cache-dir", str(cache)]) == 0
+    out = capsys.readouterr().out
+    assert "healed: .versions/login.json/v000002.json" in out
+    assert Outbox(None, storage.destination()).pending() == []
+    versions = TrajectoryVersions(storage, "login.json")
+    assert versions.numbers() == [1, 2]
+    assert storage.read("login.json") == storage.read(versions.version_name(2)) != recorded
+    events = sorted(r.event for r in RunLedger(storage).records("login.json"))
+    assert events == ["healed", "replay"]

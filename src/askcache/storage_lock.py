@@ -23,6 +23,9 @@ the same in a local folder, on S3 and across machines:
   (healers meanwhile keep their fix as a proposal). The lease is compared with the local
   clock: the machines' clocks must agree to well within the lease (NTP does).
 - Releasing deletes the holder's object (a storage that cannot delete marks it released).
+  When releasing fails (the storage went away), the object stays; this process remembers it
+  and its next lock takes it over at once (a worker that runs one task after another, or
+  ``askcache sync`` in the same process, is not blocked for a lease by its own left-over).
 """
 
 from __future__ import annotations
@@ -117,6 +120,10 @@ class LockOwner(BaseModel):
         return f"{self.host} pid {self.pid} since {self.acquired_at:%Y-%m-%d %H:%M:%S} UTC"
 
 
+_LEFT_HERE: set[str] = set()
+"""Lock objects this process failed to release (the storage went away): gone for it."""
+
+
 class StorageLock:
     """The lock of one folder of a storage (see the module docstring).
 
@@ -171,13 +178,14 @@ class StorageLock:
         for name, owner in self.owners().items():
             if name == self._held:
                 continue
-            if owner is None or owner.gone(now):
+            if owner is None or owner.gone(now) or name in _LEFT_HERE:
                 logger.warning(
                     "%s: taking over a lock left by %s",
                     self.folder,
                     "an unreadable lock object" if owner is None else owner.describe(),
                 )
                 self._delete(name)
+                _LEFT_HERE.discard(name)
                 continue
             return owner
         return None
@@ -229,7 +237,11 @@ class StorageLock:
         """Give the lock up (nothing happens when it is not held)."""
         name, self._held = self._held, None
         if name is not None:
-            self._delete(name, mark=True)
+            try:
+                self._delete(name, mark=True)
+            except BaseException:
+                _LEFT_HERE.add(name)
+                raise
 
     def _delete(self, name: str, *, mark: bool = False) -> None:
         """Delete a lock object; where the storage cannot (no delete, or no permission to),

@@ -134,20 +134,20 @@ def _back(server: S3Server, proxy: OutageProxy) -> None:
 
 
 Case = tuple[Literal["stopped", "cut"], Any, Literal["sync", "next run"]]
-# The run that heals writes, in order: 1 the recording archived as version 1, 2 version 2,
-# 3 the trajectory, 4 its "healed" ledger entry, 5 its "replay" ledger entry.
+WRITES = 9
+"""The writes of the run that heals, in order: 1 the lock of the trajectory's versions, 2 the
+recording archived as version 1, 3 the commit journal, 4 version 2, 5 the trajectory,
+6 removing the journal, 7 releasing the lock, 8 the "healed" ledger entry, 9 the "replay"
+ledger entry."""
 CASES: list[Case] = [
-    ("stopped", 1, "sync"),  # before any write
-    ("stopped", 2, "next run"),  # after the archive, before the new version
-    ("stopped", 3, "sync"),  # after the new version, before the trajectory
-    ("stopped", 4, "next run"),  # after the heal, before its ledger entry
-    ("stopped", 5, "sync"),  # between the two ledger entries
-    ("stopped", 6, "next run"),  # after every write: nothing to keep
+    *(("stopped", at, "sync" if at % 2 else "next run") for at in range(1, WRITES + 2)),
     ("cut", b"/v000001.json", "next run"),  # during the archive
     ("cut", b"/v000002.json", "sync"),  # during the new version
     ("cut", b"/login.json HTTP", "next run"),  # during the trajectory's write
     ("cut", b"/.ledger/", "sync"),  # during the first ledger entry
 ]
+"""Stopped before each write (``WRITES + 1``: after the last one), or cut in the middle of
+one."""
 
 
 @pytest.mark.parametrize(
@@ -174,7 +174,10 @@ def test_an_outage_at_any_write_loses_no_heal_and_no_ledger_entry(
     if how == "cut":
         assert proxy.cut.is_set()
         server.stop()
-    outage = not (how == "stopped" and where == 6)
+    outage = not (how == "stopped" and where == WRITES + 1)
+    if not outage:
+        assert isinstance(storage, _StopsTheServer)
+        assert storage.writes == WRITES  # the matrix covers every write of the run
     kinds = sorted(kept.item.kind for kept in run.kept_locally)
     assert (run.shared, bool(kinds)) == (not outage, outage)
     # what the result says was written, and what it says was kept, add up to every write

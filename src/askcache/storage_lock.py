@@ -237,11 +237,7 @@ class StorageLock:
         """Give the lock up (nothing happens when it is not held)."""
         name, self._held = self._held, None
         if name is not None:
-            try:
-                self._delete(name, mark=True)
-            except BaseException:
-                _LEFT_HERE.add(name)
-                raise
+            self._delete(name, mark=True)
 
     def _delete(self, name: str, *, mark: bool = False) -> None:
         """Delete a lock object; where the storage cannot (no delete, or no permission to),
@@ -257,9 +253,10 @@ class StorageLock:
                 owner.released = True
                 self.storage.write(name, owner.model_dump_json().encode())
             except (AskCacheError, OSError, ValidationError) as failed:
+                _LEFT_HERE.add(name)
                 logger.warning(
                     "%s: the lock %s could not be released (%s); it is taken over when its "
-                    "lease ends",
+                    "lease ends, or by this process's next lock",
                     self.folder,
                     name,
                     failed,

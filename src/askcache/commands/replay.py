@@ -45,6 +45,8 @@ def add_replay_command(
         help="check a trajectory step by step without acting (--dry-run)",
         description="Run the check phase of each acting step on screenshots or the live "
         "screen, without clicking or typing: would a replay run, and where would it stop? "
+        "The live screen is the screen before the first acting step only: later steps are "
+        "not checked on it (their screens appear once earlier steps act). "
         "Exit 0: every acting step was checked and would run; 1: the replay would stop, or "
         "a step had no screen to be checked on.",
     )
@@ -64,7 +66,9 @@ def add_replay_command(
         metavar="STEP=PNG",
         help="the screen before step STEP (repeatable); PNG alone means step 0",
     )
-    screens.add_argument("--display", help="check on the live screen of this X display")
+    screens.add_argument(
+        "--display", help="check the first acting step on the live screen of this X display"
+    )
     parser.add_argument(
         "--param",
         action="append",

@@ -1,6 +1,7 @@
 """A local cache folder that cannot be written: the preflight refuses a run that would heal
 into it before any model call; a folder that turns read-only during a run keeps the heal and
-the ledger entry in the outbox, and ``askcache sync`` sends them once it is writable again.
+the ledger entry in the outbox, and ``askcache sync`` sends them once it is writable again;
+so does a full disk (a 2 MiB tmpfs filled to the last byte) once there is room.
 
 The folder is made read-only for real: a read-only bind mount when the tests run as root
 (root writes through permissions), its permissions otherwise.
@@ -141,6 +142,63 @@ def test_a_folder_that_turns_read_only_during_a_run_loses_nothing(
     out = capsys.readouterr().out
     assert "healed: .versions/login.json/v000002.json" in out
     assert Outbox(None, storage.destination()).pending() == []
+    versions = TrajectoryVersions(storage, "login.json")
+    assert versions.numbers() == [1, 2]
+    assert storage.read("login.json") == storage.read(versions.version_name(2)) != recorded
+    events = sorted(r.event for r in RunLedger(storage).records("login.json"))
+    assert events == ["healed", "replay"]
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 2 MiB file system of its own (tmpfs; needs root)."""
+    folder = tmp_path / "disk"
+    folder.mkdir()
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(folder)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a small file system: {done.stderr.strip()}")
+    yield folder
+    subprocess.run(["umount", str(folder)], check=True)
+
+
+def _fill(folder: Path) -> Path:
+    """Fill the file system up to the last byte."""
+    filler = folder / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT)
+    try:
+        for size in (65536, 4096, 1):
+            with contextlib.suppress(OSError):
+                while os.write(fd, b"\0" * size):
+                    pass
+    finally:
+        os.close(fd)
+    return filler
+
+
+def test_a_full_disk_keeps_the_heal_and_the_entry_until_there_is_room(
+    small_disk: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cache = small_disk / "cache"
+    _record(cache)
+    storage = LocalCacheStorage(cache)
+    recorded = storage.read("login.json")
+    filler = _fill(small_disk)
+    app = SimulatedFormApp(layout="banner")
+    with MessagesApiStandIn(FormFillingScript(app, "bob")) as api:
+        run = Agent(api.client(), [ComputerTool(app)]).act("Log in as bob", _settings(cache, "bob"))
+    assert app.saved == [{"name": "bob", "email": ""}]
+    assert (run.heal, run.ledger_entries, run.shared) == (None, [], False)
+    assert sorted(k.item.kind for k in run.kept_locally) == ["heal", "ledger_entry"]
+    assert all("No space left on device" in k.item.reason for k in run.kept_locally)
+    assert storage.read("login.json") == recorded
+    filler.unlink()
+    assert main(["sync", "--cache-dir", str(cache)]) == 0
+    assert "2 sent" in capsys.readouterr().out
     versions = TrajectoryVersions(storage, "login.json")
     assert versions.numbers() == [1, 2]
     assert storage.read("login.json") == storage.read(versions.version_name(2)) != recorded

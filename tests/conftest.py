@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from askcache import redaction
 from askcache.storage import LocalCacheStorage
 from askcache.testing import SimulatedFormApp
 
@@ -16,6 +17,15 @@ def outbox_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder = tmp_path / "outbox"
     monkeypatch.setenv("ASKCACHE_OUTBOX_DIR", str(folder))
     return folder
+
+
+@pytest.fixture(autouse=True)
+def secrets_of_this_test_only() -> None:
+    """Secrets are registered for the life of the process (askcache.redaction): a secret one
+    test registered would redact another test's text. Each test starts with none."""
+    with redaction._lock:
+        redaction._secrets.clear()
+        redaction._changes[0] += 1
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@
 # and, for the accuracy benchmark (ASKCACHE_BENCH_PACKAGES=1), besides the tests' packages:
 #   python3-doc, valgrind, nodejs, debian-reference-en: the HTML manuals those pages are
 #     (Sphinx, DocBook, Node's own generator, DocBook with its own stylesheet)
+#   mousepad, xterm, vim-tiny: applications no test was built around (the drift benchmark)
 set -euo pipefail
 missing=()
 command -v Xvfb >/dev/null 2>&1 || missing+=(xvfb)
@@ -24,6 +25,9 @@ if [ "${ASKCACHE_BENCH_PACKAGES:-0}" = 1 ]; then
     [ -e /usr/share/doc/valgrind/html/manual-intro.html ] || missing+=(valgrind)
     [ -e /usr/share/doc/nodejs/api/path.html ] || missing+=(nodejs)
     [ -e /usr/share/debian-reference/index.en.html ] || missing+=(debian-reference-en)
+    command -v mousepad >/dev/null 2>&1 || missing+=(mousepad)
+    command -v xterm >/dev/null 2>&1 || missing+=(xterm)
+    command -v vi >/dev/null 2>&1 || missing+=(vim-tiny)
 fi
 [ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || missing+=(fonts-dejavu-core)
 "${PYTHON:-python3}" -c 'import tkinter' >/dev/null 2>&1 || missing+=(python3-tk)

@@ -471,9 +471,11 @@ def _notes(runs: list[Run]) -> str:
         "its point. When that region is blank both in the recording and while the "
         "application is still drawing (xterm's white area before vi has drawn the file), "
         "the check passes and the action runs before the window is complete. Here the "
-        "action is a click that only gives the terminal the focus (the file ends as "
-        "recorded, the later steps run on the recorded screen), but a first step on a blank "
-        "area of a window that is still being drawn is not held back by the start-up wait."
+        "action is a click that only gives the terminal the focus: the later steps then "
+        "run on the recorded screen and the file ends as recorded, or the click's effect "
+        "(xterm's cursor, top left) differs and the replay hands back before step 2. A "
+        "first step on a blank area of a window still being drawn is not held back by the "
+        "checks; it is counted here as the wrong action it is."
         if late
         else ""
     )

@@ -422,7 +422,9 @@ def table(runs: list[Run]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", help="applications or situations containing these")
-    parser.add_argument("--runs", type=int, default=3, help="replays of each situation")
+    parser.add_argument(
+        "--runs", type=int, default=5, help="recordings, each replayed in every situation"
+    )
     parser.add_argument("--no-write", action="store_true", help="print, do not write the docs")
     args = parser.parse_args(argv)
 
@@ -432,17 +434,20 @@ def main(argv: list[str] | None = None) -> int:
     runs = []
     with tempfile.TemporaryDirectory() as folder:
         for number, app in enumerate(APPS):
-            task = Task(app, Path(folder) / f"app{number}")
-            for situation in SITUATIONS:
-                if not chosen(app.name, situation):
-                    continue
-                for _ in range(args.runs):
+            for attempt in range(args.runs):
+                # a fresh recording each time: what it catches (a blinking caret on or
+                # off) varies, and so does what the replay checks
+                task = Task(app, Path(folder) / f"app{number}-{attempt}")
+                for situation in SITUATIONS:
+                    if not chosen(app.name, situation):
+                        continue
                     run = task.replay(situation)
                     print(
                         f"{app.name} / {situation}: {run.status}, wrong {run.wrong} "
                         f"(pixels {run.differing}), needless {run.needless}, "
-                        f"calls {run.model_calls}, replayed {run.replayed}, presses {run.presses}, "
-                        f"file {run.file}, {run.seconds:.1f} s; {run.reason}",
+                        f"calls {run.model_calls}, replayed {run.replayed}, "
+                        f"presses {run.presses}, file {run.file}, {run.seconds:.1f} s; "
+                        f"{run.reason}",
                         flush=True,
                     )
                     runs.append(run)
@@ -462,7 +467,10 @@ def _notes(runs: list[Run]) -> str:
     for r in runs:
         for n, pixels in zip(r.wrong, r.differing, strict=True):
             action = scripts[r.app][n - 1]["content"][0]["input"]
-            lines.append(f"- {r.app}, {r.situation}: action {n} {action} ({pixels} px differ)")
+            lines.append(
+                f"- {r.app}, {r.situation}: action {n} {action} ({pixels} px differ); "
+                f"then: {r.status}, file {r.file}; {r.reason or 'no reason given'}"
+            )
     if not lines:
         return ""
     late = any(r.wrong and r.situation == "started late" for r in runs)
@@ -479,6 +487,19 @@ def _notes(runs: list[Run]) -> str:
         if late
         else ""
     )
+    if any(r.wrong and r.app == MOUSEPAD.name for r in runs):
+        why += (
+            "\n\nmousepad: GTK's caret blinks, and a recording's screenshots catch it on or "
+            "off. When the screenshot after the click caught it off, the click's recorded "
+            "effect is only the old caret vanishing (top left) instead of the caret at the "
+            'end of "bread". The replay\'s look, before clicking, at the area the click '
+            "changed when recorded then covers the top-left corner, which the extra line or "
+            "the second tab leave as it was, so the click on the blank area below the text "
+            "runs on the drifted screen; its effect is not seen and the replay hands back "
+            "right after it (the caret has moved, nothing was typed, the file is unchanged). "
+            "The same recording hands back needlessly when nothing changed: the effect it "
+            "expects is a blink."
+        )
     return "\n\nThe wrong actions:\n\n" + "\n".join(lines) + why
 
 
@@ -493,9 +514,11 @@ def _section(text: str, where: str, runs: int) -> str:
 
 Each application's task is recorded once under Xvfb (a scripted model through the real
 `anthropic` client and the local stand-in): mousepad: click below the list, Return, type
-"apples", ctrl+s; vi in xterm: G, o, type "apples", Escape, type ":w" and Enter. Each row
-replays it {runs} times with `strategy="execute"` and the default settings, each time on a
-fresh X server, application and copy of the file.
+"apples", ctrl+s; vi in xterm: G, o, type "apples", Escape, type ":w" and Enter. The task is
+recorded {runs} times (what a recording catches varies: mousepad's blinking caret is on or
+off in its screenshots), and each recording is replayed once in each situation with
+`strategy="execute"` and the default settings, each time on a fresh X server, application
+and copy of the file.
 *Extra line*: the file has a fourth line; *moved window*: the window is 150 px right and
 120 px down; *another file open*: mousepad has another file in a first tab (the list's tab
 in front), vi has another file in the list's place; *started late*: the application starts

@@ -492,7 +492,7 @@ def _notes(runs: list[Run]) -> str:
             "\n\nmousepad: GTK's caret blinks, and a recording's screenshots catch it on or "
             "off. When the screenshot after the click caught it off, the click's recorded "
             "effect is only the old caret vanishing (top left) instead of the caret at the "
-            'end of "bread". The replay\'s look, before clicking, at the area the click '
+            "end of \"bread\" (both seen in recordings' screenshots). The replay's look, before clicking, at the area the click "
             "changed when recorded then covers the top-left corner, which the extra line or "
             "the second tab leave as it was, so the click on the blank area below the text "
             "runs on the drifted screen; its effect is not seen and the replay hands back "
@@ -512,9 +512,10 @@ def _section(text: str, where: str, runs: int) -> str:
 
 {where} `uname -srm`: {run("uname", "-srm")}; Debian packages: {versions.rstrip("; ")}.
 
-Each application's task is recorded once under Xvfb (a scripted model through the real
+Each application's task is recorded under Xvfb (a scripted model through the real
 `anthropic` client and the local stand-in): mousepad: click below the list, Return, type
-"apples", ctrl+s; vi in xterm: G, o, type "apples", Escape, type ":w" and Enter. The task is
+"apples", ctrl+s; vi in xterm: click in the terminal (it takes the
+keyboard focus), G, o, type "apples", Escape, type ":w" and Enter. The task is
 recorded {runs} times (what a recording catches varies: mousepad's blinking caret is on or
 off in its screenshots), and each recording is replayed once in each situation with
 `strategy="execute"` and the default settings, each time on a fresh X server, application

@@ -505,7 +505,9 @@ class CacheExecutionSettings(SettingsModel):
     ``settle_timeout``). After a step, wait the same way for its recorded effect. Off: the
     check uses the latest screenshot once. (``wait_for_settle`` is its former name.)"""
     settle_timeout: float = Field(10.0, gt=0, le=120)
-    """Longest wait for a step's region, or its effect, to appear, in seconds."""
+    """Longest wait for a step's region, or its effect, to appear, in seconds. The replay's
+    first checked step waits this long for its screen whatever the quiet period (the
+    application may still be starting), then hands back naming this setting."""
     settle_quiet_period: float = Field(1.5, ge=0, le=30)
     """How long a region that still differs must stay unchanged before the replay gives up
     on it, in seconds. Longer than the slowest answer of the application: a UI that answers

@@ -10,9 +10,10 @@ from dataclasses import dataclass, field
 import pytest
 from PIL import Image
 
+from askcache.actions import Point
 from askcache.conversation import Conversation
 from askcache.errors import AskCacheError, CacheFileRefusedError, CacheParameterError
-from askcache.messages import TextBlockParam
+from askcache.messages import TextBlockParam, ToolUseBlockParam
 from askcache.parameters import substitute
 from askcache.replay import CacheExecutor
 from askcache.screen_state import StepEffect
@@ -21,6 +22,7 @@ from askcache.speakers import SpeakerResult
 from askcache.storage import LocalCacheStorage, load_cache_file
 from askcache.testing import SimulatedFormApp
 from askcache.tools import ComputerTool, ToolCollection
+from askcache.tools.base import ToolOutput
 from tests.helpers import GOAL, record_form
 
 
@@ -338,11 +340,27 @@ def test_auto_wait_goes_as_soon_as_the_screen_matches(storage: LocalCacheStorage
     assert executor.regions[1].size == (100, 100)
 
 
+class ChangesAfterTheFirstClick(SimulatedFormApp):
+    """A form that shows the banner layout once the first click's result was taken: the
+    screen changes under the second step (not the first, whose wait is the start-up wait)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.looks_after_click = 0
+
+    def screenshot(self) -> Image.Image:
+        if self.events:
+            self.looks_after_click += 1
+            if self.looks_after_click > 1:
+                self.layout = "banner"
+        return super().screenshot()
+
+
 def test_auto_wait_hands_back_once_a_different_screen_stays_still(
     storage: LocalCacheStorage,
 ) -> None:
     record_form(storage)
-    app = SimulatedFormApp(layout="banner")
+    app = ChangesAfterTheFirstClick()
     now = [0.0]
 
     def sleep(seconds: float) -> None:
@@ -359,9 +377,65 @@ def test_auto_wait_hands_back_once_a_different_screen_stays_still(
     ).run(GOAL)
     result = executor.result
     assert result is not None
-    assert (result.status, result.stopped_at_step) == ("handed_back", 1)
+    assert (result.status, result.stopped_at_step) == ("handed_back", 2)
     assert 0.5 <= result.steps[-1].waited_seconds < 0.6
+    assert "settle_timeout" not in (result.reason or "")
+    assert len(app.events) == 1  # the first click; the typing did not run
+
+
+def test_the_first_step_waits_for_the_application_up_to_the_timeout(
+    storage: LocalCacheStorage,
+) -> None:
+    # An application that has not started yet: the screen stays as it is (no quiet period
+    # ends this wait), and after settle_timeout the replay hands back saying so.
+    record_form(storage)
+    app = SimulatedFormApp(layout="banner")
+    now = [0.0]
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds
+
+    tool = ComputerTool(app)
+    executor = CacheExecutor(screen=tool.capture, sleep=sleep, clock=lambda: now[0])
+    settings = CacheExecutionSettings(settle_quiet_period=0.5, settle_timeout=4)
+    executor.activate_cache_execution(
+        load_cache_file(storage, "form.json"), "form.json", execution_settings=settings
+    )
+    Conversation(
+        [executor, FinishingSpeaker()], ToolCollection([tool]), first_speaker=executor.name
+    ).run(GOAL)
+    result = executor.result
+    assert result is not None
+    assert (result.status, result.stopped_at_step) == ("handed_back", 1)
+    assert 4 <= result.steps[-1].waited_seconds < 4.1
+    assert "waited 4.0 s (settle_timeout 4 s)" in (result.reason or "")
     assert app.events == []
+
+
+def test_the_first_step_goes_once_the_application_has_started(
+    storage: LocalCacheStorage,
+) -> None:
+    record_form(storage)
+    app = StartingApp(stale=200)  # the old screen stays, unchanged, for 200 looks (4 s)
+    now = [0.0]
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds
+
+    tool = ComputerTool(app)
+    executor = CacheExecutor(screen=tool.capture, sleep=sleep, clock=lambda: now[0])
+    settings = CacheExecutionSettings(settle_quiet_period=0.5, settle_timeout=10)
+    executor.activate_cache_execution(
+        load_cache_file(storage, "form.json"), "form.json", execution_settings=settings
+    )
+    agent = FinishingSpeaker()
+    Conversation([executor, agent], ToolCollection([tool]), first_speaker=executor.name).run(GOAL)
+    result = executor.result
+    assert result is not None
+    assert result.status == "completed"
+    assert agent.turns == []
+    assert 3.5 < result.steps[1].waited_seconds < 4.5  # far past the quiet period
+    assert app.saved == [{"name": "Ada Lovelace", "email": ""}]
 
 
 def test_replayed_steps_get_fresh_ids_and_no_cache_fields(storage: LocalCacheStorage) -> None:
@@ -541,15 +615,16 @@ def test_dry_run_told_the_display_size_checks_as_a_replay_on_that_display(
     assert any(s.problem is not None for s in untold)  # checked strictly, it would stop
 
 
-class BlinkingApp(SimulatedFormApp):
-    """The banner form with a caret that blinks: every other screenshot shows it."""
+class BlinkingApp(ChangesAfterTheFirstClick):
+    """The banner form (after the first click) with a caret that blinks: every other
+    screenshot shows it."""
 
     frames = 0
 
     def screenshot(self) -> Image.Image:
         self.frames += 1
         image = super().screenshot()
-        if self.frames % 2:
+        if self.layout == "banner" and self.frames % 2:
             image.paste((0, 0, 0), (300, 200, 302, 230))
         return image
 
@@ -558,7 +633,7 @@ def test_a_blinking_screen_counts_as_still_so_the_hand_back_is_not_delayed(
     storage: LocalCacheStorage,
 ) -> None:
     record_form(storage)
-    app = BlinkingApp(layout="banner")
+    app = BlinkingApp()
     now = [0.0]
 
     def sleep(seconds: float) -> None:
@@ -575,9 +650,9 @@ def test_a_blinking_screen_counts_as_still_so_the_hand_back_is_not_delayed(
     ).run(GOAL)
     result = executor.result
     assert result is not None
-    assert (result.status, result.stopped_at_step) == ("handed_back", 1)
+    assert (result.status, result.stopped_at_step) == ("handed_back", 2)
     assert 0.5 <= result.steps[-1].waited_seconds < 0.6  # the quiet period, not the timeout
-    assert app.events == []
+    assert len(app.events) == 1
 
 
 def test_a_screenshot_the_replay_takes_that_fails_is_a_hand_back(
@@ -598,9 +673,116 @@ def test_a_screenshot_the_replay_takes_that_fails_is_a_hand_back(
     result = executor.result
     assert result is not None
     assert (result.status, result.stopped_at_step) == ("handed_back", 1)
-    assert result.reason == "no screenshot could be taken: OSError: the display went away"
+    assert result.reason == (
+        "no screenshot could be taken (3 attempts in a row): OSError: the display went away"
+    )
     assert app.events == []  # the click was not run unchecked
     assert len(agent.turns) == 1
+
+
+class LateApp(SimulatedFormApp):
+    """A slow form: a click on a field takes effect only after ``late`` more screenshots."""
+
+    def __init__(self, late: int) -> None:
+        super().__init__()
+        self.late = late
+        self.due: tuple[int, str] | None = None
+        self.looks = 0
+
+    def screenshot(self) -> Image.Image:
+        self.looks += 1
+        if self.due is not None and self.looks >= self.due[0]:
+            self.focus, self.due = self.due[1], None
+        return super().screenshot()
+
+    def click(self, point: Point | None, button: str, count: int, modifiers: str | None) -> None:
+        before = self.focus
+        super().click(point, button, count, modifiers)
+        if self.focus != before and self.focus is not None:
+            self.due, self.focus = (self.looks + self.late, self.focus), before
+
+
+def test_one_failed_screenshot_inside_the_wait_does_not_end_it(
+    storage: LocalCacheStorage,
+) -> None:
+    # The slow form answers the click 10 looks later; looks of the replay's wait for the
+    # focused field fail, once and then twice in a row: each is a look skipped, and the
+    # replay finishes without the model.
+    record_form(storage)
+    app = LateApp(late=10)
+    tool = ComputerTool(app)
+    looks, failed = [0], []
+
+    def flaky() -> Image.Image:
+        looks[0] += 1
+        if looks[0] in (3, 6, 7):  # all within the wait for the focus (12 looks)
+            failed.append(looks[0])
+            raise OSError("the X server is busy")
+        return tool.capture()
+
+    now = [0.0]
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds
+
+    executor = CacheExecutor(screen=flaky, sleep=sleep, clock=lambda: now[0])
+    executor.activate_cache_execution(load_cache_file(storage, "form.json"), "form.json")
+    agent = FinishingSpeaker()
+    Conversation([executor, agent], ToolCollection([tool]), first_speaker=executor.name).run(GOAL)
+    result = executor.result
+    assert result is not None
+    assert (result.status, result.handbacks, agent.turns) == ("completed", 0, [])
+    assert result.steps[2].waited_seconds > 0  # the typing waited for the focus
+    assert failed == [3, 6, 7]
+    assert app.saved == [{"name": "Ada Lovelace", "email": ""}]
+
+
+class FailingClickTool(ComputerTool):
+    """The computer tool whose first click is done but then reports an error (its result
+    screenshot failed, say)."""
+
+    failed = False
+
+    def run(self, block: ToolUseBlockParam) -> ToolOutput:
+        output = super().run(block)
+        if block.input.get("action") == "left_click" and not self.failed:
+            self.failed = True
+            raise RuntimeError("the screenshot after the click could not be taken")
+        return output
+
+
+def test_a_hand_back_after_a_failed_tool_call_waits_for_the_screen_to_settle(
+    storage: LocalCacheStorage,
+) -> None:
+    # The click ran on the slow form, but its tool call failed: the replay hands back, and
+    # lets the screen settle first, so the model's first look shows the field focused by
+    # that click (and the model does not click it again).
+    record_form(storage)
+    app = LateApp(late=10)
+    tool = FailingClickTool(app)
+    now = [0.0]
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds
+
+    focus_seen_by_model: list[str | None] = []
+
+    @dataclass
+    class Looking(FinishingSpeaker):
+        def handle_step(self, conversation: Conversation) -> SpeakerResult:
+            focus_seen_by_model.append(app.focus)
+            return super().handle_step(conversation)
+
+    executor = CacheExecutor(screen=tool.capture, sleep=sleep, clock=lambda: now[0])
+    executor.activate_cache_execution(load_cache_file(storage, "form.json"), "form.json")
+    Conversation([executor, Looking()], ToolCollection([tool]), first_speaker=executor.name).run(
+        GOAL
+    )
+    result = executor.result
+    assert result is not None
+    assert (result.status, result.stopped_at_step) == ("handed_back", 1)
+    assert result.handbacks == 1
+    assert focus_seen_by_model == ["name"]
 
 
 def test_text_left_in_the_name_field_hands_back_before_typing(storage: LocalCacheStorage) -> None:

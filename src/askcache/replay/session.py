@@ -11,7 +11,9 @@ Each step goes through named phases, each returning a typed outcome:
              step's result screenshot was taken the moment it ran)
 ``wait``     watch the screen until the step's checks pass (go at once), or until it has stayed
              unchanged and still different for the quiet period, or a timeout (a screen that
-             comes back to one it showed lately, a blinking caret, has not changed)
+             comes back to one it showed lately, a blinking caret, has not changed); the
+             replay's first checked step waits for the timeout (the application may still be
+             starting: an empty screen stays unchanged until its window appears)
 ``check``    the step's fingerprint (perceptual hashes of the regions at its point) and the
              area it changed when recorded, as it looked before the action
 ``act``      emit the step, its point scaled to the current screen
@@ -20,7 +22,10 @@ Each step goes through named phases, each returning a typed outcome:
 
 and after the last step, the **end state**: the final screen against the recording's. A phase
 that cannot decide fails closed: a step that should be checked but cannot be is not run, and
-a screenshot the replay takes itself that fails is a hand-back, not an exception. After a
+a screenshot the replay takes itself that fails :data:`CAPTURE_ATTEMPTS` times in a row is a
+hand-back, not an exception (one failed grab does not end a wait). A hand-back right after a
+step whose tool call failed first lets the screen settle, so the model's first look shows
+what that step did (and the model does not do it again). After a
 hand-back the replay is suspended and re-joins only under the rules of :mod:`askcache.rejoin`
 (the model acted, goes on, and the screen passes both the next step's check and the check that
 failed); :meth:`ReplaySession.try_rejoin` decides and records each decision.
@@ -72,12 +77,25 @@ from askcache.visual import (
     find_recent_screenshot_block,
 )
 
-__all__ = ["OTHER_DENSITY_SCALE", "Command", "Emit", "Finished", "HandBack", "ReplaySession"]
+__all__ = [
+    "CAPTURE_ATTEMPTS",
+    "OTHER_DENSITY_SCALE",
+    "Command",
+    "Emit",
+    "Finished",
+    "HandBack",
+    "ReplaySession",
+]
 
 logger = logging.getLogger(__name__)
 
 POLL_SECONDS = 0.02
 """Pause between two looks at the screen while waiting."""
+
+CAPTURE_ATTEMPTS = 3
+"""A screenshot the replay takes itself is tried this many times in a row (:data:`POLL_SECONDS`
+apart) before the phase that needed it hands back: a grab that fails once (a busy X server)
+is a look skipped, not the end of a wait."""
 
 _BLINK_STATES = 4
 """Distinct screens remembered while waiting: coming back to one of them is not a change
@@ -121,10 +139,14 @@ Command = Emit | HandBack | Finished
 
 
 class _CaptureFailedError(Exception):
-    """The replay's own screenshot failed: the phase that needed it cannot decide."""
+    """The replay's own screenshot failed every attempt: the phase that needed it cannot
+    decide."""
 
     def __init__(self, cause: Exception) -> None:
-        super().__init__(f"no screenshot could be taken: {type(cause).__name__}: {cause}")
+        super().__init__(
+            f"no screenshot could be taken ({CAPTURE_ATTEMPTS} attempts in a row): "
+            f"{type(cause).__name__}: {cause}"
+        )
 
 
 @dataclass
@@ -274,6 +296,9 @@ class ReplaySession:
         self._stopped: _Stopped | None = None
         self._started = clock()
         self._first_step = True
+        self._starting = True
+        """True until the first step that needs a screen was checked: its wait is the
+        start-up wait (see :meth:`_observe_and_check`)."""
         self._screenshot_asked_for: int | None = None
         self._step_started = clock()
         meta = cache_file.metadata
@@ -353,14 +378,22 @@ class ReplaySession:
             call = make_tool_use("screenshot", action.shape if action else self.tool_shape)
             self._pending = _Pending(call.id, None)
             return Emit(call)
+        starting, self._starting = self._starting, False
         outcome, waited = self._watch(
-            screen, lambda seen: self._check_ways(step, action, seen), _passes
+            screen, lambda seen: self._check_ways(step, action, seen), _passes, quiet=not starting
         )
         if isinstance(outcome, _Refused):
             if outcome.record is not None:
                 outcome.record.waited_seconds = waited
                 self.result.steps.append(outcome.record)
-            return HandBack(self.index, outcome.problem)
+            problem = outcome.problem
+            if starting and not outcome.final and self._can_watch():
+                problem += (
+                    f"; waited {waited:.1f} s (settle_timeout {self.settings.settle_timeout:g} s)"
+                    " for the screen the replay's first step expects: the application may not"
+                    " have started, or shows another screen"
+                )
+            return HandBack(self.index, problem)
         if outcome.variant is not None:
             step = self._take_variant(outcome.variant)
         return self._act(step, outcome, waited)
@@ -382,6 +415,7 @@ class ReplaySession:
             return None
         if failed is not None:
             self.emitted.pop(pending.call_id, None)
+            self._settle()
             return HandBack(pending.step, failed, executed=True)
         try:
             problem = self._verify(pending, messages)
@@ -434,14 +468,21 @@ class ReplaySession:
         return self.settings.auto_wait and self.capture is not None
 
     def _capture(self) -> _Screen:
-        """A fresh screenshot. Raises :class:`_CaptureFailedError` when it fails, so the
-        phase that needed it hands back (fails closed) instead of ending the conversation."""
+        """A fresh screenshot, tried :data:`CAPTURE_ATTEMPTS` times in a row. Raises
+        :class:`_CaptureFailedError` when every attempt fails, so the phase that needed it
+        hands back (fails closed) instead of ending the conversation."""
         assert self.capture is not None
-        try:
-            image = self.capture()
-        except Exception as exc:
-            raise _CaptureFailedError(exc) from exc
-        return self._screen(image)
+        for attempt in range(1, CAPTURE_ATTEMPTS + 1):
+            try:
+                image = self.capture()
+            except Exception as exc:
+                if attempt == CAPTURE_ATTEMPTS:
+                    raise _CaptureFailedError(exc) from exc
+                logger.info("screenshot %d of %d failed: %s", attempt, CAPTURE_ATTEMPTS, exc)
+                self._sleep(POLL_SECONDS)
+            else:
+                return self._screen(image)
+        raise AssertionError("unreachable")
 
     def _screen(self, image: Image.Image) -> _Screen:
         space = self._space
@@ -456,10 +497,12 @@ class ReplaySession:
         screen: _Screen,
         evaluate: Callable[[_Screen], T],
         done: Callable[[T], bool],
+        *,
+        quiet: bool = True,
     ) -> tuple[T, float]:
         """Evaluate ``screen``; while the outcome is not ``done``, look again until the
-        screen has stayed unchanged for the quiet period, or the timeout. Returns the last
-        outcome and the seconds waited."""
+        screen has stayed unchanged for the quiet period (only when ``quiet``), or the
+        timeout. Returns the last outcome and the seconds waited."""
         started = self._clock()
         outcome = evaluate(screen)
         if done(outcome) or not self._can_watch():
@@ -485,9 +528,21 @@ class ReplaySession:
                 assert current is not None
                 seen = [*seen[-(_BLINK_STATES - 1) :], current]
                 still_since = now
-            elif now - still_since >= self.settings.settle_quiet_period:
+            elif quiet and now - still_since >= self.settings.settle_quiet_period:
                 break
         return outcome, self._clock() - started
+
+    def _settle(self) -> None:
+        """Watch the screen until it has stayed unchanged for the quiet period (or the
+        timeout): before handing back after a step that ran but whose effect was not watched
+        (its tool call failed), so the model's first look shows what the step did. Nothing
+        when the screen cannot be watched or read."""
+        if not self._can_watch() or self.file.metadata.screen_state is None:
+            return
+        try:
+            self._watch(self._capture(), lambda seen: None, lambda _: False)
+        except _CaptureFailedError:
+            return
 
     def _volatile(self) -> set[int]:
         end = self._end_state

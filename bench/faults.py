@@ -86,6 +86,9 @@ class Fault:
     """The backend raises on this click (1-based, every click counted)."""
     fail_screenshots: tuple[int, ...] = ()
     """The backend raises on these screenshots (1-based, every screenshot counted)."""
+    fail_result_of_click: int | None = None
+    """The backend raises on the first screenshot after this click (1-based): the click's
+    own result, so its tool call fails after the click was done."""
     xcalc_resources: tuple[str, ...] = ()
     """X resources for xcalc (``-xrm XCalc*ti.RESOURCE``)."""
     calc_keys: tuple[int, ...] = CALC_KEYS
@@ -131,16 +134,34 @@ FAULTS: list[Fault] = [
     Fault("tool error on the Save click", fail_click=2),
     Fault(
         "screenshot fails: the Name click's result",
-        fail_screenshots=(2,),
-        rejoins=0,  # the model's screenshot is no progress; it then types, and the form moved on
+        fail_result_of_click=1,
+        status="completed",
+        rejoins=1,
     ),
-    Fault("screenshots fail: 4 in a row after the Name click", fail_screenshots=(3, 4, 5, 6)),
     Fault(
+        "screenshot fails: the Name click's result (slow app)",
+        form_args=("--slow", "0.8"),
+        fail_result_of_click=1,
+        status="completed",
+        rejoins=1,  # the hand-back waited for the focus: the replay re-joins at the typing
+    ),
+    Fault(
+        "screenshots fail: 4 in a row after the Name click's result",
+        fail_screenshots=(4, 5, 6, 7),
+    ),
+    Fault(
+        # screenshots: 1 the first step's result, 2 the look before the Name click, 3 its
+        # result, 4 the first look of the wait for the slow form's answer
         "screenshot fails inside the replay's wait (slow app)",
         form_args=("--slow", "0.8"),
-        fail_screenshots=(3,),
+        fail_screenshots=(4,),
         status="completed",
-        rejoins=1,  # after the model's own click on Name
+        rejoins=0,  # a look skipped: the wait goes on
+    ),
+    Fault(
+        "screenshot fails: the Save click's result (slow app)",
+        form_args=("--slow", "0.8"),
+        fail_result_of_click=2,
     ),
     Fault("slow app (answers after 0.8 s)", form_args=("--slow", "0.8"), status="completed"),
     Fault("frozen app (ignores input)", form_args=("--freeze-after", "0"), saved=False),
@@ -221,21 +242,30 @@ class FaultyDesktop(DesktopBackend):
     """The real desktop backend, with a click or screenshots that raise (injected faults)."""
 
     def __init__(
-        self, display: str, *, fail_click: int | None, fail_screenshots: tuple[int, ...]
+        self,
+        display: str,
+        *,
+        fail_click: int | None = None,
+        fail_screenshots: tuple[int, ...] = (),
+        fail_result_of_click: int | None = None,
     ) -> None:
         super().__init__(display)
         self.fail_click, self.fail_screenshots = fail_click, set(fail_screenshots)
+        self.fail_result_of_click = fail_result_of_click
         self.clicks = self.screenshots = 0
+        self._result_due = False
 
     def click(self, point: Point | None, button: str, count: int, modifiers: str | None) -> None:
         self.clicks += 1
         if self.clicks == self.fail_click:
             raise RuntimeError("injected fault: the X server refused the click")
         super().click(point, button, count, modifiers)
+        self._result_due = self.clicks == self.fail_result_of_click
 
     def screenshot(self) -> Any:
         self.screenshots += 1
-        if self.screenshots in self.fail_screenshots:
+        due, self._result_due = self._result_due, False
+        if due or self.screenshots in self.fail_screenshots:
             raise RuntimeError("injected fault: the screenshot could not be taken")
         return super().screenshot()
 
@@ -302,8 +332,7 @@ class FormWitness:
                 self.wrong.append(f"{what} into {focus} holding {value!r}")
 
     def _state(self) -> dict[str, Any]:
-        time.sleep(0.05)  # the form publishes its state a moment after it draws
-        return self.app.state()
+        return self.app.current()  # every input delivered so far handled
 
 
 def _nearest(
@@ -314,20 +343,35 @@ def _nearest(
 
 class FormModel:
     """The scripted model after a hand-back: close what covers the form, stop when the form
-    ignores input, otherwise fill the form (:class:`FormFillingScript`)."""
+    ignores input, otherwise fill the form (:class:`FormFillingScript`).
+
+    It reads the form as the replay left it (a hand-back on a screen that does not show
+    what a replayed step did yet makes it repeat that step), but after its own action it
+    waits for the form's answer, as a model that sees nothing changed yet would wait."""
 
     def __init__(self, app: TkFormApp, tool: ComputerTool) -> None:
         self.app, self.tool = app, tool
         self.fill = FormFillingScript(app, "Ada Lovelace", to_model=tool.from_screen)
+        self.acted = False
+        """True when its last reply was an action whose answer it has not seen yet."""
 
     def __call__(self, request: dict[str, Any]) -> dict[str, Any]:
+        reply = self._decide(request)
+        content = reply.get("content", [])
+        self.acted = any(
+            block.get("type") == "tool_use" and block["input"].get("action") != "screenshot"
+            for block in content
+        )
+        return reply
+
+    def _decide(self, request: dict[str, Any]) -> dict[str, Any]:
         last = request["messages"][-1]
         saw_screen = isinstance(last.get("content"), list) and any(
             block.get("type") == "tool_result" for block in last["content"]
         )
         if not saw_screen:
             return tool_use_reply("computer", {"action": "screenshot"})
-        state = self.app.state()
+        state = self.app.settled() if self.acted else self.app.current()
         if state["ignored"]:
             return text_reply("The form does not respond to input; I stop here.")
         for button in ("dialog_close", "backdrop_continue"):
@@ -355,6 +399,7 @@ def _desktop(
             screen.display,
             fail_click=fault.fail_click if fault else None,
             fail_screenshots=fault.fail_screenshots if fault else (),
+            fail_result_of_click=fault.fail_result_of_click if fault else None,
         )
         try:
             yield screen.display, backend
@@ -399,8 +444,8 @@ def run_form(fault: Fault, cache_dir: Path, work: Path, recorded: dict[Any, Any]
                 GOAL, _settings(cache_dir, "execute", "form.json")
             )
             seconds = time.monotonic() - started
-        time.sleep(1.2)  # the slow form answers 0.8 s late; every form publishes late
-        return _outcome(fault, result, witness.wrong, seconds, saved=app.saved)
+        saved = app.settled()["saved"]  # a slow form's last inputs applied
+        return _outcome(fault, result, witness.wrong, seconds, saved=saved)
 
 
 # xcalc -------------------------------------------------------------------------------------

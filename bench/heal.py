@@ -54,8 +54,8 @@ def _series(layouts: list[Layout]) -> list[tuple[Layout, int, str, str, bool, fl
                             ),
                         )
                         seconds = time.monotonic() - started
-                        time.sleep(0.3)
-                        right = app.saved == [{"name": "Ada Lovelace", "email": ""}]
+                        saved = app.settled()["saved"]
+                        right = saved == [{"name": "Ada Lovelace", "email": ""}]
                     if index == 0:
                         continue
                     status = result.replay.status if result.replay else "-"

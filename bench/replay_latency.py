@@ -68,10 +68,7 @@ def _act(  # noqa: PLR0917 - one call site, read as a sentence
         started = time.monotonic()
         result = Agent(client, [tool], model="claude-bench").act(GOAL, settings)
         seconds = time.monotonic() - started
-        args = app_options.get("extra_args") or []
-        late = float(args[args.index("--slow") + 1]) if "--slow" in args else 0.0
-        time.sleep(0.3 + late)  # the form publishes its state a moment after each change
-        return result, app.saved, seconds
+        return result, app.settled()["saved"], seconds
 
 
 def measure(

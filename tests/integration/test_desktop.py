@@ -93,8 +93,8 @@ def _act(
         result = Agent(api.client(), [tool], model="claude-test").act(
             GOAL, _settings(tmp / "cache", strategy, **(writing or {}))
         )
-        time.sleep(0.3)  # the form publishes its state a moment after each change
-        return result, app.saved, app.values
+        state = app.settled()  # every input handled
+        return result, state["saved"], state["values"]
 
 
 def test_tk_form_record_replay_and_hand_back(tmp_path: Path) -> None:
@@ -324,9 +324,9 @@ def test_other_aspect_ratio_hands_back_without_clicking(tmp_path: Path) -> None:
         assert "1024x768 but the trajectory was recorded at 1280x800, another aspect ratio" in (
             result.replay.reason or ""
         )
-        time.sleep(0.3)
-        assert app.values == {"name": "", "email": ""}
-        assert app.focus is None
+        state = app.settled()
+        assert state["values"] == {"name": "", "email": ""}
+        assert state["focus"] is None
 
 
 XCALC_DISPLAY = (130, 30)  # the calculator's display, in a 260x360 window at the origin
@@ -418,8 +418,7 @@ def test_examples_record_replay_and_tune_on_a_real_display(tmp_path: Path) -> No
                 client=api.client(),
             )
             assert code == 0
-            time.sleep(0.3)
-            assert app.saved == ADA
+            assert app.settled()["saved"] == ADA
         assert (
             load_cache_file(LocalCacheStorage(cache), "contact.json").metadata.goal
             == "Save the contact {{who}}"
@@ -439,8 +438,7 @@ def test_examples_record_replay_and_tune_on_a_real_display(tmp_path: Path) -> No
                 client=api.client(),
             )
             assert code == 0
-            time.sleep(0.3)
-            assert app.saved == [{"name": "Grace Hopper", "email": ""}]
+            assert app.settled()["saved"] == [{"name": "Grace Hopper", "email": ""}]
             assert api.requests == []
 
         with TkFormApp(display, tmp_path / "state.json"):

@@ -9,6 +9,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from askcache.errors import AskCacheError
+
 __all__ = ["run_on_display", "stop_process"]
 
 
@@ -28,17 +30,49 @@ def stop_process(process: subprocess.Popen[Any] | None, timeout: float = 5.0) ->
 
 
 @contextmanager
-def run_on_display(display: str, *command: str, startup_seconds: float = 1.0) -> Iterator[None]:
-    """Run ``command`` (an X program such as ``xcalc``) on ``display``, give it
-    ``startup_seconds`` to draw, and stop it when the block ends."""
-    process = subprocess.Popen(
-        list(command),
-        env={**os.environ, "DISPLAY": display},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+def run_on_display(display: str, *command: str, timeout: float = 180.0) -> Iterator[None]:
+    """Run ``command`` (an X program such as ``xcalc``) on ``display``, wait until it has drawn
+    its window (a new top-level window is viewable and shows more than one colour), and stop
+    it when the block ends. ``timeout`` only guards against a program that never draws."""
+    from Xlib import X
+    from Xlib.display import Display
+
+    from askcache.tools.desktop import _ensure_xauthority, _quiet_xlib
+
+    _ensure_xauthority()
+    with _quiet_xlib():
+        connection = Display(display)
     try:
-        time.sleep(startup_seconds)
-        yield
+        root = connection.screen().root
+        before = {window.id for window in root.query_tree().children}
+        process = subprocess.Popen(
+            list(command),
+            env={**os.environ, "DISPLAY": display},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            deadline = time.monotonic() + timeout
+            while not _drawn(root, before, X.IsViewable, X.ZPixmap):
+                if process.poll() is not None:
+                    raise AskCacheError(f"{command[0]} exited at start ({process.returncode})")
+                if time.monotonic() > deadline:
+                    raise AskCacheError(f"{command[0]} drew no window within {timeout} s")
+                time.sleep(0.02)
+            yield
+        finally:
+            stop_process(process)
     finally:
-        stop_process(process)
+        connection.close()
+
+
+def _drawn(root: Any, before: set[int], viewable: int, zpixmap: int) -> bool:
+    """True when a top-level window not in ``before`` is viewable and not of one colour."""
+    for window in root.query_tree().children:
+        if window.id in before or window.get_attributes().map_state != viewable:
+            continue
+        box = window.get_geometry()
+        pixels = window.get_image(0, 0, box.width, box.height, zpixmap, 0xFFFFFFFF).data
+        if pixels.count(pixels[:4]) * 4 != len(pixels):
+            return True
+    return False

@@ -2,10 +2,14 @@
 
     python -m askcache.testing.tk_form --state STATE.json [--layout L] [--zoom Z] [faults]
 
-It shows Name and Email fields, Save and Clear buttons and a status line. After every change
-it writes its state (field values, saved contacts, focus) and each widget's position on the
-screen to ``STATE.json`` (atomically), so tests can check what the application really did
-and the offline scripted model can find its widgets. :class:`TkFormApp` starts and stops it.
+It shows Name and Email fields, Save and Clear buttons and a status line. Once its window is
+drawn, and after every change, it writes its state (field values, saved contacts, focus) and
+each widget's position on the screen to ``STATE.json`` (atomically), so tests can check what
+the application really did and the offline scripted model can find its widgets.
+:class:`TkFormApp` starts and stops it, and asks it for its state at a known moment instead
+of sleeping: :meth:`TkFormApp.current` (every input the X server has delivered handled and
+drawn) and :meth:`TkFormApp.settled` (a slow form: every delayed input applied as well). Tests
+wait on these events, never on a time margin.
 
 Faults, for the fault-injection tests (``tests/integration/test_fault_injection.py``). An
 *input* is a left-button release or a key press that types a character (or Return); the
@@ -32,6 +36,7 @@ import os
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -117,8 +122,20 @@ class _FormWindow:
         if self.variant.focus:
             self.entries[self.variant.focus].focus_set()
         self._watch_inputs()
-        self.root.after(150, self._triggers, 0)
-        self.root.after(200, self.publish)
+        self.pending = 0
+        """Inputs a slow form received and has not applied yet."""
+        self.answered = ""
+        """The token of the last request answered (see :meth:`TkFormApp.current`)."""
+        self._show()
+
+    def _show(self) -> None:
+        """Wait until the window is on screen, start the faults due at once, draw, publish
+        the first state, and start answering requests."""
+        self.root.wait_visibility()
+        self._triggers(0)
+        self.root.update()  # drawn, and the X server has done the drawing (update syncs)
+        self.publish()
+        self._answer()
 
     def _place(
         self, widget: Any, box: tuple[float, float, float, float], *, scaled: bool = False
@@ -212,6 +229,7 @@ class _FormWindow:
         self.root.after_idle(self._triggers, self.inputs)
         if self.variant.slow:
             later = round(self.variant.slow * 1000)
+            self.pending += 1
             self.root.after(later, self._replay_input, event.widget, _kind(event), event)
             return "break"
         return None
@@ -228,6 +246,7 @@ class _FormWindow:
             self.save()
         elif widget in self.entries.values():
             widget.insert("insert", event.char)
+        self.pending -= 1
         self._soon()
 
     def _triggers(self, count: int) -> None:
@@ -322,6 +341,21 @@ class _FormWindow:
     def _soon(self, *_: Any) -> None:
         self.root.after(10, self.publish)
 
+    def _answer(self) -> None:
+        """Answer a request of :class:`TkFormApp` (checked every 20 ms): handle every event
+        the X server has sent, and (``settled``) wait until no delayed input is left, then
+        publish the state with the request's token."""
+        try:
+            request = json.loads(_request_path(self.state_path).read_text())
+        except (FileNotFoundError, json.JSONDecodeError):
+            request = None
+        if request is not None and request["token"] != self.answered:
+            self.root.update()
+            if request["mode"] == "current" or not self.pending:
+                self.answered = request["token"]
+                self.publish()
+        self.root.after(20, self._answer)
+
     def save(self) -> None:
         self.saved.append({key: entry.get() for key, entry in self.entries.items()})
         self.status.set(f"Saved {self.entries['name'].get() or '(empty)'}")
@@ -354,6 +388,8 @@ class _FormWindow:
             "inputs": self.inputs,
             "ignored": self.ignored,
             "faults": self._faults(),
+            "pending": self.pending,
+            "answer": self.answered,
             "widgets": {
                 key: [
                     w.winfo_rootx(),
@@ -367,6 +403,11 @@ class _FormWindow:
         tmp = self.state_path.with_suffix(".tmp")
         tmp.write_text(json.dumps(state))
         os.replace(tmp, self.state_path)
+
+
+def _request_path(state_path: Path) -> Path:
+    """Where :class:`TkFormApp` writes a request for the form's state."""
+    return state_path.with_suffix(".ask")
 
 
 def _kind(event: Any) -> str:
@@ -444,8 +485,9 @@ class TkFormApp:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def start(self, timeout: float = 20.0) -> None:
-        """Launch the application and wait until it has published its first state."""
+    def start(self, timeout: float = 180.0) -> None:
+        """Launch the application and wait until it has published its first state (its
+        window is drawn then). ``timeout`` only guards against a form that hangs."""
         self.state_file.unlink(missing_ok=True)
         env = {**os.environ, "DISPLAY": self.display}
         command = [
@@ -476,15 +518,41 @@ class TkFormApp:
                 self.stop()
                 raise AskCacheError(f"the Tk form did not start within {timeout} s")
             time.sleep(0.05)
-        time.sleep(0.3)  # let the first frame be drawn
 
     def stop(self) -> None:
         """Close the application."""
         stop_process(self._process)
         self._process = None
 
+    def current(self, timeout: float = 180.0) -> dict[str, Any]:
+        """The state once the form has handled every input the X server has delivered to it
+        so far (an action that returned has been delivered) and drawn the result; a slow
+        form's delayed inputs may still be due. ``timeout`` only guards against a hang."""
+        return self._ask("current", timeout)
+
+    def settled(self, timeout: float = 180.0) -> dict[str, Any]:
+        """As :meth:`current`, once a slow form has also applied every delayed input."""
+        return self._ask("settled", timeout)
+
+    def _ask(self, mode: str, timeout: float) -> dict[str, Any]:
+        token = uuid.uuid4().hex
+        request, tmp = _request_path(self.state_file), self.state_file.with_suffix(".ask.tmp")
+        tmp.write_text(json.dumps({"token": token, "mode": mode}))
+        os.replace(tmp, request)
+        deadline = time.monotonic() + timeout
+        while True:
+            state = self.state()
+            if state.get("answer") == token:
+                return state
+            if self._process is None or self._process.poll() is not None:
+                raise AskCacheError("the Tk form is not running")
+            if time.monotonic() > deadline:
+                raise AskCacheError(f"the Tk form did not answer within {timeout} s")
+            time.sleep(0.02)
+
     def state(self) -> dict[str, Any]:
-        """The latest published state."""
+        """The latest published state (it follows each change by a moment: to read it at a
+        known moment, use :meth:`current` or :meth:`settled`)."""
         for _ in range(50):
             try:
                 return dict(json.loads(self.state_file.read_text()))

@@ -687,7 +687,10 @@ must stop right after it). *Stopped at step*: where the
 replay handed back (its effect did not appear when the step ran; not run otherwise). *Model
 calls*: every call of the run; *after re-join*: calls after the replay took over again.
 *Seconds*: the whole `Agent.act`, model turns included (the stand-in answers at once), plus
-50 ms per replayed action for reading the form's state.
+one request to the form per replayed action for reading its state (answered once the form
+has handled every input delivered). A replay that meets another screen at its first step
+waits `settle_timeout` (10 s) for it before handing back (the start-up wait, docs/caching.md),
+later steps the quiet period (1.5 s).
 
 {text}
 """

@@ -41,8 +41,18 @@ from bench._common import ROOT, machine, write_section
 from bench.dataset import Pair, build_pairs
 
 from askcache.actions import make_tool_use
-from askcache.cache_file import DetailCheckConfig, VisualValidationConfig
-from askcache.hashing import weak_bits
+from askcache.cachefile.format import DetailCheckConfig, VisualValidationConfig
+from askcache.fingerprint.step import (
+    check_step_representation,
+    compute_hash,
+    compute_step_representation,
+    region_box,
+    region_distance,
+    validation_config,
+)
+from askcache.screen.hashing import weak_bits
+from askcache.screen.target import ink_distance, target_fingerprint
+from askcache.screen.tone import tone_change, tone_of
 from askcache.settings import (
     DEFAULT_DETAIL_REGION_SIZE,
     DEFAULT_OTHER_DENSITY_BLUR,
@@ -50,16 +60,6 @@ from askcache.settings import (
     DEFAULT_OTHER_DENSITY_REGION_SIZE,
     DEFAULT_OTHER_DENSITY_THRESHOLD,
     CacheWritingSettings,
-)
-from askcache.target import ink_distance, target_fingerprint
-from askcache.tone import tone_change, tone_of
-from askcache.visual import (
-    check_step_representation,
-    compute_hash,
-    compute_step_representation,
-    region_box,
-    region_distance,
-    validation_config,
 )
 
 OUT = ROOT / "bench" / "out" / "pairs"

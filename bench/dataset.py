@@ -34,10 +34,10 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageChops, ImageEnhance
 
+from askcache.fingerprint.step import Box, crop_region
 from askcache.testing import TkFormApp, VirtualDisplay, run_on_display
 from askcache.tools import ComputerTool
 from askcache.tools.desktop import DesktopBackend
-from askcache.visual import Box, crop_region
 
 SCREEN = (1280, 800)
 FAR = 82

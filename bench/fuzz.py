@@ -21,9 +21,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._common import machine, write_section
 
-from askcache.cache_file import dump_cache_file, parse_cache_file
+from askcache.cachefile.format import dump_cache_file, parse_cache_file
+from askcache.cachefile.signing import SigningKeys, sign_cache_file
 from askcache.settings import CacheExecutionSettings
-from askcache.signing import SigningKeys, sign_cache_file
 from askcache.testing.fuzz import FuzzReport, fuzz, record_seed_files
 
 KEY = "bench-key:0123456789abcdef0123456789abcdef"

@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._common import machine, write_section
 
-from askcache.demo import run_demo
+from askcache.cli.demo import run_demo
 
 
 def main() -> None:

@@ -26,12 +26,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench._common import machine, write_section
 
 from askcache.actions import make_tool_use
-from askcache.cache_file import VisualValidationConfig
-from askcache.conversation import Conversation
+from askcache.cachefile.format import VisualValidationConfig
+from askcache.conversation.loop import Conversation
+from askcache.conversation.speakers import SpeakerResult
+from askcache.fingerprint.screenshots import _decode
+from askcache.fingerprint.step import (
+    check_step_representation,
+    compute_step_representation,
+    validation_config,
+)
 from askcache.messages import MessageParam
-from askcache.recording import CacheManager
+from askcache.record.recording import CacheManager
 from askcache.replay import CacheExecutor
-from askcache.screenshots import _decode
 from askcache.settings import (
     DEFAULT_DETAIL_BLUR,
     DEFAULT_DETAIL_NOISE_FLOOR,
@@ -39,15 +45,9 @@ from askcache.settings import (
     CacheExecutionSettings,
     CacheWritingSettings,
 )
-from askcache.speakers import SpeakerResult
-from askcache.storage import LocalCacheStorage, load_cache_file
+from askcache.storage.base import LocalCacheStorage, load_cache_file
 from askcache.testing import SimulatedFormApp
 from askcache.tools import ComputerTool, ToolCollection, encode_png
-from askcache.visual import (
-    check_step_representation,
-    compute_step_representation,
-    validation_config,
-)
 
 METHODS = ["phash", "ahash", "dhash", "whash"]
 FORMAT_2 = "format 2: phash ±1 px + detail"

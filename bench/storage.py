@@ -31,8 +31,8 @@ ENTRIES = 50
 
 WRITER = """
 import json, sys, time
-from askcache.ledger import RunLedger, RunRecord
-from askcache.remote_storage import storage_for
+from askcache.storage.ledger import RunLedger, RunRecord
+from askcache.storage.remote import storage_for
 url, index, entries, mode = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 storage = storage_for(url)
 storage.list_names()  # connect before the clock starts
@@ -108,8 +108,8 @@ def _times(
 
 def _writers(url: str) -> list[tuple[int, str, int, int, float, float]]:
     """N processes appending ledger entries (and updating a naive counter) at once."""
-    from askcache.ledger import RunLedger
-    from askcache.remote_storage import storage_for
+    from askcache.storage.ledger import RunLedger
+    from askcache.storage.remote import storage_for
 
     rows = []
     for count in WRITERS:
@@ -150,8 +150,8 @@ def main() -> None:
     import boto3
     from s3fs import S3FileSystem
 
-    from askcache.remote_storage import FsspecCacheStorage, storage_for
-    from askcache.storage import LocalCacheStorage, load_cache_file
+    from askcache.storage.base import LocalCacheStorage, load_cache_file
+    from askcache.storage.remote import FsspecCacheStorage, storage_for
 
     try:
         boto3.client("s3").create_bucket(Bucket=BUCKET)

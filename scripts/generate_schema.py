@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from askcache.cache_file import CacheFile
+from askcache.cachefile.format import CacheFile
 
 TARGET = Path(__file__).resolve().parents[1] / "docs" / "cache-format.schema.json"
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from askcache import redaction
-from askcache.storage import LocalCacheStorage
+from askcache.storage.base import LocalCacheStorage
 from askcache.testing import SimulatedFormApp
 
 

@@ -8,14 +8,14 @@ from typing import Any
 from PIL import Image
 
 from askcache.actions import ToolShape, make_tool_use
-from askcache.cache_file import CacheFile
+from askcache.cachefile.format import CacheFile
+from askcache.fingerprint.step import decode_screenshot
 from askcache.messages import ImageBlockParam, MessageParam, ToolUseBlockParam
-from askcache.recording import CacheManager
+from askcache.record.recording import CacheManager
 from askcache.settings import CacheWritingSettings
-from askcache.storage import CacheStorage, load_cache_file
+from askcache.storage.base import CacheStorage, load_cache_file
 from askcache.testing import SimulatedFormApp
 from askcache.tools import ComputerTool, ToolCollection
-from askcache.visual import decode_screenshot
 
 GOAL = "Type Ada Lovelace into Name and press Save"
 

@@ -165,7 +165,7 @@ class CacheFileCorruptError(AskCacheError, ValueError):
 class CacheFileLimitError(CacheFileCorruptError):
     """A cache file exceeds one of the documented limits (size, nesting, steps, lengths).
 
-    The limits are in :mod:`askcache.cache_file` (``MAX_FILE_BYTES`` ...) and
+    The limits are in :mod:`askcache.cachefile.format` (``MAX_FILE_BYTES`` ...) and
     docs/cache-format.md; they keep a hostile file from exhausting memory or time.
     """
 
@@ -218,7 +218,7 @@ class CacheStorageError(AskCacheError, OSError):
 
 class StorageLockBusyError(AskCacheError, TimeoutError):
     """Another live process holds the lock of a trajectory's versions (it is changing the
-    trajectory: a heal's commit, ``accept``, ``rollback``); see :mod:`askcache.storage_lock`.
+    trajectory: a heal's commit, ``accept``, ``rollback``); see :mod:`askcache.storage.lock`.
 
     Attributes:
         where: The locked folder.
@@ -248,8 +248,8 @@ class StorageUnwritableError(CacheStorageError):
 
 
 class OutboxError(AskCacheError, OSError):
-    """The outbox (the local folder of writes not yet sent, :mod:`askcache.outbox`) cannot be
-    read or written either.
+    """The outbox (the local folder of writes not yet sent, :mod:`askcache.storage.outbox`) cannot
+    be read or written either.
 
     Attributes:
         folder: The outbox folder.

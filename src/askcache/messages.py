@@ -26,7 +26,7 @@ from pydantic import (
 )
 
 from askcache.errors import AskCacheError
-from askcache.screen_state import StepEffect
+from askcache.screen.state import StepEffect
 
 __all__ = [
     "Base64ImageSource",
@@ -155,20 +155,20 @@ class ToolUseBlockParam(ApiModel):
     file's validation has one (format version 2 on)."""
     effect: StepEffect | None = None
     """Cache-only: the tiles this action changed near its point when recorded, before and
-    after (format version 3 on; :mod:`askcache.screen_state`)."""
+    after (format version 3 on; :mod:`askcache.screen.state`)."""
     replayed: bool = Field(False, exclude=True)
     """Set on calls a replay emits (never stored or sent): the computer tool then skips its
     fixed settle delay, because the replay waits for the screen itself."""
     visual_tone: str | None = None
     """Cache-only: mean and contrast of the main and detail regions' grey levels, as hex
-    (:mod:`askcache.tone`), when the file's validation checks tone (format version 3 on)."""
+    (:mod:`askcache.screen.tone`), when the file's validation checks tone (format version 3 on)."""
     visual_target: str | None = None
     """Cache-only: the box of the element under the point, when it is larger than the main
-    region, with its background level and ink map (:mod:`askcache.target`); format version 3
+    region, with its background level and ink map (:mod:`askcache.screen.target`); format version 3
     on."""
     visual_weak: str | None = None
     """Cache-only: the hashes' bits that noise decided on the recorded screen,
-    ``"<main hex>;<detail hex>"`` (:func:`askcache.hashing.weak_bits`), when the file's check
+    ``"<main hex>;<detail hex>"`` (:func:`askcache.screen.hashing.weak_bits`), when the file's check
     has noise floors: only these may be forgiven at replay."""
     visual_other_density: str | None = None
     """Cache-only: the hash of a region around the point (its own size) for screens drawn at
@@ -177,7 +177,7 @@ class ToolUseBlockParam(ApiModel):
     when the file's check has ``other_density``."""
     visual_mask: str | None = None
     """Cache-only: what varied at this step across repeat runs and is ignored: hash bits,
-    ink columns, raised tone tolerances (:mod:`askcache.masks`); format version 3 on."""
+    ink columns, raised tone tolerances (:mod:`askcache.fingerprint.masks`); format version 3 on."""
 
 
 class ToolResultBlockParam(ApiModel):

@@ -13,11 +13,11 @@ calls it:
   bodies at DEBUG), in the message and in the formatted exception (:class:`RedactingFilter`);
 * the message of every :class:`~askcache.errors.AskCacheError`;
 * every cache file written, its versions and proposals
-  (:func:`~askcache.cache_file.dump_cache_file`: goal, typed text, variants, failure and
+  (:func:`~askcache.cachefile.format.dump_cache_file`: goal, typed text, variants, failure and
   invalidation reasons);
-* every run-ledger entry, however it is written (:class:`~askcache.ledger.RunRecord`);
-* the HTML pages (:func:`~askcache.report.write_page`) and everything the ``askcache``
-  command prints (:func:`~askcache.commands.common.emit_json` and the command's output
+* every run-ledger entry, however it is written (:class:`~askcache.storage.ledger.RunRecord`);
+* the HTML pages (:func:`~askcache.cli.report.write_page`) and everything the ``askcache``
+  command prints (:func:`~askcache.cli.commands.common.emit_json` and the command's output
   streams).
 
 Redaction is a safety net: recording and healing already store secrets as placeholders

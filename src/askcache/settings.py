@@ -380,7 +380,7 @@ class CacheWritingSettings(SettingsModel):
     (``type``, ``key``, ``hold_key``)."""
     record_screen_state: bool = True
     """Also record, per acting step, the tiles near its point that it changed (before and
-    after) and the final screen, as 1/8-scale grey thumbnails (:mod:`askcache.screen_state`):
+    after) and the final screen, as 1/8-scale grey thumbnails (:mod:`askcache.screen.state`):
     replays then check that the area an action affects looks as recorded before acting, that
     the action had its effect, and that the run ended as recorded. The thumbnails show layout,
     not readable text; ``False`` stores none of them (and the replay skips those checks)."""
@@ -523,7 +523,7 @@ class CacheExecutionSettings(SettingsModel):
     rejoin: bool = True
     """After a hand-back, take over again once the model has acted (a screenshot or a wait
     is not progress), goes on (has not ended its turn or said it stops), and the screen
-    passes the next step's check and the check that failed (:mod:`askcache.rejoin`). The
+    passes the next step's check and the check that failed (:mod:`askcache.replay.rejoin`). The
     model may also ask for it with the ``resume_cached_trajectory`` tool."""
     allow_invalidated: bool = False
     """Replay a file marked invalid. Without it, ``execute`` refuses such a file."""
@@ -578,7 +578,7 @@ class CachingSettings(SettingsModel):
     outbox_dir: Path | None = None
     """A local folder where heals and run-ledger entries wait when ``cache_dir`` cannot be
     written (the server is down, the disk full, the folder read-only); they are sent on the
-    next run or by ``askcache sync`` (see :mod:`askcache.outbox`). ``None``:
+    next run or by ``askcache sync`` (see :mod:`askcache.storage.outbox`). ``None``:
     ``$ASKCACHE_OUTBOX_DIR``, else ``$XDG_STATE_HOME/askcache/outbox``, else
     ``~/.local/state/askcache/outbox``. Must be a local folder, not a URL."""
 

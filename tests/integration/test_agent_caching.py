@@ -22,7 +22,7 @@ from askcache import (
     ComputerTool,
     RunLedger,
 )
-from askcache.storage import LocalCacheStorage, load_cache_file
+from askcache.storage.base import LocalCacheStorage, load_cache_file
 from askcache.testing import (
     FormFillingScript,
     MessagesApiStandIn,

@@ -10,13 +10,18 @@ from pathlib import Path
 
 import pytest
 
-from askcache.cache_file import CacheFile, CacheMetadata, CoordinateSpace, VisualValidationConfig
-from askcache.cli import main
-from askcache.commands.stats import summarize
-from askcache.ledger import RunLedger, RunRecord
+from askcache.cachefile.format import (
+    CacheFile,
+    CacheMetadata,
+    CoordinateSpace,
+    VisualValidationConfig,
+)
+from askcache.cli.app import main
+from askcache.cli.commands.stats import summarize
+from askcache.cli.prices import ModelPrice, parse_price, price_for
 from askcache.messages import Usage
-from askcache.prices import ModelPrice, parse_price, price_for
-from askcache.storage import LocalCacheStorage, save_cache_file
+from askcache.storage.base import LocalCacheStorage, save_cache_file
+from askcache.storage.ledger import RunLedger, RunRecord
 from tests.helpers import computer_call
 
 ASKCACHE = [sys.executable, "-m", "askcache.cli"]

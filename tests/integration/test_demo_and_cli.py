@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from askcache.cli import main
-from askcache.demo import format_summary, run_demo
+from askcache.cli.app import main
+from askcache.cli.demo import format_summary, run_demo
 from askcache.settings import (
     DEFAULT_DETAIL_BLUR,
     DEFAULT_DETAIL_NOISE_FLOOR,

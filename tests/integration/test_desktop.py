@@ -27,7 +27,8 @@ from askcache import (
     CachingSettings,
     ComputerTool,
 )
-from askcache.storage import LocalCacheStorage, load_cache_file
+from askcache.fingerprint.step import compute_hash, hamming_distance
+from askcache.storage.base import LocalCacheStorage, load_cache_file
 from askcache.testing import (
     FormFillingScript,
     MessagesApiStandIn,
@@ -41,7 +42,6 @@ from askcache.testing import (
 from askcache.testing.simulated import Layout
 from askcache.testing.xvfb import accepts_connections
 from askcache.tools.desktop import DesktopBackend
-from askcache.visual import compute_hash, hamming_distance
 
 pytestmark = pytest.mark.integration
 

@@ -12,15 +12,8 @@ from pathlib import Path
 import anthropic
 import pytest
 
-from askcache import (
-    Agent,
-    CacheWritingSettings,
-    CachingSettings,
-    ComputerTool,
-    InvalidSettingsError,
-    MissingApiKeyError,
-)
-from askcache.errors import RemoteStorageError
+from askcache import Agent, CacheWritingSettings, CachingSettings, ComputerTool
+from askcache.errors import InvalidSettingsError, MissingApiKeyError, RemoteStorageError
 from askcache.testing import SimulatedFormApp
 
 pytestmark = pytest.mark.integration
@@ -152,7 +145,8 @@ def test_unreachable_storage_says_what_to_check() -> None:
 
 
 def test_replaying_a_file_that_is_not_there_says_to_record_it_first(tmp_path: Path) -> None:
-    from askcache import CacheExecutionSettings, CacheNotFoundError
+    from askcache import CacheExecutionSettings
+    from askcache.errors import CacheNotFoundError
 
     app = SimulatedFormApp()
     settings = CachingSettings(

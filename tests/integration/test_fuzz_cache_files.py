@@ -16,10 +16,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from askcache.cache_file import dump_cache_file, parse_cache_file
+from askcache.cachefile.format import dump_cache_file, parse_cache_file
+from askcache.cachefile.signing import SigningKeys, sign_cache_file
 from askcache.limits import MAX_WAIT_SECONDS
 from askcache.settings import CacheExecutionSettings
-from askcache.signing import SigningKeys, sign_cache_file
 from askcache.testing.fuzz import FuzzReport, fuzz, record_seed_files
 
 pytestmark = pytest.mark.integration

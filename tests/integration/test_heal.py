@@ -20,8 +20,9 @@ from askcache import (
     ComputerTool,
     RunLedger,
 )
-from askcache.cli import main
-from askcache.storage import LocalCacheStorage, load_cache_file
+from askcache.cli.app import main
+from askcache.storage.base import LocalCacheStorage, load_cache_file
+from askcache.storage.versions import TrajectoryVersions
 from askcache.testing import (
     FormFillingScript,
     MessagesApiStandIn,
@@ -30,7 +31,6 @@ from askcache.testing import (
     tool_use_reply,
 )
 from askcache.testing.simulated import Layout
-from askcache.versions import TrajectoryVersions
 
 pytestmark = pytest.mark.integration
 
@@ -359,7 +359,7 @@ def test_a_run_on_a_screen_of_another_pixel_density_never_heals(tmp_path: Path) 
 def test_a_heal_never_signs_a_file_whose_signature_does_not_verify(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from askcache.signing import SIGNING_KEY_ENV
+    from askcache.cachefile.signing import SIGNING_KEY_ENV
 
     monkeypatch.setenv(SIGNING_KEY_ENV, "team:" + "cd" * 32)
     _record(tmp_path)

@@ -30,7 +30,8 @@ from askcache import (
     ComputerTool,
     RunLedger,
 )
-from askcache.storage import LocalCacheStorage, load_cache_file
+from askcache.storage.base import LocalCacheStorage, load_cache_file
+from askcache.storage.versions import TrajectoryVersions
 from askcache.testing import (
     FormFillingScript,
     MessagesApiStandIn,
@@ -40,7 +41,6 @@ from askcache.testing import (
 )
 from askcache.testing.messages_api import Reply
 from askcache.testing.simulated import Layout
-from askcache.versions import TrajectoryVersions
 
 pytestmark = pytest.mark.integration
 

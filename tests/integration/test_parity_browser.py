@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from askcache.cli import main
+from askcache.cli.app import main
 from askcache.errors import AskCacheError
 from askcache.parity import BrowserCapture, EvidenceFolder, ParityConfig, capture_desktop
 from askcache.parity.command import run_parity

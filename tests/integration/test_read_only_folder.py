@@ -26,12 +26,12 @@ from askcache import (
     ComputerTool,
     RunLedger,
 )
-from askcache.cli import main
+from askcache.cli.app import main
 from askcache.errors import StorageUnwritableError
-from askcache.outbox import Outbox
-from askcache.storage import LocalCacheStorage
+from askcache.storage.base import LocalCacheStorage
+from askcache.storage.outbox import Outbox
+from askcache.storage.versions import TrajectoryVersions
 from askcache.testing import FormFillingScript, MessagesApiStandIn, SimulatedFormApp
-from askcache.versions import TrajectoryVersions
 
 pytestmark = pytest.mark.integration
 

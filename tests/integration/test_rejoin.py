@@ -6,7 +6,7 @@ Return on the screen it had flagged. Here each case records a task once through 
 ``anthropic`` client and the local stand-in, replays it with ``strategy="execute"`` on the
 real desktop backend, and reads what reached the application from the X server itself: an
 XRecord log of every key and button event (:class:`InputLog`), the file xedit saved, and
-xcalc's display. Each re-join condition of :mod:`askcache.rejoin` gets a case where it fails
+xcalc's display. Each re-join condition of :mod:`askcache.replay.rejoin` gets a case where it fails
 (the replay stays out) and where every condition holds (it takes over again).
 
 xedit's fault is real: the application stops answering (``SIGSTOP``) as the replay clicks,
@@ -43,9 +43,9 @@ from askcache import (
     RunLedger,
 )
 from askcache.actions import parse_action
+from askcache.cli.report import rejoin_lines
 from askcache.messages import ToolUseBlockParam
-from askcache.report import rejoin_lines
-from askcache.storage import LocalCacheStorage
+from askcache.storage.base import LocalCacheStorage
 from askcache.testing import (
     FormFillingScript,
     MessagesApiStandIn,

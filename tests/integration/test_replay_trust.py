@@ -16,13 +16,13 @@ import pytest
 from askcache import (
     Agent,
     CacheExecutionSettings,
-    CacheInvalidatedError,
     CacheWritingSettings,
     CachingSettings,
     ComputerTool,
     RunLedger,
 )
-from askcache.storage import LocalCacheStorage, load_cache_file
+from askcache.errors import CacheInvalidatedError
+from askcache.storage.base import LocalCacheStorage, load_cache_file
 from askcache.testing import (
     FormFillingScript,
     MessagesApiStandIn,

@@ -7,16 +7,16 @@ from pathlib import Path
 import pytest
 
 from askcache import Agent, CacheExecutionSettings, CacheWritingSettings, CachingSettings
-from askcache.ledger import RunRecord
-from askcache.parity.evidence import _CHROMIUM_FLAGS, find_chromium
-from askcache.report import (
+from askcache.cli.report import (
     ReplaySection,
     model_actions,
     recorded_views,
     savings_text,
     write_html_report,
 )
-from askcache.storage import LocalCacheStorage, load_cache_file
+from askcache.parity.evidence import _CHROMIUM_FLAGS, find_chromium
+from askcache.storage.base import LocalCacheStorage, load_cache_file
+from askcache.storage.ledger import RunRecord
 from askcache.testing import FormFillingScript, MessagesApiStandIn, SimulatedFormApp
 from askcache.tools import ComputerTool
 

@@ -18,11 +18,11 @@ import pytest
 from PIL import Image
 
 from askcache import Agent, CacheExecutionSettings, CacheWritingSettings, CachingSettings
-from askcache.cli import main
-from askcache.ledger import RunLedger
-from askcache.report import MARK_COLOUR
-from askcache.screen_state import Thumbnail
-from askcache.storage import LocalCacheStorage, load_cache_file
+from askcache.cli.app import main
+from askcache.cli.report import MARK_COLOUR
+from askcache.screen.state import Thumbnail
+from askcache.storage.base import LocalCacheStorage, load_cache_file
+from askcache.storage.ledger import RunLedger
 from askcache.testing import FormFillingScript, MessagesApiStandIn, SimulatedFormApp
 from askcache.tools import ComputerTool
 

@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 
 from askcache import Agent, CacheExecutionSettings, CacheWritingSettings, CachingSettings
-from askcache.cli import main
+from askcache.cachefile.signing import SigningKeys
+from askcache.cli.app import main
+from askcache.cli.report import ReplaySection, write_html_report
 from askcache.errors import CacheSignatureError, InvalidSettingsError
-from askcache.ledger import RunLedger
-from askcache.report import ReplaySection, write_html_report
-from askcache.signing import SigningKeys
-from askcache.storage import LocalCacheStorage
+from askcache.storage.base import LocalCacheStorage
+from askcache.storage.ledger import RunLedger
 from askcache.testing import FormFillingScript, MessagesApiStandIn, SimulatedFormApp
 from askcache.tools import ComputerTool
 

@@ -11,14 +11,14 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from askcache.cache_file import VisualValidationConfig
-from askcache.parity.evidence import _CHROMIUM_FLAGS, find_chromium
-from askcache.settings import CacheWritingSettings
-from askcache.visual import (
+from askcache.cachefile.format import VisualValidationConfig
+from askcache.fingerprint.step import (
     check_step_representation,
     compute_step_representation,
     validation_config,
 )
+from askcache.parity.evidence import _CHROMIUM_FLAGS, find_chromium
+from askcache.settings import CacheWritingSettings
 from tests.helpers import computer_call
 
 pytestmark = pytest.mark.integration

@@ -4,7 +4,7 @@
 
 Replays ``login.json`` from CACHE_DIR (a folder or an s3:// URL) on the form with a notice
 banner: the replay hands back, the scripted model fills the form, and the run heals. At
-POINT (one of ``askcache.versions.COMMIT_POINTS``) the process prints ``paused at POINT``
+POINT (one of ``askcache.storage.versions.COMMIT_POINTS``) the process prints ``paused at POINT``
 and blocks for good, waiting to be killed. When the commit never reaches POINT it prints
 the heal's outcome (``{"heal": ...}``) and exits.
 """
@@ -15,8 +15,8 @@ import json
 import sys
 import threading
 
-from askcache import versions
-from askcache.versions import CommitPoint
+from askcache.storage import versions
+from askcache.storage.versions import CommitPoint
 from tests.s3.heal_runs import heal_run
 
 

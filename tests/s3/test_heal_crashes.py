@@ -2,7 +2,7 @@
 trajectory is always the old or the new one, and the next heal commits.
 
 A child process heals ``login.json`` and stops at one point of the commit
-(``askcache.versions.commit_point_hook``); the test waits for it to say so, kills it with
+(``askcache.storage.versions.commit_point_hook``); the test waits for it to say so, kills it with
 SIGKILL and looks at what it left."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from askcache.cache_file import parse_cache_file
-from askcache.remote_storage import storage_for
-from askcache.versions import COMMIT_POINTS, CommitPoint, TrajectoryVersions
+from askcache.cachefile.format import parse_cache_file
+from askcache.storage.remote import storage_for
+from askcache.storage.versions import COMMIT_POINTS, CommitPoint, TrajectoryVersions
 from tests.s3.heal_runs import heal_run
 
 pytestmark = pytest.mark.integration

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from askcache.ledger import LEDGER_FOLDER
-from askcache.remote_storage import storage_for
-from askcache.storage import load_cache_file
-from askcache.versions import VERSIONS_FOLDER, TrajectoryVersions
+from askcache.storage.base import load_cache_file
+from askcache.storage.ledger import LEDGER_FOLDER
+from askcache.storage.remote import storage_for
+from askcache.storage.versions import VERSIONS_FOLDER, TrajectoryVersions
 from tests.integration.test_heal_secrets import NOTE, SECRET, _heal, _record, _replay
 
 

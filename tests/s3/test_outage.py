@@ -26,13 +26,13 @@ from askcache import (
     CachingSettings,
     ComputerTool,
 )
-from askcache.cli import main
+from askcache.cli.app import main
 from askcache.errors import StorageUnwritableError
-from askcache.ledger import RunLedger
-from askcache.outbox import Outbox
-from askcache.remote_storage import FsspecCacheStorage
+from askcache.storage.ledger import RunLedger
+from askcache.storage.outbox import Outbox
+from askcache.storage.remote import FsspecCacheStorage
+from askcache.storage.versions import TrajectoryVersions
 from askcache.testing import FormFillingScript, MessagesApiStandIn, SimulatedFormApp
-from askcache.versions import TrajectoryVersions
 from tests.s3.server import OutageProxy, S3Server, s3_environment
 
 BUCKET = "outage-tests"

@@ -18,15 +18,10 @@ from askcache import (
     CachingSettings,
     ComputerTool,
 )
-from askcache.errors import (
-    CacheExistsError,
-    CacheNotFoundError,
-    CachePathError,
-    RemoteStorageError,
-)
-from askcache.ledger import RunLedger, RunRecord
-from askcache.remote_storage import FsspecCacheStorage, storage_for
-from askcache.storage import load_cache_file
+from askcache.errors import CacheExistsError, CacheNotFoundError, CachePathError, RemoteStorageError
+from askcache.storage.base import load_cache_file
+from askcache.storage.ledger import RunLedger, RunRecord
+from askcache.storage.remote import FsspecCacheStorage, storage_for
 from askcache.testing import FormFillingScript, MessagesApiStandIn, SimulatedFormApp
 from tests.s3.server import BUCKET, CuttingProxy, S3Server
 
@@ -234,7 +229,7 @@ def test_listing_a_prefix_with_thousands_of_files(s3_url: str, s3_server: S3Serv
 
 
 def test_the_command_reads_a_shared_cache(s3_url: str, capsys: pytest.CaptureFixture[str]) -> None:
-    from askcache.cli import main
+    from askcache.cli.app import main
 
     _record_shared(s3_url)
     RunLedger(storage_for(s3_url)).append(
@@ -255,9 +250,9 @@ def test_the_command_reads_a_shared_cache(s3_url: str, capsys: pytest.CaptureFix
 def test_recording_again_on_s3_keeps_the_earlier_recording(
     s3_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from askcache.cli import main
+    from askcache.cli.app import main
     from askcache.errors import CacheOverwriteRefusedError
-    from askcache.versions import TrajectoryVersions
+    from askcache.storage.versions import TrajectoryVersions
 
     _record_shared(s3_url)
     storage = storage_for(s3_url)

@@ -20,8 +20,8 @@ from askcache import (
     CachingSettings,
     ComputerTool,
 )
-from askcache.ledger import RunLedger, RunRecord
-from askcache.remote_storage import storage_for
+from askcache.storage.ledger import RunLedger, RunRecord
+from askcache.storage.remote import storage_for
 from askcache.testing import FormFillingScript, MessagesApiStandIn, SimulatedFormApp
 
 

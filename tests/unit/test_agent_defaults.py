@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from anthropic.resources.messages.messages import DEPRECATED_MODELS
 
-from askcache.agent import DEFAULT_MODEL
+from askcache.agent.act import DEFAULT_MODEL
 
 
 def test_default_model_is_not_deprecated() -> None:

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from askcache.cache_file import (
+from askcache.cachefile.format import (
     FORMAT_VERSION,
     CacheFile,
     CacheMetadata,

@@ -9,17 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from askcache import CachingSettings, InvalidSettingsError, RunLedger, RunRecord
-from askcache.cli import main
-from askcache.errors import AskCacheError
-from askcache.heal import _writing_settings, healed_bytes
-from askcache.heal_cli import diff_lines
-from askcache.recording import CacheManager
+from askcache import CachingSettings, RunLedger, RunRecord
+from askcache.cli.app import main
+from askcache.cli.commands.heal import diff_lines
+from askcache.errors import AskCacheError, InvalidSettingsError
+from askcache.fingerprint.step import validation_config
+from askcache.heal.trajectory import _writing_settings, healed_bytes
+from askcache.record.recording import CacheManager
 from askcache.settings import CacheWritingSettings, HealMode
-from askcache.storage import LocalCacheStorage, load_cache_file
+from askcache.storage.base import LocalCacheStorage, load_cache_file
+from askcache.storage.versions import TrajectoryVersions
 from askcache.testing import SimulatedFormApp
-from askcache.versions import TrajectoryVersions
-from askcache.visual import validation_config
 from tests.helpers import GOAL, form_calls, record_form, run_history
 
 
@@ -189,9 +189,9 @@ def test_a_heal_ends_a_run_of_hand_backs_in_the_ledger(storage: LocalCacheStorag
 def test_a_changed_version_is_signed_again_or_loses_a_signature_it_cannot_keep(
     storage: LocalCacheStorage, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from askcache.cache_file import parse_cache_file
+    from askcache.cachefile.format import parse_cache_file
+    from askcache.cachefile.signing import SIGNING_KEY_ENV, sign_cache_file, verify_cache_file
     from askcache.errors import CacheSignatureError
-    from askcache.signing import SIGNING_KEY_ENV, sign_cache_file, verify_cache_file
 
     monkeypatch.setenv(SIGNING_KEY_ENV, "team:" + "ab" * 32)
     record_form(storage)
@@ -249,7 +249,7 @@ def test_a_heal_keeps_the_files_hash_for_other_densities(
 
 
 def test_lint_warns_on_a_loose_threshold_for_other_densities(storage: LocalCacheStorage) -> None:
-    from askcache.lint import lint_cache_file
+    from askcache.cli.lint import lint_cache_file
 
     record_form(storage)
     recorded = load_cache_file(storage, "form.json")

@@ -4,11 +4,11 @@ tests/integration/test_heal_secrets.py)."""
 
 from __future__ import annotations
 
-from askcache.cache_file import CacheFile
-from askcache.heal import _writing_settings, redact_mode
-from askcache.recording import CacheManager
+from askcache.cachefile.format import CacheFile
+from askcache.heal.trajectory import _writing_settings, redact_mode
+from askcache.record.recording import CacheManager
 from askcache.settings import CacheWritingSettings
-from askcache.storage import LocalCacheStorage, load_cache_file
+from askcache.storage.base import LocalCacheStorage, load_cache_file
 from askcache.testing import SimulatedFormApp
 from tests.helpers import GOAL, form_calls, record_form, run_history
 

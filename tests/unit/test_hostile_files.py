@@ -14,9 +14,10 @@ from typing import Any
 
 import pytest
 
-from askcache.cache_file import parse_cache_file
-from askcache.cli import main
-from askcache.conversation import Conversation
+from askcache.cachefile.format import parse_cache_file
+from askcache.cli.app import main
+from askcache.conversation.loop import Conversation
+from askcache.conversation.speakers import SpeakerResult
 from askcache.errors import (
     AskCacheError,
     CacheFileCorruptError,
@@ -28,11 +29,10 @@ from askcache.errors import (
 )
 from askcache.limits import MAX_FILE_BYTES
 from askcache.messages import ToolUseBlockParam
-from askcache.recording import CacheManager
+from askcache.record.recording import CacheManager
 from askcache.replay import CacheExecutor
 from askcache.settings import CacheExecutionSettings, CacheWritingSettings
-from askcache.speakers import SpeakerResult
-from askcache.storage import (
+from askcache.storage.base import (
     STALE_TEMP_SECONDS,
     LocalCacheStorage,
     load_cache_file,

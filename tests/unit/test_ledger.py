@@ -4,8 +4,8 @@ import multiprocessing
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from askcache.ledger import RunLedger, RunRecord
-from askcache.storage import LocalCacheStorage
+from askcache.storage.base import LocalCacheStorage
+from askcache.storage.ledger import RunLedger, RunRecord
 
 
 def _append_many(directory: str, worker: int, count: int) -> None:

@@ -9,14 +9,14 @@ import pytest
 from PIL import ImageDraw, ImageFont
 
 from askcache.errors import InvalidHashError
-from askcache.masks import StepMask, learn_masks
+from askcache.fingerprint.masks import StepMask, learn_masks
+from askcache.fingerprint.step import StepFingerprint, check_step_representation, decode_screenshot
 from askcache.messages import ImageBlockParam, MessageParam
-from askcache.recording import CacheManager
+from askcache.record.recording import CacheManager
 from askcache.settings import CacheWritingSettings
-from askcache.storage import LocalCacheStorage, load_cache_file
+from askcache.storage.base import LocalCacheStorage, load_cache_file
 from askcache.testing import SimulatedFormApp
 from askcache.tools import encode_png
-from askcache.visual import StepFingerprint, check_step_representation, decode_screenshot
 from tests.helpers import GOAL, form_calls, run_history
 
 FONT = ImageFont.truetype("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf", 12)
@@ -97,9 +97,9 @@ def test_a_mask_round_trips() -> None:
 def test_askcache_tune_learns_from_run_folders_writes_a_version_and_says_why(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from askcache.cli import main
-    from askcache.masks import save_run_screens
-    from askcache.versions import TrajectoryVersions
+    from askcache.cli.app import main
+    from askcache.fingerprint.masks import save_run_screens
+    from askcache.storage.versions import TrajectoryVersions
 
     storage = LocalCacheStorage(tmp_path / "cache")
     manager = CacheManager(storage, CacheWritingSettings(filename="form.json"))
@@ -138,7 +138,7 @@ def test_askcache_tune_learns_from_run_folders_writes_a_version_and_says_why(
 def test_askcache_tune_errors_are_one_line_and_write_nothing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from askcache.cli import main
+    from askcache.cli.app import main
 
     storage = LocalCacheStorage(tmp_path / "cache")
     manager = CacheManager(storage, CacheWritingSettings(filename="form.json"))
@@ -180,8 +180,8 @@ def test_a_run_on_a_wrong_screen_is_not_learned_from_and_the_check_still_hands_b
 ) -> None:
     import json
 
-    from askcache.cli import main
-    from askcache.masks import save_run_screens
+    from askcache.cli.app import main
+    from askcache.fingerprint.masks import save_run_screens
 
     storage = _record(tmp_path)
     recorded = storage.read("form.json")
@@ -223,7 +223,7 @@ def test_a_right_run_is_learned_from_beside_a_wrong_one(tmp_path: Path) -> None:
     storage = _record(tmp_path)
     cache_file = load_cache_file(storage, "form.json")
     banner = SimulatedFormApp(layout="banner")
-    from askcache.masks import learn_mask_report, run_screens
+    from askcache.fingerprint.masks import learn_mask_report, run_screens
 
     learning = learn_mask_report(
         cache_file,
@@ -238,7 +238,7 @@ def test_a_right_run_is_learned_from_beside_a_wrong_one(tmp_path: Path) -> None:
 
 
 def test_the_accumulated_mask_never_passes_the_bound(tmp_path: Path) -> None:
-    from askcache.masks import learn_mask_report, run_screens
+    from askcache.fingerprint.masks import learn_mask_report, run_screens
 
     storage = _record(tmp_path)
     cache_file = load_cache_file(storage, "form.json")
@@ -252,7 +252,7 @@ def test_the_accumulated_mask_never_passes_the_bound(tmp_path: Path) -> None:
     assert learning.left_out
     assert all("the mask would ignore" in run.reason for run in learning.left_out)
     # what tune learns stays within what askcache lint accepts
-    from askcache.lint import lint_cache_file
+    from askcache.cli.lint import lint_cache_file
 
     assert not [p for p in lint_cache_file(cache_file) if p.check == "mask"]
 
@@ -260,7 +260,7 @@ def test_the_accumulated_mask_never_passes_the_bound(tmp_path: Path) -> None:
 def test_a_run_whose_tone_changed_a_lot_is_not_learned_from(tmp_path: Path) -> None:
     from PIL import ImageEnhance
 
-    from askcache.masks import learn_mask_report, run_screens
+    from askcache.fingerprint.masks import learn_mask_report, run_screens
 
     storage = _record(tmp_path)
     cache_file = load_cache_file(storage, "form.json")
@@ -275,10 +275,10 @@ def test_a_run_whose_tone_changed_a_lot_is_not_learned_from(tmp_path: Path) -> N
 def test_lint_warns_on_a_hand_widened_mask_and_diff_shows_a_mask_change(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from askcache.cli import main
-    from askcache.heal_cli import diff_lines
-    from askcache.lint import lint_cache_file
-    from askcache.storage import save_cache_file
+    from askcache.cli.app import main
+    from askcache.cli.commands.heal import diff_lines
+    from askcache.cli.lint import lint_cache_file
+    from askcache.storage.base import save_cache_file
 
     storage = _record(tmp_path)
     before = load_cache_file(storage, "form.json")
@@ -317,7 +317,7 @@ def test_an_all_black_run_is_refused_at_every_step_and_black_still_hands_back(
 ) -> None:
     from PIL import Image
 
-    from askcache.masks import learn_mask_report
+    from askcache.fingerprint.masks import learn_mask_report
 
     storage = _record(tmp_path)
     cache_file = load_cache_file(storage, "form.json")

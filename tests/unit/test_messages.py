@@ -170,7 +170,7 @@ def test_usage_adds_up() -> None:
 
 
 def test_only_the_most_recent_screenshots_are_sent() -> None:
-    from askcache.speakers import OMITTED_SCREENSHOT, keep_recent_screenshots
+    from askcache.conversation.speakers import OMITTED_SCREENSHOT, keep_recent_screenshots
 
     history = _cached_history()  # four tool results, each with a screenshot
     trimmed = keep_recent_screenshots(history, 2)

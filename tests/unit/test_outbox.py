@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from askcache import CachingSettings, InvalidSettingsError
-from askcache.errors import OutboxError
-from askcache.heal import PreparedHeal, apply_heal
-from askcache.ledger import RunLedger, RunRecord
-from askcache.outbox import Outbox, default_outbox_dir
-from askcache.storage import LocalCacheStorage
-from askcache.sync import PendingHeal, PendingLedgerEntry, sync_outbox
-from askcache.versions import CommitJournal, TrajectoryVersions
+from askcache import CachingSettings
+from askcache.agent.sync import PendingHeal, PendingLedgerEntry, sync_outbox
+from askcache.errors import InvalidSettingsError, OutboxError
+from askcache.heal.trajectory import PreparedHeal, apply_heal
+from askcache.storage.base import LocalCacheStorage
+from askcache.storage.ledger import RunLedger, RunRecord
+from askcache.storage.outbox import Outbox, default_outbox_dir
+from askcache.storage.versions import CommitJournal, TrajectoryVersions
 
 
 def _entry(trajectory: str = "t.json") -> PendingLedgerEntry:

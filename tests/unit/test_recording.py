@@ -6,11 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from askcache.cache_file import CoordinateSpace, DetailCheckConfig
-from askcache.cli import main
+from askcache.cachefile.format import CoordinateSpace, DetailCheckConfig
+from askcache.cli.app import main
 from askcache.errors import CacheOverwriteRefusedError, InvalidScreenshotError, InvalidSettingsError
+from askcache.fingerprint.step import compute_hash, region_box
 from askcache.messages import MessageParam, ToolUseBlockParam, Usage
-from askcache.recording import CacheManager, default_filename, steps_with_screens
+from askcache.record.recording import CacheManager, default_filename, steps_with_screens
 from askcache.settings import (
     DEFAULT_DETAIL_BLUR,
     DEFAULT_DETAIL_NOISE_FLOOR,
@@ -19,10 +20,9 @@ from askcache.settings import (
     CacheWritingSettings,
     CachingSettings,
 )
-from askcache.storage import LocalCacheStorage, load_cache_file
+from askcache.storage.base import LocalCacheStorage, load_cache_file
+from askcache.storage.versions import TrajectoryVersions
 from askcache.testing import SimulatedFormApp
-from askcache.versions import TrajectoryVersions
-from askcache.visual import compute_hash, region_box
 from tests.helpers import GOAL, computer_call, form_calls, record_form, run_history, screenshot_in
 
 

@@ -10,13 +10,13 @@ import sys
 
 import pytest
 
-from askcache.cache_file import dump_cache_file
-from askcache.commands.common import emit_json, redacted_output
+from askcache.cachefile.format import dump_cache_file
+from askcache.cli.commands.common import emit_json, redacted_output
 from askcache.errors import AskCacheError
-from askcache.ledger import RunLedger, RunRecord
 from askcache.parameters import parameterize, replace_values, secret_fragment
 from askcache.redaction import redact, register_secrets, register_typed_text
-from askcache.storage import LocalCacheStorage
+from askcache.storage.base import LocalCacheStorage
+from askcache.storage.ledger import RunLedger, RunRecord
 from tests.helpers import record_form
 
 

@@ -1,4 +1,4 @@
-"""The re-join rules that read the conversation (askcache.rejoin): which of the model's calls
+"""The re-join rules that read the conversation (askcache.replay.rejoin): which of the model's calls
 count as acting, when it counts as stopping, and how decisions show in reports and the
 ledger. The screen condition runs on real applications in tests/integration/test_rejoin.py."""
 
@@ -9,22 +9,17 @@ from typing import Any
 
 import pytest
 
-from askcache.ledger import RunRecord
-from askcache.messages import (
-    MessageParam,
-    TextBlockParam,
-    ToolResultBlockParam,
-    ToolUseBlockParam,
-)
-from askcache.rejoin import RejoinDecision, model_acted, model_stops
-from askcache.replay import ReplayResult
-from askcache.report import (
+from askcache.cli.report import (
     ReplaySection,
     TrajectoryReport,
     rejoin_lines,
     write_html_report,
     write_trajectory_report,
 )
+from askcache.messages import MessageParam, TextBlockParam, ToolResultBlockParam, ToolUseBlockParam
+from askcache.replay import ReplayResult
+from askcache.replay.rejoin import RejoinDecision, model_acted, model_stops
+from askcache.storage.ledger import RunRecord
 
 
 def _call(action: str, *, call_id: str, replayed: bool = False, **extra: Any) -> ToolUseBlockParam:

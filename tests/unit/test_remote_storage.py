@@ -13,10 +13,10 @@ from askcache.errors import (
     InvalidSettingsError,
     MissingDependencyError,
 )
-from askcache.ledger import RunLedger, RunRecord
-from askcache.remote_storage import FsspecCacheStorage, default_local_copy_dir, storage_for
 from askcache.settings import CachingSettings
-from askcache.storage import LocalCacheStorage
+from askcache.storage.base import LocalCacheStorage
+from askcache.storage.ledger import RunLedger, RunRecord
+from askcache.storage.remote import FsspecCacheStorage, default_local_copy_dir, storage_for
 
 
 def test_folders_and_file_urls_give_local_storage(tmp_path: Path) -> None:

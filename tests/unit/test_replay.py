@@ -11,15 +11,15 @@ import pytest
 from PIL import Image
 
 from askcache.actions import Point
-from askcache.conversation import Conversation
+from askcache.conversation.loop import Conversation
+from askcache.conversation.speakers import SpeakerResult
 from askcache.errors import AskCacheError, CacheFileRefusedError, CacheParameterError
 from askcache.messages import TextBlockParam, ToolUseBlockParam
 from askcache.parameters import substitute
 from askcache.replay import CacheExecutor
-from askcache.screen_state import StepEffect
+from askcache.screen.state import StepEffect
 from askcache.settings import CacheExecutionSettings
-from askcache.speakers import SpeakerResult
-from askcache.storage import LocalCacheStorage, load_cache_file
+from askcache.storage.base import LocalCacheStorage, load_cache_file
 from askcache.testing import SimulatedFormApp
 from askcache.tools import ComputerTool, ToolCollection
 from askcache.tools.base import ToolOutput
@@ -178,7 +178,7 @@ def test_tool_error_during_replay_hands_back(storage: LocalCacheStorage) -> None
     cache_file.trajectory[1].visual_detail = None
     cache_file.trajectory[1].visual_weak = None
     cache_file.trajectory[1].visual_other_density = None
-    from askcache.storage import save_cache_file
+    from askcache.storage.base import save_cache_file
 
     save_cache_file(storage, "form.json", cache_file)
     executor, agent, _ = _replay(

@@ -5,12 +5,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from askcache.conversation import Conversation
-from askcache.recording import CacheManager
+from askcache.cli.report import ReplaySection, recorded_regions, write_html_report
+from askcache.conversation.loop import Conversation
+from askcache.record.recording import CacheManager
 from askcache.replay import CacheExecutor
-from askcache.report import ReplaySection, recorded_regions, write_html_report
 from askcache.settings import CacheExecutionSettings, CacheWritingSettings
-from askcache.storage import LocalCacheStorage, load_cache_file
+from askcache.storage.base import LocalCacheStorage, load_cache_file
 from askcache.testing import SimulatedFormApp
 from askcache.tools import ComputerTool, ToolCollection
 from tests.helpers import GOAL, form_calls, run_history
@@ -61,8 +61,8 @@ def test_report_shows_both_regions_of_every_checked_step(
 
 
 def test_savings_text_gives_each_quantity_its_own_sign() -> None:
-    from askcache.ledger import RunRecord
-    from askcache.report import savings_text
+    from askcache.cli.report import savings_text
+    from askcache.storage.ledger import RunRecord
 
     mixed = RunRecord(
         trajectory="t.json",

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from askcache.actions import action_anchors
-from askcache.commands.report import build_report, screens_in
+from askcache.cli.commands.report import build_report, screens_in
+from askcache.cli.report import MARK_COLOUR, effect_figure, end_state_figure
 from askcache.errors import AskCacheError
-from askcache.report import MARK_COLOUR, effect_figure, end_state_figure
-from askcache.storage import LocalCacheStorage
+from askcache.storage.base import LocalCacheStorage
 from askcache.testing import SimulatedFormApp
 from tests.helpers import record_form
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from askcache.commands.stats import TrajectoryStats, stats_line
-from askcache.savings import saving_words
+from askcache.cli.commands.stats import TrajectoryStats, stats_line
+from askcache.cli.savings import saving_words
 
 _NEGATIVE_SAVING = re.compile(r"saved[^;]*-\d")
 
@@ -59,7 +59,7 @@ def test_stats_line_says_a_slower_replay_took_longer() -> None:
 def test_the_demo_says_a_slower_replay_took_longer(tmp_path: Path) -> None:
     from dataclasses import replace
 
-    from askcache.demo import format_summary, run_demo
+    from askcache.cli.demo import format_summary, run_demo
 
     outcome = run_demo(tmp_path, offline=True, screen="simulated")
     online = replace(outcome, mode="Claude (claude-test)", seconds=(1.0, 8.6, 2.0))

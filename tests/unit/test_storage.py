@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from askcache.cache_file import CacheFile, CacheMetadata
+from askcache.cachefile.format import CacheFile, CacheMetadata
 from askcache.errors import (
     CacheExistsError,
     CacheFileCorruptError,
     CacheNotFoundError,
     CachePathError,
 )
-from askcache.storage import LocalCacheStorage, load_cache_file, save_cache_file
+from askcache.storage.base import LocalCacheStorage, load_cache_file, save_cache_file
 
 
 def _file(goal: str = "g") -> CacheFile:

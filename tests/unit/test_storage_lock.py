@@ -13,12 +13,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from askcache.cli import main
+from askcache.cli.app import main
 from askcache.errors import StorageLockBusyError
-from askcache.heal import healed_bytes
-from askcache.storage import LocalCacheStorage, load_cache_file
-from askcache.storage_lock import LockOwner, StorageLock, process_start_time
-from askcache.versions import CommitJournal, TrajectoryVersions
+from askcache.heal.trajectory import healed_bytes
+from askcache.storage.base import LocalCacheStorage, load_cache_file
+from askcache.storage.lock import LockOwner, StorageLock, process_start_time
+from askcache.storage.versions import CommitJournal, TrajectoryVersions
 from tests.helpers import record_form
 
 FOLDER = ".versions/t.json"

@@ -6,13 +6,13 @@ import re
 
 import pytest
 
-from askcache.cache_file import CacheFile, CacheMetadata
+from askcache.cachefile.format import CacheFile, CacheMetadata
+from askcache.fingerprint.step import decode_screenshot
 from askcache.messages import ImageBlockParam, TextBlockParam, ToolUseBlockParam
 from askcache.replay import CacheExecutor, ExecuteCachedTrajectory, ListCachedTrajectories
-from askcache.storage import LocalCacheStorage, save_cache_file
+from askcache.storage.base import LocalCacheStorage, save_cache_file
 from askcache.testing import SimulatedFormApp
 from askcache.tools import ComputerTool, ToolCollection
-from askcache.visual import decode_screenshot
 from tests.helpers import computer_call, record_form
 
 

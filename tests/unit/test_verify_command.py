@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from PIL import Image, ImageDraw
 
-from askcache.cli import main
+from askcache.cli.app import main
 from askcache.testing import MessagesApiStandIn, text_reply
 
 # The fix command: records what it was given, then redraws the candidate with a smaller red

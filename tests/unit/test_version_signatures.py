@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from askcache.cli import main
+from askcache.cachefile.signing import SIGNING_KEY_ENV, parse_verified
+from askcache.cli.app import main
 from askcache.errors import CacheSignatureError
-from askcache.heal import healed_bytes
-from askcache.masks import save_run_screens
-from askcache.signing import SIGNING_KEY_ENV, parse_verified
-from askcache.storage import LocalCacheStorage, load_cache_file
+from askcache.fingerprint.masks import save_run_screens
+from askcache.heal.trajectory import healed_bytes
+from askcache.storage.base import LocalCacheStorage, load_cache_file
+from askcache.storage.versions import TrajectoryVersions
 from askcache.testing import SimulatedFormApp
-from askcache.versions import TrajectoryVersions
 from tests.helpers import form_calls, record_form, run_history
 
 KEY = "team:" + "ab" * 32

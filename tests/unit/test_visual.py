@@ -10,14 +10,9 @@ import numpy as np
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
-from askcache.cache_file import VisualValidationConfig
+from askcache.cachefile.format import VisualValidationConfig
 from askcache.errors import InvalidHashError, InvalidScreenshotError
-from askcache.hashing import weak_bits
-from askcache.messages import MessageParam
-from askcache.settings import CacheWritingSettings
-from askcache.testing import SimulatedFormApp
-from askcache.tools import encode_png
-from askcache.visual import (
+from askcache.fingerprint.step import (
     StepFingerprint,
     check_step_representation,
     compute_hash,
@@ -32,6 +27,11 @@ from askcache.visual import (
     shifted_boxes,
     validation_config,
 )
+from askcache.messages import MessageParam
+from askcache.screen.hashing import weak_bits
+from askcache.settings import CacheWritingSettings
+from askcache.testing import SimulatedFormApp
+from askcache.tools import encode_png
 from tests.helpers import computer_call, form_calls, run_history
 
 METHODS = ["phash", "ahash", "dhash", "whash"]

@@ -8,19 +8,19 @@ import io
 import pytest
 from PIL import Image, ImageEnhance
 
-from askcache.cache_file import VisualValidationConfig
+from askcache.cachefile.format import VisualValidationConfig
 from askcache.errors import InvalidHashError
-from askcache.messages import ToolUseBlockParam
-from askcache.settings import CacheWritingSettings
-from askcache.target import TargetFingerprint
-from askcache.testing import SimulatedFormApp
-from askcache.tone import decode_tones
-from askcache.visual import (
+from askcache.fingerprint.step import (
     StepFingerprint,
     check_step_representation,
     compute_step_representation,
     validation_config,
 )
+from askcache.messages import ToolUseBlockParam
+from askcache.screen.target import TargetFingerprint
+from askcache.screen.tone import decode_tones
+from askcache.settings import CacheWritingSettings
+from askcache.testing import SimulatedFormApp
 from tests.helpers import computer_call
 
 

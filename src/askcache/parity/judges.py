@@ -153,7 +153,7 @@ class VisionJudge:
         config: ParityConfig = DEFAULT_CONFIG,
         max_tokens: int = 2048,
     ) -> None:
-        from askcache.speakers import DEFAULT_MODEL
+        from askcache.conversation.speakers import DEFAULT_MODEL
 
         # The judge's attempts (judge_with_retry) replace the client's own retries, which
         # would otherwise repeat a timed-out request past the total time limit.

@@ -19,13 +19,13 @@ from collections.abc import Callable, Mapping
 from PIL import Image
 
 from askcache.actions import ACTING_ACTIONS, parse_action
-from askcache.cache_file import CacheFile
-from askcache.hashing import region_box
+from askcache.cachefile.format import CacheFile
 from askcache.replay.result import StepRecord
 from askcache.replay.session import ReplaySession
+from askcache.replay.step_view import StepView
 from askcache.scaling import same_aspect
+from askcache.screen.hashing import region_box
 from askcache.settings import CacheExecutionSettings
-from askcache.step_view import StepView
 
 __all__ = ["DryRunStep", "dry_run"]
 

@@ -5,7 +5,7 @@ The session decides (see its module); the executor turns its commands into messa
 call to run, a hand-back message (a pure function of the outcome, :mod:`.handback`), or the
 end of the replay. After a hand-back the session stays *suspended*: after each later model
 turn :meth:`CacheExecutor.rejoin_check` asks it whether it may take over again, under the
-rules of :mod:`askcache.rejoin` (the model acted and goes on, and the screen passes the next
+rules of :mod:`askcache.replay.rejoin` (the model acted and goes on, and the screen passes the next
 step's check and the check that failed).
 """
 
@@ -19,21 +19,21 @@ from typing import TYPE_CHECKING
 from PIL import Image
 
 from askcache.actions import ToolShape
-from askcache.cache_file import CacheFile
+from askcache.cachefile.format import CacheFile
+from askcache.conversation.speakers import AGENT_SPEAKER, SpeakerResult
 from askcache.errors import AskCacheError, CacheInvalidatedError, CacheParameterError
 from askcache.messages import MessageParam, TextBlockParam
 from askcache.parameters import placeholders_in
-from askcache.rejoin import RESUME_TOOL_NAME
+from askcache.replay.guard import check_replayable
 from askcache.replay.handback import finished_text, hand_back_text
+from askcache.replay.rejoin import RESUME_TOOL_NAME
 from askcache.replay.result import ReplayResult
 from askcache.replay.session import Emit, Finished, HandBack, ReplaySession
-from askcache.replay_guard import check_replayable
+from askcache.replay.step_view import StepView
 from askcache.settings import CacheExecutionSettings
-from askcache.speakers import AGENT_SPEAKER, SpeakerResult
-from askcache.step_view import StepView
 
 if TYPE_CHECKING:
-    from askcache.conversation import Conversation
+    from askcache.conversation.loop import Conversation
 
 __all__ = ["CACHE_EXECUTOR", "CacheExecutor"]
 
@@ -133,7 +133,7 @@ class CacheExecutor:
 
         Raises:
             CacheFileRefusedError, CacheSignatureError: the file may not run here
-                (:func:`~askcache.replay_guard.check_replayable`).
+                (:func:`~askcache.replay.guard.check_replayable`).
             CacheParameterError: parameter values are missing or unknown.
             CacheInvalidatedError: the file is marked invalid (and the settings do not
                 allow it).

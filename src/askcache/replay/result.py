@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from askcache.rejoin import RejoinDecision
+from askcache.replay.rejoin import RejoinDecision
 
 __all__ = ["EndStateVerdict", "ReplayResult", "ReplayStatus", "StepRecord"]
 
@@ -127,12 +127,12 @@ class ReplayResult(BaseModel):
     """The step of each hand-back, in order (kept after a re-join)."""
     variants_used: list[int] = Field(default_factory=list)
     """Steps at which a variant of the trajectory was taken (see
-    :class:`~askcache.cache_file.TrajectoryVariant`)."""
+    :class:`~askcache.cachefile.format.TrajectoryVariant`)."""
     rejoins: int = 0
     """Times it took over again after the model had put the screen back."""
     rejoin_decisions: list[RejoinDecision] = Field(default_factory=list)
     """Each time, after a hand-back, it considered taking over again: re-joined or refused,
-    and why (:mod:`askcache.rejoin`)."""
+    and why (:mod:`askcache.replay.rejoin`)."""
     seconds: float = 0.0
     """Wall time from activation to the end of the replay (model turns after a hand-back
     included until the replay ended)."""

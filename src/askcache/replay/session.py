@@ -26,7 +26,7 @@ a screenshot the replay takes itself that fails :data:`CAPTURE_ATTEMPTS` times i
 hand-back, not an exception (one failed grab does not end a wait). A hand-back right after a
 step whose tool call failed first lets the screen settle, so the model's first look shows
 what that step did (and the model does not do it again). After a
-hand-back the replay is suspended and re-joins only under the rules of :mod:`askcache.rejoin`
+hand-back the replay is suspended and re-joins only under the rules of :mod:`askcache.replay.rejoin`
 (the model acted, goes on, and the screen passes both the next step's check and the check that
 failed); :meth:`ReplaySession.try_rejoin` decides and records each decision.
 """
@@ -52,12 +52,17 @@ from askcache.actions import (
     new_tool_use_id,
     parse_action,
 )
-from askcache.cache_file import CacheFile
-from askcache.elsewhere import check_elsewhere
+from askcache.cachefile.format import CacheFile
 from askcache.errors import AskCacheError, InvalidHashError
+from askcache.fingerprint.step import (
+    StepFingerprint,
+    check_step_representation,
+    decode_screenshot,
+    find_recent_screenshot_block,
+)
 from askcache.messages import MessageParam, TextBlockParam, ToolUseBlockParam
 from askcache.parameters import substitute
-from askcache.rejoin import (
+from askcache.replay.rejoin import (
     RESUME_TOOL_NAME,
     FailedCheck,
     RejoinCondition,
@@ -66,16 +71,11 @@ from askcache.rejoin import (
     model_stops,
 )
 from askcache.replay.result import EndStateVerdict, ReplayResult, StepRecord
+from askcache.replay.step_view import StepView
 from askcache.scaling import same_aspect, scale_step_input
-from askcache.screen_state import ScreenStateConfig, StepEffect, Thumbnail, compare_tiles
+from askcache.screen.elsewhere import check_elsewhere
+from askcache.screen.state import ScreenStateConfig, StepEffect, Thumbnail, compare_tiles
 from askcache.settings import CacheExecutionSettings
-from askcache.step_view import StepView
-from askcache.visual import (
-    StepFingerprint,
-    check_step_representation,
-    decode_screenshot,
-    find_recent_screenshot_block,
-)
 
 __all__ = [
     "CAPTURE_ATTEMPTS",
@@ -199,7 +199,7 @@ class _Pending:
     """The screen just before the step, in recorded space."""
     before_image: Image.Image | None = None
     """The same screen at full size, when it was the recorded size (for the places away from
-    the point that the step changed when recorded; :mod:`askcache.elsewhere`)."""
+    the point that the step changed when recorded; :mod:`askcache.screen.elsewhere`)."""
     started: float = 0.0
     """When the step's observation began (the replay's clock)."""
 
@@ -277,7 +277,7 @@ class ReplaySession:
             for index, variants in cache_file.variants.items()
         }
         """Step index -> the other ways through the trajectory from there (parameters
-        filled in); see :class:`~askcache.cache_file.TrajectoryVariant`."""
+        filled in); see :class:`~askcache.cachefile.format.TrajectoryVariant`."""
         self.anchors = list(action_anchors(self.steps))
         self.index = start_step
         self.result = ReplayResult(
@@ -850,7 +850,7 @@ class ReplaySession:
 
     def try_rejoin(self, messages: list[MessageParam], *, requested: bool = False) -> bool:
         """After a hand-back: True (and the replay resumes) when the re-join rules of
-        :mod:`askcache.rejoin` hold after the model's latest turn (``requested``: the model
+        :mod:`askcache.replay.rejoin` hold after the model's latest turn (``requested``: the model
         asked with ``resume_cached_trajectory``). Each decision is appended to
         :attr:`ReplayResult.rejoin_decisions`; nothing is recorded when there is no step left
         to resume at."""

@@ -11,15 +11,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from askcache.cache_file import CacheFile
+from askcache.cachefile.format import CacheFile
 from askcache.errors import AskCacheError
-from askcache.ledger import RunLedger
 from askcache.messages import MessageParam, ToolUseBlockParam
 from askcache.parameters import placeholders_in, secret_placeholders_in
-from askcache.rejoin import RESUME_TOOL_NAME
 from askcache.replay.executor import CacheExecutor
+from askcache.replay.rejoin import RESUME_TOOL_NAME
 from askcache.settings import CacheExecutionSettings
-from askcache.storage import CacheStorage, load_cache_file
+from askcache.storage.base import CacheStorage, load_cache_file
+from askcache.storage.ledger import RunLedger
 from askcache.tools.base import Tool, ToolOutput
 
 __all__ = [

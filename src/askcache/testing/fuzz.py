@@ -27,15 +27,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from askcache.cache_file import parse_cache_file
-from askcache.conversation import Conversation
+from askcache.cachefile.format import parse_cache_file
+from askcache.conversation.loop import Conversation
+from askcache.conversation.speakers import SpeakerResult
 from askcache.errors import AskCacheError
 from askcache.limits import MAX_WAIT_SECONDS
 from askcache.parameters import placeholders_in
 from askcache.replay import CacheExecutor
 from askcache.settings import CacheExecutionSettings, CacheWritingSettings, CachingSettings
-from askcache.speakers import SpeakerResult
-from askcache.storage import LocalCacheStorage, load_cache_file
+from askcache.storage.base import LocalCacheStorage, load_cache_file
 from askcache.testing.messages_api import MessagesApiStandIn
 from askcache.testing.simulated import FormFillingScript, SimulatedFormApp
 from askcache.tools import ComputerTool, ToolCollection
@@ -68,7 +68,7 @@ def _time_bound(seconds: float) -> Iterator[None]:
 
 def record_seed_files() -> list[bytes]:
     """Record the form-filling task in both computer-tool shapes, with a parameter."""
-    from askcache.agent import Agent
+    from askcache.agent.act import Agent
 
     seeds = []
     for version, shape in (("computer_20250124", "tool"), ("computer_toolset_20260801", "toolset")):

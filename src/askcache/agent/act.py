@@ -1,0 +1,396 @@
+"""``Agent.act(goal, caching_settings=...)``: the model, the tools and caching, wired together.
+
+The strategy decides the wiring:
+
+==========  =================================================================================
+record      the model solves the task; the trajectory is written when it is done
+execute     with a filename: the replay starts at once (no model call unless it hands back);
+            without: the model gets ``list_cached_trajectories`` / ``execute_cached_trajectory``
+auto        the named file exists and is valid: as ``execute``; otherwise as ``record``.
+            Without a filename: the model gets the caching tools, and the run is recorded
+off         the model solves the task; nothing is read or written
+==========  =================================================================================
+
+After a replay of the named file hands back and the model finishes the task, the run may
+heal the file (``CachingSettings.heal``, :mod:`askcache.heal`): ``auto`` (the default under
+``auto``) makes the model's fix the new version, ``propose`` keeps it for review, ``off``
+(the default under ``execute``) is read-only: no run writes the trajectory.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from PIL import Image
+
+from askcache.actions import parse_action
+from askcache.agent.run_record import heal_after, record_runs
+from askcache.agent.sync import RunWriter, sync_outbox
+from askcache.conversation.loop import BeforeTool, Conversation, ConversationResult
+from askcache.conversation.speakers import DEFAULT_MODEL, AgentSpeaker
+from askcache.errors import (
+    AskCacheError,
+    CacheNotFoundError,
+    CacheStorageError,
+    StorageUnwritableError,
+)
+from askcache.heal.trajectory import HealOutcome
+from askcache.messages import MessageParam, ToolUseBlockParam
+from askcache.record.recording import CacheManager
+from askcache.redaction import register_typed_text
+from askcache.replay import (
+    CacheExecutor,
+    ExecuteCachedTrajectory,
+    ListCachedTrajectories,
+    ReplayResult,
+    ResumeCachedTrajectory,
+)
+from askcache.replay.step_view import StepView
+from askcache.settings import CacheStrategy, CachingSettings, HealMode
+from askcache.storage.base import CacheStorage, load_cache_file, read_cache_file
+from askcache.storage.outbox import KeptWrite, Outbox
+from askcache.storage.remote import storage_for
+from askcache.tools.base import Tool, ToolCollection
+from askcache.tools.computer import ComputerTool, ToolVersion
+
+if TYPE_CHECKING:
+    import anthropic
+
+__all__ = ["DEFAULT_MODEL", "ActResult", "Agent", "VisionAgent"]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_SYSTEM = (
+    "You operate a computer through the computer tool to complete the user's task. Take a "
+    "screenshot first, act step by step, and when the task is done answer with a short "
+    "summary and no tool call."
+)
+
+
+@dataclass
+class ActResult:
+    """What :meth:`Agent.act` did."""
+
+    conversation: ConversationResult
+    """The conversation: status, messages, model calls, tokens, time."""
+    replays: list[ReplayResult]
+    """Replays that ran during the call, in order."""
+    strategy: CacheStrategy
+    """The strategy applied (``auto`` resolved to what it did)."""
+    regions: dict[int, Image.Image] = field(default_factory=dict)
+    """Per checked step of the last replay, the screen region it was checked on."""
+    views: dict[int, StepView] = field(default_factory=dict)
+    """Per checked step of the last replay, what it was checked on (region, action point,
+    the whole screen), for reports."""
+    ledger_entries: list[str] = field(default_factory=list)
+    """Names of the run-ledger entries this call wrote (one per replay)."""
+    heal: HealOutcome | None = None
+    """What healing wrote after a verified hand-back (``None``: nothing written; see
+    :mod:`askcache.heal`, and :attr:`kept_locally` for a heal kept in the outbox)."""
+    kept_locally: list[KeptWrite] = field(default_factory=list)
+    """Writes of this call that the storage did not take (the server down, the disk full, a
+    read-only folder): kept in the local outbox, **not yet shared**, sent on the next run
+    or by ``askcache sync`` (:mod:`askcache.storage.outbox`). A heal kept here is not in
+    :attr:`heal`, an entry kept here is not in :attr:`ledger_entries`."""
+    not_written: list[str] = field(default_factory=list)
+    """Writes that neither the storage nor the outbox took, with why (for people)."""
+    synced: list[KeptWrite] = field(default_factory=list)
+    """Writes of earlier runs this call sent from the outbox before it started."""
+
+    @property
+    def shared(self) -> bool:
+        """True when every write of this call reached the storage."""
+        return not self.kept_locally and not self.not_written
+
+    def not_shared_lines(self) -> list[str]:
+        """What this call kept locally or could not write, one line each, for a printed
+        summary (``[]`` when every write was shared)."""
+        lines = [
+            f"kept locally, not yet shared: {kept.summary} ({kept.path}); "
+            "the next run or `askcache sync` sends it"
+            for kept in self.kept_locally
+        ]
+        return lines + [f"NOT written: {text}" for text in self.not_written]
+
+    @property
+    def status(self) -> str:
+        """``done``, ``failed`` or ``max_turns``."""
+        return self.conversation.status
+
+    @property
+    def model_calls(self) -> int:
+        """Model calls made."""
+        return self.conversation.model_calls
+
+    @property
+    def replay(self) -> ReplayResult | None:
+        """The last replay, if any."""
+        return self.replays[-1] if self.replays else None
+
+
+class Agent:
+    """A computer-use agent with trajectory caching.
+
+    Args:
+        client: An ``anthropic.Anthropic`` client (its ``base_url`` may point anywhere).
+        tools: The tools the model acts with, usually one :class:`ComputerTool`.
+        model: Model name.
+        system: System prompt.
+        storage: Where cache files live; default: ``cache_dir`` of the settings, a folder or a URL
+            (:func:`~askcache.storage.remote.storage_for`).
+        sleep: Used for the replay's waits (tests pass a no-op).
+    """
+
+    def __init__(
+        self,
+        client: anthropic.Anthropic,
+        tools: Sequence[Tool],
+        *,
+        model: str = DEFAULT_MODEL,
+        system: str | None = DEFAULT_SYSTEM,
+        max_tokens: int = 4096,
+        max_turns: int = 100,
+        storage: CacheStorage | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.client = client
+        self.tools = list(tools)
+        self.model = model
+        self.system = system
+        self.max_tokens = max_tokens
+        self.max_turns = max_turns
+        self.storage = storage
+        self._sleep = sleep
+
+    def _computer(self) -> ComputerTool | None:
+        return next((tool for tool in self.tools if isinstance(tool, ComputerTool)), None)
+
+    def act(self, goal: str, caching_settings: CachingSettings | None = None) -> ActResult:
+        """Complete ``goal``, replaying or recording as ``caching_settings`` says.
+
+        Writes of earlier runs waiting in the outbox for this storage are sent first.
+
+        Raises:
+            CacheInvalidatedError: ``execute`` was asked for a file marked invalid.
+            MissingApiKeyError: the client has no key (``ANTHROPIC_API_KEY`` unset) and the
+                model must be called: at once when it speaks first, else at a hand-back.
+            StorageUnwritableError: a recording, or a replay that may heal, would write
+                where nothing can be written (a missing bucket, a read-only folder); raised
+                before any model call.
+            AskCacheError: the named cache file cannot be read or replayed (before any
+                model call or action).
+        """
+        settings = caching_settings or CachingSettings(strategy=CacheStrategy.OFF)
+        storage = self.storage or storage_for(settings.cache_dir)
+        outbox, synced = self._outbox(storage, settings)
+        agent = AgentSpeaker(
+            self.client, model=self.model, system=self.system, max_tokens=self.max_tokens
+        )
+        computer = self._computer()
+        capture = computer.capture if computer else None
+        display_size = computer.screen_size if computer is not None else None
+        executor = CacheExecutor(
+            tool_shape=computer.shape if computer else "tool",
+            screen=capture,
+            display_size=display_size,
+            sleep=self._sleep,
+            offered_tools=[tool.name for tool in self.tools],
+        )
+        tools = ToolCollection(self.tools)
+        first = agent.name
+        recorder: CacheManager | None = None
+        base: bytes | None = None
+        filename = settings.writing_settings.filename
+        strategy = settings.strategy
+        if strategy == CacheStrategy.AUTO:
+            usable = filename is not None and self._usable(storage, filename)
+            strategy = CacheStrategy.EXECUTE if usable else CacheStrategy.RECORD
+            if filename is None:
+                self._offer_caching_tools(tools, storage, executor, settings)
+        if strategy != CacheStrategy.EXECUTE or filename is None:
+            agent.check_credentials()  # the model speaks first: fail before anything runs
+        if strategy == CacheStrategy.RECORD:
+            recorder = CacheManager(
+                storage,
+                settings.writing_settings,
+                model=self.model,
+                capture=capture,
+                display_size=display_size,
+                keep_versions=settings.keep_versions,
+            )
+            recorder.start_recording(goal)
+        elif strategy == CacheStrategy.EXECUTE:
+            if filename is None:
+                self._offer_caching_tools(tools, storage, executor, settings)
+            else:
+                try:
+                    base, cache_file = read_cache_file(storage, filename)
+                except CacheNotFoundError as exc:
+                    exc.args = (
+                        f"{exc}: record it first (strategy='record', or 'auto' to record it "
+                        "when it is missing)",
+                    )
+                    raise
+                executor.activate_cache_execution(
+                    cache_file, filename, execution_settings=settings.execution_settings
+                )
+                first = executor.name
+                self._preflight(storage, filename, settings)
+        resume = ResumeCachedTrajectory(executor)
+        if strategy == CacheStrategy.EXECUTE or filename is None:
+            tools.add(resume)
+        conversation = Conversation(
+            [agent, executor],
+            tools,
+            first_speaker=first,
+            before_tool=_before_tool(recorder, settings.writing_settings.redact_typed_text),
+            after_turn=[executor.rejoin_check],
+            max_turns=self.max_turns,
+        )
+        resume.watch(conversation.messages)
+        outcome = conversation.run(goal)
+        read_only = settings.heal_mode == HealMode.OFF
+        if recorder is not None and outcome.status == "done" and not read_only:
+            outcome.recorded_file = recorder.finish_recording(outcome.messages)
+        writer = RunWriter(storage, outbox)
+        healed = (
+            heal_after(
+                writer,
+                name=filename,
+                base=base,
+                session=executor.sessions[0],
+                outcome=outcome,
+                settings=settings,
+                capture=capture,
+            )
+            if base is not None and filename is not None and len(executor.sessions) == 1
+            else None
+        )
+        entries = record_runs(
+            writer, executor.sessions, outcome, settings.execution_settings, read_only=read_only
+        )
+        return ActResult(
+            conversation=outcome,
+            replays=executor.history,
+            strategy=strategy,
+            regions=dict(executor.regions),
+            views=dict(executor.views),
+            ledger_entries=entries,
+            heal=healed,
+            kept_locally=list(writer.kept),
+            not_written=list(writer.not_written),
+            synced=synced,
+        )
+
+    @staticmethod
+    def _outbox(storage: CacheStorage, settings: CachingSettings) -> tuple[Outbox, list[KeptWrite]]:
+        """The storage's outbox, and the writes of earlier runs it sent now (none under
+        strategy ``off``); a failure to send is logged, never raised (they stay kept)."""
+        outbox = Outbox(settings.outbox_dir, storage.destination())
+        if settings.strategy == CacheStrategy.OFF:
+            return outbox, []
+        try:
+            return outbox, sync_outbox(storage, outbox).sent
+        except (AskCacheError, OSError) as exc:
+            logger.warning("could not send the outbox %s: %s", outbox.folder, exc)
+            return outbox, []
+
+    @staticmethod
+    def _preflight(storage: CacheStorage, filename: str, settings: CachingSettings) -> None:
+        """Before the first model call of a replay that may heal: the destination exists and
+        can be written (a heal must have somewhere to go)."""
+        if settings.heal_mode == HealMode.OFF:
+            return
+        try:
+            storage.check_writable(filename)
+        except StorageUnwritableError:
+            raise
+        except CacheStorageError as exc:
+            raise StorageUnwritableError(filename, exc.where, exc.reason) from exc
+
+    @staticmethod
+    def _usable(storage: CacheStorage, filename: str) -> bool:
+        """True when the file exists and is valid. A corrupt file raises: re-recording over
+        it would destroy it, and the user should decide."""
+        return storage.exists(filename) and load_cache_file(storage, filename).metadata.is_valid
+
+    @staticmethod
+    def _offer_caching_tools(
+        tools: ToolCollection,
+        storage: CacheStorage,
+        executor: CacheExecutor,
+        settings: CachingSettings,
+    ) -> None:
+        if any(isinstance(tool, ListCachedTrajectories) for tool in tools.tools):
+            return
+        tools.add(ListCachedTrajectories(storage))
+        tools.add(ExecuteCachedTrajectory(storage, executor, settings.execution_settings))
+
+
+def _before_tool(recorder: CacheManager | None, redact_typed_text: str) -> BeforeTool:
+    """Before each tool call: text about to be typed that ``redact_typed_text`` makes secret
+    is registered for redaction (no log or error of its typing shows it), then the
+    recorder looks at the call."""
+
+    def before_tool(call: ToolUseBlockParam, messages: Sequence[MessageParam]) -> None:
+        action = parse_action(call)
+        if action is not None and action.name == "type":
+            register_typed_text(call.input.get("text"), redact_typed_text)
+        if recorder is not None:
+            recorder.before_tool(call, messages)
+
+    return before_tool
+
+
+class VisionAgent(Agent):
+    """An :class:`Agent` on the real desktop: the computer tool on pyautogui and mss.
+
+    Use it as a context manager::
+
+        with VisionAgent() as agent:
+            agent.act("Open the settings", caching_settings=CachingSettings(strategy="auto"))
+
+    Args:
+        model: Model name.
+        client: An ``anthropic.Anthropic`` client; default: one made from the environment
+            (``ANTHROPIC_API_KEY``).
+        display: X display; default ``$DISPLAY``.
+        tool_version: Which computer tool to offer (the toolset needs no beta flag).
+        settle_delay: Seconds to wait after each of the model's actions before its screenshot
+            (replayed actions do not wait: the replay watches the screen instead).
+        agent_options: Further :class:`Agent` options (``system``, ``max_turns``, ...).
+    """
+
+    def __init__(
+        self,
+        *,
+        model: str = DEFAULT_MODEL,
+        client: anthropic.Anthropic | None = None,
+        display: str | None = None,
+        tool_version: ToolVersion = "computer_toolset_20260801",
+        settle_delay: float = 0.3,
+        **agent_options: Any,
+    ) -> None:
+        from askcache.tools.desktop import DesktopBackend
+
+        if client is None:
+            import anthropic
+
+            client = anthropic.Anthropic()
+        self.backend = DesktopBackend(display)
+        tool = ComputerTool(self.backend, version=tool_version, settle_delay=settle_delay)
+        super().__init__(client, [tool], model=model, **agent_options)
+
+    def __enter__(self) -> VisionAgent:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Release the display connections."""
+        self.backend.close()

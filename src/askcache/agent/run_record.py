@@ -1,0 +1,186 @@
+"""After an :meth:`~askcache.agent.act.Agent.act` call: its replays into the run ledger, and the
+automatic invalidation policy.
+
+A replay's ledger entry is written once the conversation has ended, so it can say what the
+model spent after a hand-back. The estimate of what a replay saved is the recording's cost in
+proportion to the steps replayed, less what this run spent on the model.
+
+Invalidation: once ``CacheExecutionSettings.invalidate_after`` replays in a row handed back at
+the same step, the file is marked invalid (the only time a replay writes the trajectory file)
+and an ``invalidated`` entry says why.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
+
+from PIL import Image
+
+from askcache.agent.sync import RunWriter
+from askcache.conversation.loop import ConversationResult
+from askcache.errors import AskCacheError
+from askcache.heal.trajectory import HealOutcome, prepare_heal
+from askcache.messages import Usage
+from askcache.replay.session import ReplaySession
+from askcache.settings import CacheExecutionSettings, CachingSettings
+from askcache.storage.base import CacheStorage, load_cache_file, save_cache_file
+from askcache.storage.ledger import RunLedger, RunRecord, RunStatus
+
+__all__ = ["heal_after", "record_runs", "run_record"]
+
+logger = logging.getLogger(__name__)
+
+
+def run_record(session: ReplaySession, outcome: ConversationResult, *, last: bool) -> RunRecord:
+    """The ledger entry of one replay; the conversation's model calls count against the last
+    replay of the call (``last``)."""
+    result = session.result
+    status: RunStatus = "interrupted" if result.status == "running" else result.status
+    recording = session.file.metadata.recording
+    share = result.steps_run / result.steps_total if result.steps_total else 0.0
+    calls = outcome.model_calls if last else 0
+    tokens = outcome.usage.total_tokens if last else 0
+    seconds = result.seconds or session.elapsed()
+    saved_seconds = None
+    if recording.duration_seconds is not None:
+        saved_seconds = recording.duration_seconds * share - seconds
+    return RunRecord(
+        trajectory=session.name,
+        status=status,
+        started_at=datetime.now(UTC) - timedelta(seconds=session.elapsed()),
+        seconds=seconds,
+        steps_total=result.steps_total,
+        steps_run=result.steps_run,
+        start_step=result.start_step,
+        stopped_at_step=result.stopped_at_step,
+        reason=result.reason,
+        rejoins=result.rejoins,
+        rejoin_decisions=list(result.rejoin_decisions),
+        model_calls=calls,
+        usage=outcome.usage if last else Usage(),
+        saved_model_calls=round(recording.model_calls * share) - calls,
+        saved_tokens=round(recording.usage.total_tokens * share) - tokens,
+        saved_seconds=saved_seconds,
+        model=recording.model,
+    )
+
+
+def record_runs(
+    writer: RunWriter,
+    sessions: Sequence[ReplaySession],
+    outcome: ConversationResult,
+    settings: CacheExecutionSettings,
+    *,
+    read_only: bool = False,
+) -> list[str]:
+    """Append an entry per replay (and, once per file, the counts an old file kept inside
+    itself); invalidate a file that keeps failing at the same step (never when
+    ``read_only``: heal mode ``off``). Returns the entry names written; an entry the storage
+    does not take waits in the outbox (``writer.kept``). Nothing here raises: the run itself
+    succeeded."""
+    before = len(writer.entries)  # a heal's entry, written first, is not a replay's
+    for position, session in enumerate(sessions):
+        record = run_record(session, outcome, last=position == len(sessions) - 1)
+        try:
+            _import_legacy(writer, session)
+        except (AskCacheError, OSError) as exc:  # counted again on the next run
+            logger.warning("could not import the counts of %s: %s", session.name, exc)
+        try:
+            writer.append(record)
+        except (AskCacheError, OSError) as exc:
+            logger.warning("could not write the run ledger: %s", exc)
+            continue
+        if record.status == "handed_back" and not read_only:
+            try:
+                _maybe_invalidate(writer.ledger, writer.storage, session.name, settings)
+            except (AskCacheError, OSError) as exc:  # decided again at the next hand-back
+                logger.warning("could not check whether %s keeps failing: %s", session.name, exc)
+    return writer.entries[before:]
+
+
+def _import_legacy(writer: RunWriter, session: ReplaySession) -> None:
+    legacy = session.file.metadata.legacy_stats
+    if legacy is None or legacy.execution_attempts == 0:
+        return
+    if any(r.event == "imported" for r in writer.ledger.records(session.name)):
+        return
+    writer.append(
+        RunRecord(
+            trajectory=session.name,
+            event="imported",
+            status="imported",
+            started_at=legacy.last_executed_at or datetime.now(UTC),
+            attempts=legacy.execution_attempts,
+            successes=legacy.successes,
+            reason=legacy.failures[-1].reason if legacy.failures else None,
+            stopped_at_step=legacy.failures[-1].step_index if legacy.failures else None,
+        )
+    )
+
+
+def _maybe_invalidate(
+    ledger: RunLedger, storage: CacheStorage, name: str, settings: CacheExecutionSettings
+) -> None:
+    limit = settings.invalidate_after
+    if limit is None:
+        return
+    count, step = ledger.consecutive_failures(name)
+    if count < limit:
+        return
+    cache_file = load_cache_file(storage, name)
+    if not cache_file.metadata.is_valid:
+        return
+    reason = f"the last {count} replays handed back at step {step}"
+    cache_file.invalidate(reason)
+    save_cache_file(storage, name, cache_file)
+    ledger.append(RunRecord(trajectory=name, event="invalidated", status="refused", reason=reason))
+    logger.warning("%s marked invalid: %s", name, reason)
+
+
+def heal_after(
+    writer: RunWriter,
+    *,
+    name: str,
+    base: bytes,
+    session: ReplaySession,
+    outcome: ConversationResult,
+    settings: CachingSettings,
+    capture: Callable[[], Image.Image] | None,
+) -> HealOutcome | None:
+    """Heal ``name`` after this run when allowed and verified (:mod:`askcache.heal`) and
+    put a ``healed`` or ``proposed`` entry in the ledger (who, when, which steps, the model
+    calls spent). A heal the storage does not take waits in the outbox with its entry
+    (``writer.kept``) and ``None`` is returned; any other failure is logged, never raised."""
+    try:
+        heal = prepare_heal(
+            storage=writer.storage,
+            name=name,
+            base=base,
+            session=session,
+            outcome=outcome,
+            mode=settings.heal_mode,
+            keep=settings.keep_versions,
+            capture=capture,
+            redact_typed_text=settings.writing_settings.redact_typed_text,
+        )
+        if heal is None:
+            return None
+        record = RunRecord(
+            trajectory=name,
+            event="healed" if heal.mode == "auto" else "proposed",
+            status="healed" if heal.mode == "auto" else "proposed",
+            steps_total=session.result.steps_total,
+            stopped_at_step=session.result.stopped_at_step,
+            reason=session.result.reason,
+            model_calls=outcome.model_calls,
+            usage=outcome.usage,
+            healed_steps=heal.healed_steps,
+            verified_by=heal.verified_by,
+            model=session.file.metadata.recording.model,
+        )
+        return writer.heal(heal, record)
+    except (AskCacheError, OSError) as exc:
+        logger.warning("could not heal %s: %s", name, exc)
+        return None

@@ -1,0 +1,220 @@
+"""A run's writes (its heal and its run-ledger entries): sent now, or kept in the outbox and
+sent later.
+
+:class:`RunWriter` writes to the storage and, when the storage cannot be written (the server
+is down, the disk full, the folder read-only), keeps the write in the outbox
+(:mod:`askcache.storage.outbox`) instead of dropping it; it remembers what it wrote and what it
+kept, so a run's result never reports a write that did not happen.
+
+:func:`sync_outbox` sends what the outbox keeps for a storage, oldest first; it runs at the
+start of every :meth:`~askcache.agent.act.Agent.act` and as ``askcache sync``. Sending again is
+harmless: a ledger entry carries a fixed id and is stored at most once; a heal that was
+written before (or whose commit was cut off after its version) is recognised and not
+written twice; a heal whose trajectory changed meanwhile becomes a proposal, as any heal
+does.
+
+Kinds of item: ``ledger_entry`` (:class:`PendingLedgerEntry`) and ``heal``
+(:class:`PendingHeal`: the heal and the ledger entry that says what it wrote).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from askcache.errors import AskCacheError, CacheExistsError, CacheNotFoundError, OutboxError
+from askcache.heal.trajectory import HealOutcome, PreparedHeal, apply_heal
+from askcache.storage.base import CacheStorage
+from askcache.storage.ledger import RunLedger, RunRecord
+from askcache.storage.outbox import KeptWrite, Outbox, OutboxItem
+
+__all__ = [
+    "PendingHeal",
+    "PendingLedgerEntry",
+    "RunWriter",
+    "SyncReport",
+    "is_outage",
+    "sync_outbox",
+]
+
+logger = logging.getLogger(__name__)
+
+_ENTRY_ID = r"^[0-9a-f]{12}$"
+
+
+def is_outage(exc: BaseException) -> bool:
+    """True when ``exc`` says the storage could not be reached or written (an operating
+    system or storage error), as opposed to a name that exists or is missing."""
+    return isinstance(exc, OSError) and not isinstance(exc, CacheExistsError | CacheNotFoundError)
+
+
+class PendingLedgerEntry(BaseModel):
+    """A run-ledger entry kept in the outbox."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    kind: Literal["ledger_entry"] = "ledger_entry"
+    """The outbox kind."""
+    entry_id: str = Field(pattern=_ENTRY_ID)
+    """The entry's fixed id: appending it again stores nothing more."""
+    record: RunRecord
+    """The entry."""
+
+
+class PendingHeal(BaseModel):
+    """A heal kept in the outbox, with its ledger entry (whose ``event``, ``status`` and
+    ``version`` say what the heal turned out to write when it is sent)."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    kind: Literal["heal"] = "heal"
+    """The outbox kind."""
+    heal: PreparedHeal
+    """The heal."""
+    entry_id: str = Field(pattern=_ENTRY_ID)
+    """The fixed id of its ledger entry."""
+    record: RunRecord
+    """Its ledger entry."""
+
+
+def _heal_record(record: RunRecord, healed: HealOutcome) -> RunRecord:
+    return record.model_copy(
+        update={
+            "event": healed.event,
+            "status": healed.event,
+            "version": healed.version,
+            "reason": healed.reason or record.reason,
+        }
+    )
+
+
+def _steps(steps: list[int]) -> str:
+    return ", ".join(str(step) for step in steps)
+
+
+@dataclass
+class RunWriter:
+    """Writes one run's heal and ledger entries; keeps in the outbox what the storage does
+    not take (see the module docstring)."""
+
+    storage: CacheStorage
+    """Where the writes go."""
+    outbox: Outbox
+    """Where they wait when they cannot go there."""
+    ledger: RunLedger = field(init=False)
+    """The storage's run ledger."""
+    entries: list[str] = field(default_factory=list)
+    """Ledger entries written to the storage."""
+    kept: list[KeptWrite] = field(default_factory=list)
+    """Writes kept in the outbox: local, not yet shared."""
+    not_written: list[str] = field(default_factory=list)
+    """Writes neither the storage nor the outbox took (both failed), for people."""
+
+    def __post_init__(self) -> None:
+        self.ledger = RunLedger(self.storage)
+
+    def append(self, record: RunRecord) -> None:
+        """Write a ledger entry, or keep it."""
+        entry_id = RunLedger.new_entry_id()
+        try:
+            self.entries.append(self.ledger.append(record, entry_id=entry_id))
+        except OSError as exc:
+            if not is_outage(exc):
+                raise
+            summary = f"run-ledger entry of {record.trajectory} ({record.event}, {record.status})"
+            self._keep(PendingLedgerEntry(entry_id=entry_id, record=record), summary, exc)
+
+    def heal(self, heal: PreparedHeal, record: RunRecord) -> HealOutcome | None:
+        """Write a heal and its ledger entry (``record``, completed with what was written),
+        or keep them; ``None`` when the heal was kept, not written."""
+        try:
+            healed = apply_heal(self.storage, heal)
+        except OSError as exc:
+            if not is_outage(exc):
+                raise
+            summary = f"heal of {heal.name} (steps {_steps(heal.healed_steps)} from the model)"
+            pending = PendingHeal(heal=heal, entry_id=RunLedger.new_entry_id(), record=record)
+            self._keep(pending, summary, exc)
+            return None
+        self.append(_heal_record(record, healed))
+        return healed
+
+    def _keep(self, payload: PendingLedgerEntry | PendingHeal, summary: str, exc: OSError) -> None:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        try:
+            self.kept.append(self.outbox.put(payload.kind, payload, summary=summary, reason=reason))
+        except OutboxError as lost:
+            logger.error("%s NOT written: %s; and not kept: %s", summary, reason, lost)
+            self.not_written.append(f"{summary}: {reason}; the outbox failed too: {lost}")
+
+
+@dataclass
+class SyncReport:
+    """What :func:`sync_outbox` did."""
+
+    sent: list[KeptWrite] = field(default_factory=list)
+    """Items sent (and removed from the outbox)."""
+    heals: list[HealOutcome] = field(default_factory=list)
+    """What the heals among them wrote (``proposed``: the trajectory had changed)."""
+    left: list[KeptWrite] = field(default_factory=list)
+    """Items still kept (the storage still cannot be written, or the item is unusable)."""
+    error: str | None = None
+    """Why sending stopped early (the storage's error), if it did."""
+
+
+def sync_outbox(storage: CacheStorage, outbox: Outbox) -> SyncReport:
+    """Send what ``outbox`` keeps for ``storage``, oldest first, removing each item once it
+    is sent. Stops at the first item the storage does not take (it is still unreachable);
+    an item that cannot be used (an unknown kind, a damaged payload) is left in place with a
+    warning and does not stop the others.
+
+    Raises:
+        OutboxError: the outbox folder cannot be read.
+    """
+    report = SyncReport()
+    pending = outbox.pending()
+    ledger = RunLedger(storage)
+    for position, kept in enumerate(pending):
+        try:
+            healed = _send(storage, ledger, kept.item)
+        except OSError as exc:
+            if not is_outage(exc):
+                raise
+            report.error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            report.left.extend(pending[position:])
+            logger.warning(
+                "the outbox keeps %d writes for %s: %s",
+                len(report.left),
+                outbox.destination,
+                report.error,
+            )
+            break
+        except (AskCacheError, ValidationError, ValueError) as exc:
+            logger.warning("outbox item %s cannot be sent and is left in place: %s", kept.path, exc)
+            report.left.append(kept)
+            continue
+        outbox.remove(kept)
+        report.sent.append(kept)
+        if healed is not None:
+            report.heals.append(healed)
+        logger.warning("sent from the outbox to %s: %s", outbox.destination, kept.summary)
+    return report
+
+
+def _send(storage: CacheStorage, ledger: RunLedger, item: OutboxItem) -> HealOutcome | None:
+    """Send one item, idempotently; what a heal wrote, if it is one."""
+    raw = json.dumps(item.payload)
+    if item.kind == "ledger_entry":
+        entry = PendingLedgerEntry.model_validate_json(raw)
+        ledger.append(entry.record, entry_id=entry.entry_id)
+        return None
+    if item.kind == "heal":
+        pending = PendingHeal.model_validate_json(raw)
+        healed = apply_heal(storage, pending.heal, again=True)
+        ledger.append(_heal_record(pending.record, healed), entry_id=pending.entry_id)
+        return healed
+    raise AskCacheError(f"unknown outbox item kind {item.kind!r}")

@@ -1,0 +1,646 @@
+"""The cache file format: versioned JSON with ``metadata``, ``trajectory``, ``cache_parameters``.
+
+Reading goes through :func:`parse_cache_file`, which is strict and total: a file is fully
+validated before anything may act on it. It checks the documented limits
+(:mod:`askcache.limits`: size, nesting, lengths, numbers) before and while parsing, rejects
+unknown keys (naming the closest known one), migrates older versions, rejects newer ones,
+and checks every step (:func:`askcache.cachefile.checks.check_cache_file`: known actions, hashes
+of the declared size, thresholds below the bit count, coordinates on the recorded screen,
+placeholders only in typed text). Every problem is one
+:class:`~askcache.errors.CacheFileCorruptError` (or its subclass
+:class:`~askcache.errors.CacheFileLimitError`) naming the file, the field and the step;
+no other exception escapes, whatever the input.
+
+A loaded file keeps its format version: saving it again writes the same version
+(:func:`upgrade_cache_file` upgrades explicitly).
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import json
+import math
+import re
+import types
+import typing
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
+
+from askcache import limits
+from askcache.cachefile.checks import check_cache_file
+from askcache.errors import CacheFileCorruptError, CacheFileLimitError, UnsupportedCacheVersionError
+from askcache.messages import ToolUseBlockParam, Usage
+from askcache.redaction import redact, redact_value
+from askcache.screen.state import EndState, ScreenStateConfig
+
+__all__ = [
+    "FORMAT_VERSION",
+    "CacheFile",
+    "CacheMetadata",
+    "CoordinateSpace",
+    "DetailCheckConfig",
+    "ExecutionFailure",
+    "FileSignature",
+    "LegacyReplayStats",
+    "RecordingStats",
+    "TargetCheckConfig",
+    "ToneCheckConfig",
+    "TrajectoryVariant",
+    "VisualValidationConfig",
+    "dump_cache_file",
+    "parse_cache_file",
+    "signed_content",
+    "upgrade_cache_file",
+]
+
+FORMAT_VERSION = 3
+"""The format version this askcache writes. Version 0 is the pre-versioned seed format;
+version 2 added the detail hash (a reader of version 1 would skip that check); version 3
+added each step's effect and the end state, the tone and whole-target checks and the
+detail hash's blur (a reader of version 2 would skip them), and moved replay counts out of
+the file into the run ledger (:mod:`askcache.storage.ledger`)."""
+
+LEGACY_HASH_SIZE = 8
+"""The hash side of files that do not say theirs (8x8: the original design's)."""
+
+LEGACY_THRESHOLD = 10
+"""The threshold of files that do not say theirs (the original design's default)."""
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class _FileModel(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, use_attribute_docstrings=True)
+
+
+_REGION_SIDE = Field(ge=limits.MIN_REGION_SIZE, le=limits.MAX_REGION_SIZE)
+
+
+class DetailCheckConfig(_FileModel):
+    """The second, finer hash of a smaller region centred on the same point.
+
+    The main region's coarse hash sees layout (something moved, a dialog, another screen);
+    this one sees what is written on the element itself (8 -> 3, Save -> Open), which a
+    coarse hash of a 100 px region cannot. Same method and shift tolerance as the main one.
+    """
+
+    hash_size: int = Field(ge=limits.MIN_HASH_SIZE, le=limits.MAX_HASH_SIZE)
+    """Hash side; ``hash_size**2`` bits."""
+    region_size: int = Field(ge=limits.MIN_DETAIL_REGION_SIZE, le=limits.MAX_REGION_SIZE)
+    """Side of the square detail region around the action point, in screenshot pixels."""
+    threshold: int = Field(ge=0)
+    """Largest Hamming distance of the detail hash still counted as a match, as recorded."""
+    blur: float = Field(0.0, ge=0, le=4)
+    """Radius of the Gaussian blur applied to the detail region (in grey) before hashing, so
+    that re-rendered text (another anti-aliasing, a HiDPI screen scaled down) hashes alike;
+    0: none (every file before version 3)."""
+    noise_floor: float = Field(0.0, ge=0, le=limits.MAX_DETAIL_NOISE_FLOOR, allow_inf_nan=False)
+    """pHash only: a differing bit is not counted when the current region's DCT coefficient
+    behind it lies within this of the coefficients' median (a bit decided by noise:
+    :func:`askcache.screen.hashing.region_distance`); 0: every differing bit counts (files written
+    before this field)."""
+
+
+class ToneCheckConfig(_FileModel):
+    """Brightness and contrast of the main and detail regions (:mod:`askcache.screen.tone`).
+
+    Perceptual hashes normalise both away, so a dialog's dimming backdrop or an element
+    faded to show it is disabled does not change them; these two numbers do.
+    """
+
+    mean_tolerance: float = Field(gt=0, le=1)
+    """Largest relative change of a region's mean grey level still counted as a match."""
+    contrast_tolerance: float = Field(gt=0, le=1)
+    """Largest relative change of a region's grey-level deviation still counted as a match."""
+
+
+class TargetCheckConfig(_FileModel):
+    """The whole element under the point, when it is larger than the main region
+    (:mod:`askcache.screen.target`): its box and where ink lies in it."""
+
+    columns: int = Field(gt=0, le=256)
+    """Columns of the ink map (one bit each)."""
+    threshold: int = Field(ge=0)
+    """Largest number of ink-map bits that may differ for a match."""
+
+
+class VisualValidationConfig(_FileModel):
+    """How the trajectory's visual representations were computed (stored once per file)."""
+
+    method: Literal["phash", "ahash", "dhash", "whash"]
+    """Perceptual hash method."""
+    hash_size: int = Field(LEGACY_HASH_SIZE, ge=limits.MIN_HASH_SIZE, le=limits.MAX_HASH_SIZE)
+    """Hash side; ``hash_size**2`` bits. Files from before this field used 8."""
+    region_size: int = _REGION_SIDE
+    """Side of the square region around the action point, in screenshot pixels."""
+    threshold: int = Field(LEGACY_THRESHOLD, ge=0)
+    """Largest Hamming distance still counted as a match, as recorded; below
+    ``hash_size**2``."""
+    shift_tolerance: int = Field(0, ge=0, le=8)
+    """Pixels the current region may be moved each way at replay; files from before this
+    field were checked at the exact position (0)."""
+    noise_floor: float = Field(0.0, ge=0, le=limits.MAX_NOISE_FLOOR, allow_inf_nan=False)
+    """pHash only: the main hash's noise floor (as :attr:`DetailCheckConfig.noise_floor`);
+    0: every differing bit counts (files written before this field)."""
+    detail: DetailCheckConfig | None = None
+    """The detail hash's set-up; ``None``: steps store the main hash only (all files before
+    version 2)."""
+    tone: ToneCheckConfig | None = None
+    """The tone check's tolerances; ``None``: no tone check (all files before version 3)."""
+    target: TargetCheckConfig | None = None
+    """The whole-target check's set-up; ``None``: none (all files before version 3)."""
+    other_density: DetailCheckConfig | None = None
+    """The hash (of its own region around the point, same hash size as :attr:`detail`'s)
+    checked instead of :attr:`detail` when the screen is drawn at another pixel density than
+    when recorded (its screenshots rescaled, or another display size:
+    text re-rendered at another size moves the fine detail hash as far as a changed letter);
+    the tone's contrast is then not checked either (a thin border drawn at another size and
+    scaled back loses contrast), its brightness is. ``None``: the detail hash and the whole
+    tone are checked on such screens too (files written before this field)."""
+
+    @property
+    def has_noise_floor(self) -> bool:
+        """True when either hash has a noise floor: steps then store their weak bits."""
+        detail_floor = self.detail.noise_floor if self.detail is not None else 0.0
+        return self.noise_floor > 0 or detail_floor > 0
+
+
+class CoordinateSpace(_FileModel):
+    """Size of the screenshots the trajectory's coordinates refer to."""
+
+    width: int = Field(gt=0, le=limits.MAX_SCREEN_SIDE)
+    """Width in pixels."""
+    height: int = Field(gt=0, le=limits.MAX_SCREEN_SIDE)
+    """Height in pixels."""
+
+    def __str__(self) -> str:
+        return f"{self.width}x{self.height}"
+
+
+class RecordingStats(_FileModel):
+    """What the recording cost: what a successful replay saves."""
+
+    model_calls: int = Field(0, ge=0)
+    """Model calls the recorded run made."""
+    usage: Usage = Field(default_factory=Usage)
+    """Tokens of those calls."""
+    duration_seconds: float | None = Field(None, ge=0, allow_inf_nan=False)
+    """Wall time from the start of the recording to the written file."""
+    model: str | None = None
+    """Model name used for the recording, when known."""
+
+
+class ExecutionFailure(_FileModel):
+    """One replay that stopped before the end (kept by files of versions 0 to 2)."""
+
+    step_index: int = Field(ge=0)
+    """Index of the step that was not executed."""
+    reason: str
+    """Why the replay stopped."""
+    at: datetime = Field(default_factory=_now)
+    """When."""
+
+
+class LegacyReplayStats(_FileModel):
+    """Replay counts a file of version 0 to 2 kept inside itself. Replays are now counted in
+    the run ledger; on a file's first replay these are copied there once."""
+
+    execution_attempts: int = 0
+    """Replays started."""
+    successes: int = 0
+    """Replays that ran every step."""
+    failures: list[ExecutionFailure] = Field(default_factory=list)
+    """The most recent replays that stopped early."""
+    last_executed_at: datetime | None = None
+    """When a replay last started."""
+
+
+class CacheMetadata(_FileModel):
+    """What the trajectory is for and how it was recorded. (How its replays went is in the
+    run ledger, :mod:`askcache.storage.ledger`: this file changes only when it is recorded or
+    invalidated.)"""
+
+    goal: str
+    """The task, with ``{{name}}`` placeholders for cache parameters."""
+    created_at: datetime = Field(default_factory=_now)
+    """When the recording was written."""
+    coordinate_space: CoordinateSpace | None = Field(
+        None, validation_alias=AliasChoices("coordinate_space", "screen_size")
+    )
+    """Screenshot size the coordinates refer to; ``None`` when no screenshot was seen."""
+    visual_validation: VisualValidationConfig | None = None
+    """Present only when visual validation was recorded."""
+    display_size: CoordinateSpace | None = None
+    """The real screen's size when recorded, when the computer tool knew it (``ComputerTool``
+    scales a 2560x1600 screen to 1280x800 screenshots, so :attr:`coordinate_space` alone
+    cannot tell a HiDPI screen); ``None``: unknown. A replay on a display of another size
+    checks with :attr:`VisualValidationConfig.other_density`."""
+    screen_state: ScreenStateConfig | None = None
+    """How steps' effects and the end state were recorded; ``None``: neither was (files
+    before version 3, or ``record_screen_state=False``)."""
+    end_state: EndState | None = None
+    """The screen at the end of the recorded run; ``None`` when not recorded."""
+    recording: RecordingStats = Field(default_factory=RecordingStats)
+    """Model calls, tokens and time of the recording."""
+    is_valid: bool = True
+    """False once the trajectory is marked unusable; listings hide it and ``execute``
+    refuses it unless forced."""
+    invalidation_reason: str | None = None
+    """Why it was marked invalid."""
+    legacy_stats: LegacyReplayStats | None = None
+    """Replay counts of a file written before version 3 (see :class:`LegacyReplayStats`)."""
+
+
+class FileSignature(_FileModel):
+    """An HMAC over the file's signed content (see :mod:`askcache.cachefile.signing`)."""
+
+    algorithm: Literal["hmac-sha256"] = "hmac-sha256"
+    """The MAC: HMAC-SHA256 over :func:`signed_content`."""
+    key_id: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")
+    """Which key signed it (``ASKCACHE_SIGNING_KEY="<key_id>:<secret>"``); never the key."""
+    value: str = Field(pattern=r"^[0-9a-f]{64}$")
+    """The MAC, 64 lowercase hex digits."""
+
+
+class TrajectoryVariant(_FileModel):
+    """Another way through the trajectory from one step on, for a screen that alternates
+    between known states (a banner shown on some runs, a dialog that comes and goes).
+
+    At that step the replay checks the trajectory's own step first; when it does not match,
+    it checks each variant's first acting step and, when one matches, runs the variant's
+    steps in place of the next ``replaces`` steps. Written by healing (the way the
+    trajectory went before a heal becomes a variant of the healed one)."""
+
+    steps: list[ToolUseBlockParam]
+    """The steps, with their fingerprints and effects, as in ``trajectory``."""
+    replaces: int = Field(ge=0)
+    """How many steps of the trajectory, from the variant's step on, it replaces."""
+    end_state: EndState | None = None
+    """The final screen when the variant runs to the end (``replaces`` reaches it);
+    ``None``: the file's end state applies."""
+
+
+class CacheFile(_FileModel):
+    """A recorded trajectory and everything needed to replay it."""
+
+    version: int = FORMAT_VERSION
+    """Format version of this file."""
+    metadata: CacheMetadata
+    """About the trajectory."""
+    trajectory: list[ToolUseBlockParam]
+    """The recorded tool calls, in order, with their visual representations and effects."""
+    cache_parameters: dict[str, str] = Field(default_factory=dict)
+    """Parameter name -> description; typed text and goal refer to them as ``{{name}}``
+    (``{{secret:name}}`` for a secret, whose value is never stored)."""
+    signature: FileSignature | None = None
+    """HMAC of the signed content, when the recording had a signing key; checked at replay."""
+    variants: dict[int, list[TrajectoryVariant]] = Field(default_factory=dict)
+    """Step index -> other ways through the trajectory from that step (at most
+    ``askcache.heal.trajectory.MAX_VARIANTS_PER_STEP`` each). A reader that does not know variants
+    replays the trajectory alone (and hands back where a variant would have matched)."""
+
+    def invalidate(self, reason: str) -> None:
+        """Mark the trajectory unusable; it is then hidden from the model's listing and
+        ``execute`` refuses it unless forced."""
+        self.metadata.is_valid = False
+        self.metadata.invalidation_reason = redact(reason)[: limits.MAX_STRING_CHARS]
+
+
+def _migrate_v0(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 0 (the seed's format) had no version and no hash_size; 8 was fixed."""
+    metadata = data.get("metadata")
+    if isinstance(metadata, dict):
+        visual = metadata.get("visual_validation")
+        if isinstance(visual, dict):
+            visual.setdefault("hash_size", LEGACY_HASH_SIZE)
+    return {**data, "version": 1}
+
+
+def _migrate_v1(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 1 had no detail hash; its files read unchanged as version 2 without one."""
+    return {**data, "version": 2}
+
+
+_LEGACY_STATS = ("execution_attempts", "successes", "failures", "last_executed_at")
+
+
+def _migrate_v2(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 2 kept replay counts in ``metadata``; they move to ``metadata.legacy_stats``
+    (and from there to the run ledger on the first replay). No effects, no end state, no
+    tone, target or blur: its steps are checked exactly as recorded."""
+    metadata = data.get("metadata")
+    if isinstance(metadata, dict):
+        metadata = dict(metadata)
+        legacy = {key: metadata.pop(key) for key in _LEGACY_STATS if key in metadata}
+        if legacy:
+            metadata["legacy_stats"] = legacy
+        data = {**data, "metadata": metadata}
+    return {**data, "version": 3}
+
+
+_MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    0: _migrate_v0,
+    1: _migrate_v1,
+    2: _migrate_v2,
+}
+
+
+def _field_path(loc: tuple[int | str, ...]) -> str:
+    path = ""
+    for part in loc:
+        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+    return path
+
+
+def _step_of(loc: tuple[int | str, ...]) -> int | None:
+    if len(loc) > 1 and loc[0] == "trajectory" and isinstance(loc[1], int):
+        return loc[1]
+    return None
+
+
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+
+
+def _too_deep(text: str, limit: int) -> bool:
+    """True when arrays and objects in JSON ``text`` nest deeper than ``limit`` (strings
+    skipped)."""
+    depth = 0
+    for char in _NOT_BRACKET.sub("", _STRING.sub('""', text)):
+        if char in "[{":
+            depth += 1
+            if depth > limit:
+                return True
+        else:
+            depth -= 1
+    return False
+
+
+def _reject_constant(value: str) -> Any:
+    raise ValueError(f"{value} is not a number a cache file may hold")
+
+
+def _finite_float(value: str) -> float:
+    number = float(value)
+    if not math.isfinite(number):
+        raise ValueError(f"{value} is too large a number")
+    return number
+
+
+def _loc_text(loc: tuple[int | str, ...]) -> str:
+    return _field_path(loc) or "the top level"
+
+
+def _check_values(value: Any, loc: tuple[int | str, ...], name: str) -> None:
+    """Enforce the limits on every value: lengths, sizes, numbers, valid Unicode."""
+    problem = None
+    if isinstance(value, str):
+        if len(value) > limits.MAX_STRING_CHARS:
+            problem = f"a string of {len(value)} characters; the limit is {limits.MAX_STRING_CHARS}"
+        else:
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                problem = "a string with a lone surrogate (\\ud800-\\udfff): not valid Unicode"
+    elif isinstance(value, bool) or value is None:
+        return
+    elif isinstance(value, (int, float)):
+        if abs(value) > limits.MAX_COUNT:
+            problem = f"the number {value:.3g} is larger than {limits.MAX_COUNT}"
+    elif isinstance(value, list):
+        if len(value) > limits.MAX_LIST_ITEMS:
+            problem = f"a list of {len(value)} items; the limit is {limits.MAX_LIST_ITEMS}"
+        else:
+            for index, item in enumerate(value):
+                _check_values(item, (*loc, index), name)
+    elif isinstance(value, dict):
+        if len(value) > limits.MAX_OBJECT_KEYS:
+            problem = f"an object with {len(value)} keys; the limit is {limits.MAX_OBJECT_KEYS}"
+        else:
+            for key, item in value.items():
+                if len(key) > 256:
+                    problem = f"a key of {len(key)} characters"
+                    break
+                _check_values(key, loc, name)
+                _check_values(item, (*loc, key), name)
+    if problem is not None:
+        where = _loc_text(loc)
+        raise CacheFileLimitError(
+            name, f"{where}: {problem}", field=_field_path(loc) or None, step=_step_of(loc)
+        )
+
+
+def _nested_model(annotation: Any) -> tuple[type[BaseModel] | None, bool]:
+    """The model inside ``annotation`` (``X``, ``X | None``, ``list[X]``) and whether listed."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation, False
+    origin = typing.get_origin(annotation)
+    if origin is list:
+        inner, _ = _nested_model(typing.get_args(annotation)[0])
+        return inner, True
+    if isinstance(annotation, types.UnionType) or origin is typing.Union:
+        for arg in typing.get_args(annotation):
+            found = _nested_model(arg)
+            if found[0] is not None:
+                return found
+    return None, False
+
+
+def _field_keys(info: Any, field_name: str) -> list[str]:
+    keys = [field_name]
+    alias = info.validation_alias
+    if isinstance(alias, AliasChoices):
+        keys += [choice for choice in alias.choices if isinstance(choice, str)]
+    elif isinstance(alias, str):
+        keys.append(alias)
+    return keys
+
+
+@functools.cache
+def _model_keys(model: type[BaseModel]) -> dict[str, tuple[type[BaseModel] | None, bool]]:
+    """Every key ``model`` reads (aliases included) -> the model nested under it, if any."""
+    return {
+        key: _nested_model(info.annotation)
+        for field, info in model.model_fields.items()
+        for key in _field_keys(info, field)
+    }
+
+
+def _check_keys(data: Any, model: type[BaseModel], loc: tuple[int | str, ...], name: str) -> None:
+    """Reject keys ``model`` does not know, naming the closest known key."""
+    if not isinstance(data, dict):
+        return  # the model's validation reports the wrong type
+    fields = _model_keys(model)
+    for key in data:
+        if key not in fields:
+            known = sorted(model.model_fields)
+            close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            where = _field_path((*loc, key))
+            raise CacheFileCorruptError(
+                name,
+                f"{where}: unknown key{hint}; known keys of {model.__name__}: {', '.join(known)}",
+                field=where,
+                step=_step_of((*loc, key)),
+            )
+    for key, value in data.items():
+        inner, listed = fields[key]
+        if inner is None:
+            continue
+        if listed and isinstance(value, list):
+            for index, item in enumerate(value):
+                _check_keys(item, inner, (*loc, key, index), name)
+        elif not listed:
+            _check_keys(value, inner, (*loc, key), name)
+
+
+def _load_json(raw: bytes | str, name: str) -> Any:
+    size = len(raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw)
+    if size > limits.MAX_FILE_BYTES:
+        raise CacheFileLimitError(
+            name, f"the file is {size:,} bytes; the limit is {limits.MAX_FILE_BYTES:,}"
+        )
+    try:
+        text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+    except UnicodeDecodeError as exc:
+        raise CacheFileCorruptError(name, f"not UTF-8 text ({exc.reason})") from exc
+    if not text.strip():
+        raise CacheFileCorruptError(name, "the file is empty")
+    if _too_deep(text, limits.MAX_NESTING):
+        raise CacheFileLimitError(
+            name, f"arrays and objects nested deeper than the limit, {limits.MAX_NESTING}"
+        )
+    try:
+        return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+    except json.JSONDecodeError as exc:
+        detail = f"not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"
+        if text.lstrip().startswith("{") and not text.rstrip().endswith("}"):
+            detail += "; the file looks truncated"
+        raise CacheFileCorruptError(name, detail) from exc
+    except (ValueError, RecursionError) as exc:  # huge integers, NaN, Infinity
+        raise CacheFileLimitError(name, f"not a JSON document askcache reads: {exc}") from exc
+
+
+def parse_cache_file(raw: bytes | str, name: str) -> CacheFile:
+    """Parse, check and migrate the text of a cache file: strict and total.
+
+    Raises:
+        CacheFileLimitError: a documented limit is exceeded (size, nesting, lengths).
+        CacheFileCorruptError: not JSON, truncated, an unknown key, a field missing or
+            wrong, a step that could not be replayed as written.
+        UnsupportedCacheVersionError: written by a newer format version.
+    """
+    data = _load_json(raw, name)
+    if not isinstance(data, dict):
+        raise CacheFileCorruptError(name, f"top level is {type(data).__name__}, expected object")
+    _check_values(data, (), name)
+    version = data.get("version", 0)
+    if isinstance(version, bool) or not isinstance(version, int) or version < 0:
+        raise CacheFileCorruptError(
+            name, f"version: expected a whole number, got {version!r}", field="version"
+        )
+    if version > FORMAT_VERSION:
+        raise UnsupportedCacheVersionError(name, version, FORMAT_VERSION)
+    original = version
+    while version < FORMAT_VERSION:
+        data = _MIGRATIONS[version](data)
+        version += 1
+    _check_keys(data, CacheFile, (), name)  # after migrating: old keys have moved
+    try:
+        cache_file = CacheFile.model_validate(data)
+    except ValidationError as exc:
+        errors = exc.errors()
+        problems = "; ".join(f"{_field_path(err['loc'])}: {err['msg']}" for err in errors[:5])
+        more = exc.error_count() - 5
+        raise CacheFileCorruptError(
+            name,
+            problems + (f" (and {more} more)" if more > 0 else ""),
+            field=_field_path(errors[0]["loc"]) or None,
+            step=_step_of(errors[0]["loc"]),
+        ) from exc
+    cache_file.version = original
+    check_cache_file(cache_file, name)
+    return cache_file
+
+
+def upgrade_cache_file(cache_file: CacheFile) -> bool:
+    """Mark ``cache_file`` as the current format version; True when it was older.
+
+    Loading never upgrades a file: a version 1 file saved again stays version 1. Upgrading
+    is this explicit step (``askcache upgrade NAME``). It changes the signed content, so a
+    signed file must be signed again (``askcache sign NAME``).
+    """
+    if cache_file.version >= FORMAT_VERSION:
+        return False
+    cache_file.version = FORMAT_VERSION
+    cache_file.signature = None
+    return True
+
+
+_BOOKKEEPING = frozenset(
+    {
+        "execution_attempts",
+        "successes",
+        "failures",
+        "last_executed_at",
+        "is_valid",
+        "invalidation_reason",
+    }
+)
+"""Metadata a replay updates; left out of the signed content."""
+
+
+def _without_nulls(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(item) for item in value]
+    return value
+
+
+def signed_content(data: dict[str, Any]) -> bytes:
+    """The canonical bytes a file's signature covers, from its JSON data.
+
+    Everything but ``signature`` and the replay bookkeeping (``execution_attempts``,
+    ``successes``, ``failures``, ``last_executed_at``, ``is_valid``,
+    ``invalidation_reason``), ``null`` values left out, keys sorted, compact, ASCII.
+    """
+    content = {key: value for key, value in data.items() if key != "signature"}
+    metadata = content.get("metadata")
+    if isinstance(metadata, dict):
+        content["metadata"] = {k: v for k, v in metadata.items() if k not in _BOOKKEEPING}
+    text = json.dumps(_without_nulls(content), sort_keys=True, separators=(",", ":"))
+    return text.encode("ascii")
+
+
+_FREE_TEXT_STEP_FIELDS = ("input",)
+
+
+def dump_cache_file(cache_file: CacheFile) -> bytes:
+    """The file's JSON text, as written to storage (cache-only fields kept).
+
+    Registered secret values (:mod:`askcache.redaction`) are redacted from the free text:
+    the goal, the input of the steps and of the variants' steps, failure reasons and the
+    invalidation reason. Every version, proposal and trajectory file is written from here.
+    Typed text registered as a secret is not (recording and healing store it as
+    ``{{secret:typed_<step>}}`` where it must not be written; see
+    :func:`~askcache.redaction.redact`).
+    """
+    data: dict[str, Any] = cache_file.model_dump(mode="json")
+    metadata = data["metadata"]
+    metadata["goal"] = redact(metadata["goal"], typed=False)
+    for failure in (metadata.get("legacy_stats") or {}).get("failures", []):
+        failure["reason"] = redact(failure["reason"], typed=False)
+    if metadata.get("invalidation_reason"):
+        metadata["invalidation_reason"] = redact(metadata["invalidation_reason"], typed=False)
+    variant_steps = [s for vs in data["variants"].values() for v in vs for s in v["steps"]]
+    for step in [*data["trajectory"], *variant_steps]:
+        for key in _FREE_TEXT_STEP_FIELDS:
+            step[key] = redact_value(step[key], typed=False)
+    return json.dumps(data, indent=2, ensure_ascii=False).encode("utf-8") + b"\n"

@@ -1,0 +1,111 @@
+"""``askcache show NAME``: one cache file step by step (NAME with or without ``.json``)."""
+
+from __future__ import annotations
+
+import argparse
+
+from askcache.actions import ACTING_ACTIONS, parse_action
+from askcache.cachefile.format import CacheFile, VisualValidationConfig
+from askcache.cli.commands.common import EXIT_OK, emit_json, open_storage, resolve_name
+from askcache.storage.base import load_cache_file
+from askcache.storage.ledger import RunLedger, RunRecord
+
+__all__ = ["add_show_command", "describe_validation", "run_show"]
+
+
+def add_show_command(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    parents: list[argparse.ArgumentParser],
+) -> None:
+    """Register ``show``."""
+    parser = commands.add_parser(
+        "show",
+        parents=parents,
+        help="show one cache file step by step",
+        description="Show a cache file: goal, screen size, what the recording cost, the "
+        "validation set-up, recent replays and every step with its fingerprint.",
+    )
+    parser.add_argument("name", help="cache file name, with or without .json")
+    parser.set_defaults(run=run_show)
+
+
+def describe_validation(v: VisualValidationConfig) -> str:
+    """The validation set-up in one line: method, hash, region, shift, thresholds, detail
+    hash, the hash for other pixel densities, tone and whole-target checks."""
+    shift = f" ±{v.shift_tolerance} px" if v.shift_tolerance else ""
+    detail = ""
+    for label, d in (("detail", v.detail), ("for other pixel densities", v.other_density)):
+        if d is None:
+            continue
+        blur = f", blur {d.blur:g}" if d.blur else ""
+        floor = f", noise floor {d.noise_floor:g}" if d.noise_floor else ""
+        detail += (
+            f"; {label} {d.hash_size}x{d.hash_size} hash, {d.region_size} px region{blur}, "
+            f"threshold {d.threshold}{floor}"
+        )
+    if v.tone is not None:
+        detail += (
+            f"; tone: brightness {v.tone.mean_tolerance:.0%}, "
+            f"contrast {v.tone.contrast_tolerance:.0%}"
+        )
+    if v.target is not None:
+        detail += f"; whole target: {v.target.columns} columns, threshold {v.target.threshold}"
+    main_floor = f", noise floor {v.noise_floor:g}" if v.noise_floor else ""
+    return (
+        f"{v.method}, {v.hash_size}x{v.hash_size} hash, "
+        f"{v.region_size} px region{shift}, threshold {v.threshold}{main_floor}{detail}"
+    )
+
+
+def _lines(name: str, cache_file: CacheFile, runs: list[RunRecord]) -> list[str]:
+    meta = cache_file.metadata
+    lines = [
+        f"{name}: {meta.goal!r}",
+        f"  recorded {meta.created_at:%Y-%m-%d %H:%M} at {meta.coordinate_space or 'unknown size'}",
+    ]
+    rec = meta.recording
+    lines.append(
+        f"  recording cost: {rec.model_calls} model calls, {rec.usage.total_tokens:,} tokens"
+    )
+    if meta.visual_validation:
+        lines.append(f"  validation: {describe_validation(meta.visual_validation)}")
+    if not meta.is_valid:
+        lines.append(f"  INVALID: {meta.invalidation_reason or 'no reason given'}")
+    done = sum(r.status == "completed" for r in runs)
+    lines.append(f"  replays (run ledger): {len(runs)} started, {done} completed")
+    for run in [r for r in runs if r.status != "completed"][-3:]:
+        when = f"{run.started_at:%Y-%m-%d %H:%M}"
+        lines.append(f"    {run.status} at step {run.stopped_at_step} ({when}): {run.reason}")
+    for index, step in enumerate(cache_file.trajectory):
+        fingerprint = step.visual_representation or "-"
+        if step.visual_detail:
+            fingerprint += f" + {step.visual_detail[:16]}..."
+        action = parse_action(step)
+        if step.visual_representation is None and action and action.name in ACTING_ACTIONS:
+            fingerprint = "UNCHECKED: acts without a fingerprint"
+        effect = ""
+        if step.effect:
+            effect = f", effect on {len(step.effect.tiles)} tiles"
+            if step.effect.elsewhere:
+                effect += f" and {len(step.effect.elsewhere)} places away from the point"
+        lines.append(f"  {index:>3}  {step.name:<10} {step.input}  [{fingerprint}{effect}]")
+    return lines
+
+
+def run_show(args: argparse.Namespace) -> int:
+    """Run ``show``."""
+    storage = open_storage(args.cache_dir)
+    name = resolve_name(storage, args.name)
+    cache_file = load_cache_file(storage, name)
+    runs = [r for r in RunLedger(storage).records(name) if r.event == "replay"]
+    if args.json:
+        emit_json(
+            {
+                "name": name,
+                **cache_file.model_dump(mode="json"),
+                "replays": [r.model_dump(mode="json") for r in runs],
+            }
+        )
+    else:
+        print("\n".join(_lines(name, cache_file, runs)))
+    return EXIT_OK

@@ -1,0 +1,180 @@
+"""``askcache stats [NAME]``: what the replays did and saved, from the run ledger.
+
+Per trajectory and in total: replays, how many completed (the hit rate), hand-backs, the
+model calls and tokens spent after hand-backs, and the calls, tokens, seconds and dollars
+the replays saved. Dollars come from :mod:`askcache.cli.prices` (list prices; ``--price``
+overrides); the saved tokens are priced as input tokens, a lower bound.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterable, Mapping
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from askcache.cli.commands.common import EXIT_OK, emit_json, location, open_storage, resolve_name
+from askcache.cli.prices import PRICES_AS_OF, ModelPrice, parse_price, price_for
+from askcache.cli.savings import saving_words
+from askcache.storage.ledger import RunLedger, RunRecord
+
+__all__ = ["TrajectoryStats", "add_stats_command", "run_stats", "stats_line", "summarize"]
+
+
+class TrajectoryStats(BaseModel):
+    """What the ledger says about one trajectory (or all of them)."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    trajectory: str
+    """Cache file name, or ``(all)``."""
+    runs: int = 0
+    """Replays."""
+    completed: int = 0
+    """Replays that ran every step (``completed`` or ``completed_unverified``)."""
+    handed_back: int = 0
+    """Replays that handed back to the model."""
+    refused: int = 0
+    """Replays refused (invalidated or unusable file)."""
+    hit_rate: float | None = None
+    """``completed / runs``; ``None`` without runs."""
+    model_calls: int = 0
+    """Model calls made after hand-backs."""
+    tokens: int = 0
+    """Tokens of those calls."""
+    saved_model_calls: int = 0
+    """Model calls the replays saved (estimate)."""
+    saved_tokens: int = 0
+    """Tokens the replays saved (estimate)."""
+    saved_seconds: float = 0.0
+    """Seconds saved, over the runs whose recording time is known."""
+    dollars_spent: float | None = None
+    """Dollars of the calls made; ``None`` when no run's model has a price."""
+    dollars_saved: float | None = None
+    """Dollars saved (saved tokens at the input price: a lower bound); ``None`` likewise."""
+    unpriced_models: list[str] = Field(default_factory=list)
+    """Models with no price in the table, left out of the dollar figures."""
+
+
+def summarize(
+    trajectory: str,
+    records: Iterable[RunRecord],
+    prices: Mapping[str, ModelPrice] | None = None,
+) -> TrajectoryStats:
+    """Add up the replay entries among ``records``."""
+    stats = TrajectoryStats(trajectory=trajectory)
+    unpriced: set[str] = set()
+    for record in records:
+        if record.event != "replay":
+            continue
+        stats.runs += 1
+        stats.completed += record.status in ("completed", "completed_unverified")
+        stats.handed_back += record.status == "handed_back"
+        stats.refused += record.status == "refused"
+        stats.model_calls += record.model_calls
+        stats.tokens += record.usage.total_tokens
+        stats.saved_model_calls += record.saved_model_calls
+        stats.saved_tokens += record.saved_tokens
+        stats.saved_seconds += record.saved_seconds or 0.0
+        price = price_for(record.model, prices)
+        if price is None:
+            unpriced.add(record.model or "(unknown model)")
+            continue
+        stats.dollars_spent = (stats.dollars_spent or 0.0) + price.cost(record.usage)
+        stats.dollars_saved = (stats.dollars_saved or 0.0) + price.saved(record.saved_tokens)
+    stats.hit_rate = stats.completed / stats.runs if stats.runs else None
+    stats.unpriced_models = sorted(unpriced)
+    return stats
+
+
+def add_stats_command(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    parents: list[argparse.ArgumentParser],
+) -> None:
+    """Register ``stats``."""
+    parser = commands.add_parser(
+        "stats",
+        parents=parents,
+        help="replays, hit rate and savings, from the run ledger",
+        description="Add up the run ledger (every replay on every machine sharing the "
+        "cache): replays, hit rate, hand-backs, model calls and tokens spent, and calls, "
+        f"tokens, seconds and dollars saved. Dollars use list prices as of {PRICES_AS_OF} "
+        "(askcache.cli.prices); saved tokens are priced as input tokens, a lower bound.",
+    )
+    parser.add_argument("name", nargs="?", help="one cache file (default: all)")
+    parser.add_argument(
+        "--price",
+        action="append",
+        default=[],
+        type=_price_argument,
+        metavar="MODEL=INPUT,OUTPUT",
+        help="dollars per million tokens for a model (repeatable); overrides the table",
+    )
+    parser.set_defaults(run=run_stats)
+
+
+def _price_argument(text: str) -> tuple[str, ModelPrice]:
+    try:
+        return parse_price(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def _money(value: float | None) -> str:
+    return "n/a" if value is None else f"${value:,.2f}"
+
+
+def stats_line(stats: TrajectoryStats) -> str:
+    """One trajectory's (or all) replays, hit rate, spending and savings, one line."""
+    rate = "-" if stats.hit_rate is None else f"{stats.hit_rate:.0%}"
+    return (
+        f"{stats.trajectory}: {stats.runs} replays, hit rate {rate} "
+        f"({stats.completed} completed, {stats.handed_back} handed back, {stats.refused} "
+        f"refused); spent {stats.model_calls} model calls, {stats.tokens:,} tokens "
+        f"({_money(stats.dollars_spent)}); "
+        + saving_words(
+            stats.saved_model_calls,
+            stats.saved_tokens,
+            stats.saved_seconds,
+            dollars=_money(None if stats.dollars_saved is None else abs(stats.dollars_saved)),
+            than="their recordings",
+        )
+    )
+
+
+def run_stats(args: argparse.Namespace) -> int:
+    """Run ``stats``."""
+    storage = open_storage(args.cache_dir)
+    prices = dict(args.price)
+    name = args.name
+    if name is not None and not name.endswith(".json"):
+        name += ".json"
+    records = RunLedger(storage).records(name)
+    if name is not None and not records:
+        resolve_name(storage, name)  # a misspelt name: exit 3, with the closest ones
+    names = sorted({r.trajectory for r in records})
+    rows = [summarize(n, [r for r in records if r.trajectory == n], prices) for n in names]
+    total = summarize("(all)", records, prices)
+    if args.json:
+        emit_json(
+            {
+                "cache_dir": location(storage),
+                "prices_as_of": PRICES_AS_OF,
+                "trajectories": [row.model_dump() for row in rows],
+                "total": total.model_dump(),
+            }
+        )
+        return EXIT_OK
+    if not records:
+        print(f"no replays recorded in the run ledger of {location(storage)}")
+        return EXIT_OK
+    for row in rows:
+        print(stats_line(row))
+    if len(rows) > 1:
+        print(stats_line(total))
+    if total.unpriced_models:
+        print(
+            f"no price for {', '.join(total.unpriced_models)}: left out of the dollars "
+            "(add one with --price MODEL=INPUT,OUTPUT)"
+        )
+    return EXIT_OK

@@ -1,0 +1,454 @@
+"""Recording: turn a finished conversation into a cache file.
+
+:class:`CacheManager` reads the message history once, in execution order. For each tool call
+it knows the screenshot that was the latest *before* the call ran (the result of the call
+before it, even inside one assistant message holding several calls), hashes the region
+around the call's point for validated actions, and writes the file through a storage.
+
+Recording under a name that already holds a trajectory keeps the earlier one: both become
+versions of the trajectory (:class:`~askcache.storage.versions.TrajectoryVersions`, the versions a
+heal writes), so ``askcache diff NAME`` shows what changed and ``askcache rollback NAME``
+brings the earlier recording back. With versions off (``keep_versions=0``) such a recording
+is refused before the first model call (:class:`~askcache.errors.CacheOverwriteRefusedError`).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import numpy as np
+from PIL import Image
+
+from askcache.actions import ACTING_ACTIONS, CLICK_ACTIONS, Point, action_anchors, parse_action
+from askcache.cachefile.format import (
+    CacheFile,
+    CacheMetadata,
+    CoordinateSpace,
+    RecordingStats,
+    dump_cache_file,
+)
+from askcache.cachefile.signing import sign_cache_file
+from askcache.errors import CacheNotFoundError, CacheOverwriteRefusedError
+from askcache.fingerprint.step import (
+    compute_step_representation,
+    decode_screenshot,
+    validation_config,
+)
+from askcache.messages import ImageBlockParam, MessageParam, ToolUseBlockParam, Usage
+from askcache.parameters import (
+    SECRET_DESCRIPTION,
+    parameterize,
+    parameterize_input,
+    unsafe_typed_text,
+)
+from askcache.redaction import register_secrets
+from askcache.screen.elsewhere import ELEMENT_RADIUS, changed_blocks, changes_elsewhere, prune
+from askcache.screen.state import EndState, ScreenStateConfig, StepEffect, Thumbnail, effect_of
+from askcache.settings import CacheWritingSettings
+from askcache.storage.base import CacheStorage
+from askcache.storage.versions import TrajectoryVersions
+
+__all__ = [
+    "CACHING_TOOL_NAMES",
+    "CacheManager",
+    "RecordedStep",
+    "default_filename",
+    "final_screenshot",
+    "steps_with_screens",
+]
+
+logger = logging.getLogger(__name__)
+
+CACHING_TOOL_NAMES = frozenset(
+    {"list_cached_trajectories", "execute_cached_trajectory", "resume_cached_trajectory"}
+)
+"""The caching tools' own calls, which are never recorded."""
+
+
+def default_filename(goal: str, when: datetime | None = None) -> str:
+    """A name from the goal's first words and the time: ``fill-form-20261122-101500.json``."""
+    slug = re.sub(r"[^a-z0-9]+", "-", goal.lower()).strip("-")[:40].strip("-") or "trajectory"
+    stamp = (when or datetime.now(UTC)).strftime("%Y%m%d-%H%M%S")
+    return f"{slug}-{stamp}.json"
+
+
+def _last_image(message: MessageParam, tool_use_id: str | None = None) -> ImageBlockParam | None:
+    found = None
+    for result in message.tool_results:
+        if tool_use_id is not None and result.tool_use_id != tool_use_id:
+            continue
+        if isinstance(result.content, list):
+            for item in result.content:
+                if isinstance(item, ImageBlockParam):
+                    found = item
+    return found
+
+
+@dataclass(frozen=True)
+class RecordedStep:
+    """A recorded tool call with the screenshots around it."""
+
+    call: ToolUseBlockParam
+    """The call."""
+    before: ImageBlockParam | None
+    """The latest screenshot from before it ran."""
+    after: ImageBlockParam | None
+    """The screenshot its own result carried, if any (the screen once it had acted)."""
+
+
+def steps_with_screens(
+    messages: Sequence[MessageParam], skip_tools: Collection[str] = CACHING_TOOL_NAMES
+) -> list[RecordedStep]:
+    """Each recorded tool call with the latest screenshot from before it ran and the one its
+    result carried. Calls to ``skip_tools`` are left out."""
+    steps: list[RecordedStep] = []
+    latest: ImageBlockParam | None = None
+    for index, message in enumerate(messages):
+        if message.role == "user":
+            latest = _last_image(message) or latest
+            continue
+        answer = messages[index + 1] if index + 1 < len(messages) else None
+        for call in message.tool_uses:
+            after = None
+            if answer is not None and answer.role == "user":
+                after = _last_image(answer, call.id)
+            if not (call.toolset_name is None and call.name in skip_tools):
+                steps.append(RecordedStep(call, latest, after))
+            latest = after or latest
+    return steps
+
+
+def final_screenshot(messages: Sequence[MessageParam]) -> ImageBlockParam | None:
+    """The last screenshot of the history: the screen as the run ended."""
+    for message in reversed(messages):
+        if message.role == "user":
+            found = _last_image(message)
+            if found is not None:
+                return found
+    return None
+
+
+class CacheManager:
+    """Records a conversation's tool calls into a cache file.
+
+    Call :meth:`start_recording` when the task starts, let the conversation call
+    :meth:`before_tool` before each tool call (:class:`~askcache.agent.act.Agent` wires it), and
+    call :meth:`finish_recording` with the whole history when it is done.
+
+    Args:
+        capture: Takes a screenshot as the model sees it. Used when the model acts before it
+            has seen the screen: that step then gets a fingerprint all the same.
+        display_size: The real screen's size, when the computer tool knows it (stored as
+            ``metadata.display_size``: a replay on a display of another size then knows the
+            screen is drawn at another pixel density).
+        keep_versions: Versions of the trajectory kept when recording over an existing one
+            (``CachingSettings.keep_versions``); 0: versions are off, and recording over an
+            existing trajectory is refused.
+    """
+
+    def __init__(
+        self,
+        storage: CacheStorage,
+        settings: CacheWritingSettings | None = None,
+        *,
+        model: str | None = None,
+        capture: Callable[[], Image.Image] | None = None,
+        display_size: tuple[int, int] | None = None,
+        keep_versions: int = 10,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.storage = storage
+        self.keep_versions = keep_versions
+        self.display_size = display_size
+        self.settings = settings or CacheWritingSettings()
+        self.model = model
+        self.capture = capture
+        self._clock = clock
+        self._goal: str | None = None
+        self._started: float | None = None
+        self._captured: dict[str, Image.Image] = {}
+
+    def start_recording(self, goal: str) -> None:
+        """Remember the goal and the start time; check that the file can be written.
+
+        Raises:
+            CacheOverwriteRefusedError: the name holds a trajectory and versions are off.
+            CachePathError, CacheStorageError: the name or the place cannot be written.
+        """
+        register_secrets(self.settings.secret_parameters)  # redacted from logs from now on
+        # fail before any model call, not after it:
+        name = self.settings.filename or default_filename(goal)
+        self.storage.check_writable(name)
+        if self.keep_versions == 0 and self.storage.exists(name):
+            raise CacheOverwriteRefusedError(name, self.storage.describe(name))
+        self._goal = goal
+        self._started = self._clock()
+        self._captured = {}
+
+    def before_tool(self, call: ToolUseBlockParam, messages: Sequence[MessageParam]) -> None:
+        """Called before ``call`` runs: when it acts and no screenshot precedes it in
+        ``messages``, take one now, so no acting step is recorded blind."""
+        action = parse_action(call)
+        if self.capture is None or action is None or action.name not in ACTING_ACTIONS:
+            return
+        if final_screenshot(messages) is None:
+            self._captured[call.id] = self.capture()
+            logger.info("step %s (%s): took a screenshot before it", call.id, action.name)
+
+    def build_cache_file(self, messages: Sequence[MessageParam]) -> CacheFile:
+        """The cache file for ``messages``, without writing it."""
+        goal = self._goal
+        if goal is None:
+            first = messages[0] if messages else None
+            goal = first.content if first and isinstance(first.content, str) else ""
+        config = validation_config(self.settings)
+        params, secrets = self.settings.parameters, dict(self.settings.secret_parameters)
+        declared, redact = self.settings.secret_parameters, self.settings.redact_typed_text
+        recorded = steps_with_screens(messages)
+        anchors = action_anchors(step.call for step in recorded)
+        screens = _Screens(self._captured)
+        trajectory: list[ToolUseBlockParam] = []
+        tracker = _StateTracker(self.settings)
+        for step, anchor in zip(recorded, anchors, strict=True):
+            where = f"the screenshot before step {len(trajectory)}"
+            before = screens.before(step, where)
+            after = screens.decode(step.after, f"the screenshot after step {len(trajectory)}")
+            action = parse_action(step.call)
+            fingerprint = None
+            if config is not None and action is not None:
+                if action.name in self.settings.validated_actions and before is not None:
+                    fingerprint = compute_step_representation(
+                        before, step.call, config, pointer=anchor
+                    )
+                elif action.name in ACTING_ACTIONS:
+                    logger.warning(
+                        "step %d (%s): no fingerprint; a replay hands back before it unless "
+                        "unchecked_steps='run'",
+                        len(trajectory),
+                        action.name,
+                    )
+            text = step.call.input.get("text")
+            if (
+                action
+                and action.name == "type"
+                and isinstance(text, str)
+                and unsafe_typed_text(parameterize(text, params, secrets), declared, redact)
+            ):
+                secrets.setdefault(f"typed_{len(trajectory)}", text)  # a secret from now on
+                register_secrets(secrets)
+            inputs = parameterize_input(
+                action.name if action else None, step.call.input, params, secrets
+            )
+            effect = tracker.step(
+                before,
+                after,
+                anchor,
+                acting=action is not None and action.name in ACTING_ACTIONS,
+                typed_parameter=inputs != step.call.input,
+                clicked=action is not None and action.name in CLICK_ACTIONS,
+            )
+            trajectory.append(
+                ToolUseBlockParam(
+                    id=step.call.id,
+                    name=step.call.name,
+                    input=inputs,
+                    toolset_name=step.call.toolset_name,
+                    visual_representation=fingerprint.region if fingerprint else None,
+                    visual_detail=fingerprint.detail if fingerprint else None,
+                    effect=effect,
+                    visual_tone=fingerprint.tone if fingerprint else None,
+                    visual_target=fingerprint.target if fingerprint else None,
+                    visual_weak=fingerprint.weak if fingerprint else None,
+                    visual_other_density=fingerprint.other_density if fingerprint else None,
+                )
+            )
+        trajectory = [
+            call.model_copy(update={"effect": tracker.prune(call.effect)}) for call in trajectory
+        ]
+        final = screens.decode(final_screenshot(messages), "the last screenshot")
+        calls = [m.usage for m in messages if m.usage is not None]
+        stats = RecordingStats(
+            model_calls=len(calls),
+            usage=sum(calls, Usage()),
+            duration_seconds=None if self._started is None else self._clock() - self._started,
+            model=self.model,
+        )
+        metadata = CacheMetadata(
+            goal=parameterize(goal, params, secrets),
+            coordinate_space=screens.space,
+            display_size=(
+                CoordinateSpace(width=self.display_size[0], height=self.display_size[1])
+                if self.display_size is not None
+                else None
+            ),
+            visual_validation=config,
+            screen_state=tracker.config,
+            end_state=tracker.end_state(final),
+            recording=stats,
+        )
+        return CacheFile(
+            metadata=metadata,
+            trajectory=trajectory,
+            cache_parameters={
+                **dict.fromkeys(params, ""),
+                **dict.fromkeys(secrets, SECRET_DESCRIPTION),
+            },
+        )
+
+    def finish_recording(self, messages: Sequence[MessageParam]) -> str:
+        """Build the cache file from ``messages``, write it, and return its name. A trajectory
+        already stored under the name is kept as a version (see the module docstring).
+
+        Raises:
+            CacheOverwriteRefusedError: the name holds a trajectory and versions are off.
+        """
+        cache_file = self.build_cache_file(messages)
+        sign_cache_file(cache_file)  # when ASKCACHE_SIGNING_KEY is set (askcache.cachefile.signing)
+        name = self.settings.filename or default_filename(self._goal or "trajectory")
+        data = dump_cache_file(cache_file)
+        if not self.storage.exists(name):
+            self.storage.write(name, data)
+        elif self.keep_versions == 0:
+            raise CacheOverwriteRefusedError(name, self.storage.describe(name))
+        else:
+            self._record_over(name, data)
+        logger.info(
+            "recorded %d steps to %s", len(cache_file.trajectory), self.storage.describe(name)
+        )
+        return name
+
+    def _record_over(self, name: str, data: bytes) -> None:
+        """Make ``data`` the newest version of the trajectory ``name``, the trajectory it
+        replaces kept as the version before it (committed as a heal is)."""
+        versions = TrajectoryVersions(self.storage, name, keep=self.keep_versions)
+        for _ in range(5):  # another writer replaced it meanwhile: theirs is kept too
+            try:
+                old = self.storage.read(name)
+            except CacheNotFoundError:  # deleted meanwhile: nothing to keep
+                self.storage.write(name, data)
+                return
+            number = versions.commit(old, data)
+            if number is not None:
+                logger.info(
+                    "%s recorded again: now version %d; the earlier recording is kept as the "
+                    "version before it (askcache diff / rollback)",
+                    self.storage.describe(name),
+                    number,
+                )
+                return
+        # it kept changing, or another process kept it locked: the recording is not lost
+        proposal = versions.propose(data)
+        logger.warning(
+            "%s kept changing while it was recorded again: the recording is kept as %s "
+            "(askcache accept %s makes it current)",
+            self.storage.describe(name),
+            proposal,
+            name,
+        )
+
+
+class _Screens:
+    """Decodes a recording's screenshots once and remembers the coordinate space."""
+
+    def __init__(self, captured: dict[str, Image.Image]) -> None:
+        self.captured = captured
+        self.space: CoordinateSpace | None = None
+
+    def decode(self, block: ImageBlockParam | None, where: str) -> Image.Image | None:
+        if block is None:
+            return None
+        return self._seen(decode_screenshot(block.source.data, where))
+
+    def before(self, step: RecordedStep, where: str) -> Image.Image | None:
+        if step.before is not None:
+            return self.decode(step.before, where)
+        captured = self.captured.get(step.call.id)
+        return None if captured is None else self._seen(captured)
+
+    def _seen(self, image: Image.Image) -> Image.Image:
+        if self.space is None:
+            self.space = CoordinateSpace(width=image.width, height=image.height)
+        return image
+
+
+class _StateTracker:
+    """Per step, the effect near its point; over the run, which tiles changed where (for the
+    end state's volatile and parameter tiles)."""
+
+    def __init__(self, settings: CacheWritingSettings) -> None:
+        self.config = ScreenStateConfig() if settings.record_screen_state else None
+        self.volatile: set[int] = set()
+        self.parameter_tiles: set[int] = set()
+        self.volatile_blocks: np.ndarray | None = None
+        """Blocks that changed while nothing acted (:mod:`askcache.screen.elsewhere`)."""
+        self._after_parameter = False
+
+    def step(
+        self,
+        before: Image.Image | None,
+        after: Image.Image | None,
+        anchor: Point | None,
+        *,
+        acting: bool,
+        typed_parameter: bool,
+        clicked: bool = False,
+    ) -> StepEffect | None:
+        """The effect of one step (``None`` when not recorded or not comparable)."""
+        if self.config is None or before is None or after is None:
+            self._after_parameter = self._after_parameter or typed_parameter
+            return None
+        first, second = Thumbnail.of(before, self.config), Thumbnail.of(after, self.config)
+        changed = first.changed_tiles(second)
+        shown_before = set(self.parameter_tiles)
+        self._after_parameter = self._after_parameter or typed_parameter
+        if self._after_parameter:
+            self.parameter_tiles.update(changed)
+        if not acting:
+            self.volatile.update(changed)
+            if before.size == after.size:
+                blocks = changed_blocks(before, after)
+                known = self.volatile_blocks
+                self.volatile_blocks = blocks if known is None else known | blocks
+            return None
+        self.volatile.update(set(changed) - set(first.near(changed, anchor)))
+        effect = effect_of(
+            first,
+            second,
+            anchor,
+            parameter_before=shown_before,
+            parameter_after=self.parameter_tiles,
+        )
+        if effect is not None and not self._after_parameter:
+            # what a step changes elsewhere after a typed parameter may show its value
+            effect.elsewhere = changes_elsewhere(before, after, anchor, self._radius(clicked))
+        return effect
+
+    def _radius(self, clicked: bool) -> int:
+        """How far from the point a change must lie to be a place elsewhere: for a click,
+        anything but the element clicked (a keypad's display may lie within the effect
+        radius, and the near tiles do not see one digit replaced by another); for typing
+        and other actions, beyond the effect radius (the text typed, with its blinking
+        caret, is the near effect's)."""
+        assert self.config is not None
+        return ELEMENT_RADIUS if clicked else self.config.effect_radius
+
+    def prune(self, effect: StepEffect | None) -> StepEffect | None:
+        """``effect`` without the places elsewhere that also changed while nothing acted."""
+        if effect is None or not effect.elsewhere:
+            return effect
+        kept = prune(effect.elsewhere, self.volatile_blocks)
+        return effect.model_copy(update={"elsewhere": kept})
+
+    def end_state(self, final: Image.Image | None) -> EndState | None:
+        """The end state from the last screenshot (``None`` when not recorded)."""
+        if self.config is None or final is None:
+            return None
+        thumbnail = Thumbnail.of(final, self.config)
+        return thumbnail.to_end_state(
+            volatile=sorted(self.volatile), parameter_tiles=sorted(self.parameter_tiles)
+        )

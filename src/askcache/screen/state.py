@@ -1,0 +1,344 @@
+"""The state of a whole screen, coarsely: what an action changed, and how a run ended.
+
+A perceptual hash of a region says whether the screen around an action point still looks as
+recorded. Two questions need more than that square:
+
+* **the effect of an action**: which parts of the screen it changed when recorded, what they
+  looked like before and after, so a replay can check that the same parts look the same
+  before acting (a text field that still holds old text at its far end), and that the action
+  changed them again (a click that did not land changes nothing);
+* **the end state**: how the screen looked when the recorded run ended, so a replay reports
+  ``completed`` only when it ended the same way.
+
+Both come from a :class:`Thumbnail`: the screen in grey, each ``block`` x ``block`` pixel square
+averaged to one value (1/8 scale by default). Thumbnails are compared tile by tile (a tile is
+``tile`` x ``tile`` thumbnail pixels: 32 screen pixels by default); a tile *differs* when one of
+its values moved further than a level. Two levels serve two questions:
+
+* *did this change?* (two screens of the same run, on the same machine: what an action
+  changed when recorded, whether it changed anything at replay, whether the screen is still):
+  a tile changed when one value moved by more than ``change_level`` (24 of 255);
+* *is this the same?* (the recording's screen against a replay's, perhaps re-rendered at
+  another size): a tile differs when one value moved by more than ``match_level`` (72) or
+  its values by more than ``match_mean`` (16) on average. Averaging over blocks forgives
+  anti-aliasing, JPEG noise, small brightness drift, a blinking caret and thin lines drawn a
+  pixel apart on a rescaled screen (measured on the simulated form and the Tk form: at most
+  45 levels in one block, 12 on average); typed text (77-103 in one block), a new element or
+  a dimmed backdrop (28-36 on average) move them further. Small grey text replaced by other
+  text (31 in one block) is seen within a run, not across runs. Colour changes of equal
+  brightness are not seen (grey only).
+
+What is stored: for each acting step, the tiles near its point that it changed (their values
+before and after) and, hashed, the places away from it that it changed
+(:mod:`askcache.screen.elsewhere`), and for the file, the final screen's thumbnail. A 1/8-scale grey
+thumbnail shows the layout but no readable text at ordinary font sizes (a 16 px line becomes
+2 pixels); recording it is the ``record_screen_state`` setting (on by default, documented in
+docs/caching.md).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from PIL import Image
+from pydantic import BaseModel, ConfigDict, Field
+
+from askcache.screen.elsewhere import MAX_PLACES, ChangeElsewhere
+
+__all__ = [
+    "DEFAULT_BLOCK",
+    "DEFAULT_CHANGE_LEVEL",
+    "DEFAULT_EFFECT_RADIUS",
+    "DEFAULT_MATCH_LEVEL",
+    "DEFAULT_MATCH_MEAN",
+    "DEFAULT_TILE",
+    "EndState",
+    "ScreenStateConfig",
+    "StepEffect",
+    "Thumbnail",
+    "TileComparison",
+    "compare_tiles",
+    "effect_of",
+]
+
+DEFAULT_BLOCK = 8
+"""Screen pixels per thumbnail pixel, each way."""
+DEFAULT_TILE = 4
+"""Thumbnail pixels per tile, each way (4 x 8 = 32 screen pixels)."""
+DEFAULT_CHANGE_LEVEL = 24
+"""Within one run (consecutive screens of one machine): grey levels (of 255) one block
+average must move for its tile to count as changed."""
+DEFAULT_MATCH_LEVEL = 72
+"""Across runs (the recording against a replay): grey levels one block average must move for
+its tile to count as different."""
+DEFAULT_MATCH_MEAN = 16
+"""Across runs: grey levels the tile's block averages must move on average for it to count
+as different."""
+DEFAULT_EFFECT_RADIUS = 192
+"""Screen pixels around an action point within which its changes are its effect."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="ignore", use_attribute_docstrings=True)
+
+
+class ScreenStateConfig(_Model):
+    """How a file's thumbnails, effects and end state were computed (stored once per file)."""
+
+    block: int = Field(DEFAULT_BLOCK, ge=2, le=64)
+    """Screen pixels per thumbnail pixel, each way."""
+    tile: int = Field(DEFAULT_TILE, ge=1, le=32)
+    """Thumbnail pixels per tile, each way."""
+    change_level: int = Field(DEFAULT_CHANGE_LEVEL, ge=1, le=255)
+    """Within a run: grey levels one block average must move for its tile to count as
+    changed."""
+    match_level: int = Field(DEFAULT_MATCH_LEVEL, ge=1, le=255)
+    """Across runs: grey levels one block average must move for its tile to differ."""
+    match_mean: int = Field(DEFAULT_MATCH_MEAN, ge=1, le=255)
+    """Across runs: grey levels a tile's block averages must move on average for it to
+    differ."""
+    effect_radius: int = Field(DEFAULT_EFFECT_RADIUS, ge=0, le=4096)
+    """Screen pixels around the action point within which changes are the action's effect."""
+
+    @property
+    def tile_pixels(self) -> int:
+        """Side of a tile in screen pixels."""
+        return self.block * self.tile
+
+
+class StepEffect(_Model):
+    """What one action changed near its point when recorded: tiles, before and after."""
+
+    tiles: list[int] = Field(default_factory=list)
+    """Indices (``row * columns + column``) of the tiles the action changed, ascending."""
+    before: str = ""
+    """Hex of those tiles' values just before the action (``tile**2`` bytes per tile)."""
+    after: str = ""
+    """Hex of those tiles' values once the action had taken effect."""
+    parameter_before: list[int] = Field(default_factory=list)
+    """Tiles whose ``before`` values show a typed parameter's value: not compared before
+    the action (another value looks different there)."""
+    parameter_after: list[int] = Field(default_factory=list)
+    """Tiles whose ``after`` values show a typed parameter's value: not compared after it."""
+    elsewhere: list[ChangeElsewhere] = Field(default_factory=list, max_length=MAX_PLACES)
+    """Places away from the point that the action changed (:mod:`askcache.screen.elsewhere`): each
+    must look as recorded after the replayed action. Empty in files recorded before."""
+
+
+class EndState(_Model):
+    """The screen at the end of the recorded run, and which of its tiles are not compared."""
+
+    width: int = Field(gt=0)
+    """Thumbnail width."""
+    height: int = Field(gt=0)
+    """Thumbnail height."""
+    data: str
+    """Base64 of the thumbnail's ``width * height`` grey values, row by row."""
+    volatile: list[int] = Field(default_factory=list)
+    """Tiles that changed during the recording away from any action (a clock, a spinner)."""
+    parameter_tiles: list[int] = Field(default_factory=list)
+    """Tiles that changed from the first typed parameter on: they show the parameter's value
+    (or what it led to), so they are not compared at the end of a replay."""
+
+
+@dataclass(frozen=True)
+class Thumbnail:
+    """A screen in grey at ``1 / block`` scale; each value the average of a block."""
+
+    values: np.ndarray
+    """``height x width`` array of ``uint8``."""
+    config: ScreenStateConfig
+
+    @classmethod
+    def of(cls, image: Image.Image, config: ScreenStateConfig) -> Thumbnail:
+        """The thumbnail of ``image`` (a partial block at the right or bottom edge is the
+        average of its pixels)."""
+        return cls(np.asarray(image.convert("L").reduce(config.block)), config)
+
+    @classmethod
+    def from_end_state(cls, state: EndState, config: ScreenStateConfig) -> Thumbnail:
+        """The recorded final screen.
+
+        Raises:
+            ValueError: the stored data is not base64 of ``width * height`` bytes.
+        """
+        try:
+            raw = base64.b64decode(state.data, validate=True)
+        except binascii.Error as exc:
+            raise ValueError(f"end_state.data is not base64: {exc}") from exc
+        if len(raw) != state.width * state.height:
+            raise ValueError(
+                f"end_state.data holds {len(raw)} values, expected {state.width}x{state.height}"
+            )
+        values = np.frombuffer(raw, dtype=np.uint8).reshape(state.height, state.width)
+        return cls(values, config)
+
+    @property
+    def columns(self) -> int:
+        """Tiles per row."""
+        return int(-(-self.values.shape[1] // self.config.tile))
+
+    @property
+    def rows(self) -> int:
+        """Rows of tiles."""
+        return int(-(-self.values.shape[0] // self.config.tile))
+
+    def tile_box(self, index: int) -> tuple[int, int, int, int]:
+        """The tile's ``(left, top, right, bottom)`` in screen pixels (clipped to the screen)."""
+        row, column = divmod(index, self.columns)
+        side, block = self.config.tile, self.config.block
+        height, width = self.values.shape
+        return (
+            column * side * block,
+            row * side * block,
+            min((column + 1) * side, width) * block,
+            min((row + 1) * side, height) * block,
+        )
+
+    def tile_values(self, index: int) -> np.ndarray:
+        """The tile's values, ``tile x tile``, edge values repeated past the border."""
+        row, column = divmod(index, self.columns)
+        side = self.config.tile
+        part = self.values[row * side : (row + 1) * side, column * side : (column + 1) * side]
+        if part.shape != (side, side):
+            part = np.pad(part, ((0, side - part.shape[0]), (0, side - part.shape[1])), "edge")
+        return part
+
+    def tiles_hex(self, tiles: Iterable[int]) -> str:
+        """The values of ``tiles`` as one hex string, in the order given."""
+        return b"".join(self.tile_values(index).tobytes() for index in tiles).hex()
+
+    def changed_tiles(self, other: Thumbnail) -> list[int]:
+        """Tiles that changed between this screen and ``other``, a later screen of the same
+        run (``change_level``)."""
+        peak, _ = self._moved(other)
+        return [int(i) for i in np.flatnonzero(peak > self.config.change_level)]
+
+    def differing_tiles(self, other: Thumbnail) -> list[int]:
+        """Tiles in which ``other``, a screen of another run, differs from this one
+        (``match_level``, ``match_mean``)."""
+        peak, mean = self._moved(other)
+        differs = (peak > self.config.match_level) | (mean > self.config.match_mean)
+        return [int(i) for i in np.flatnonzero(differs)]
+
+    def _moved(self, other: Thumbnail) -> tuple[np.ndarray, np.ndarray]:
+        """Per tile (flattened), the largest and the mean move of its values."""
+        count = self.rows * self.columns
+        if other.values.shape != self.values.shape:
+            full = np.full(count, 255.0)
+            return full, full
+        moved = np.abs(self.values.astype(np.int16) - other.values.astype(np.int16))
+        side, rows, columns = self.config.tile, self.rows, self.columns
+        tiles = np.pad(
+            moved, ((0, rows * side - moved.shape[0]), (0, columns * side - moved.shape[1]))
+        ).reshape(rows, side, columns, side)
+        return tiles.max(axis=(1, 3)).ravel(), tiles.mean(axis=(1, 3)).ravel()
+
+    def tile_differs(self, index: int, stored: np.ndarray) -> bool:
+        """True when tile ``index`` differs from ``stored`` values of another run."""
+        moved = np.abs(self.tile_values(index).astype(np.int16) - stored.astype(np.int16))
+        return bool(moved.max() > self.config.match_level or moved.mean() > self.config.match_mean)
+
+    def near(self, tiles: Iterable[int], point: tuple[int, int] | None) -> list[int]:
+        """The ``tiles`` within the effect radius of ``point`` (all of them without a point)."""
+        if point is None:
+            return sorted(tiles)
+        x, y = point
+        radius = self.config.effect_radius
+        found = []
+        for index in tiles:
+            left, top, right, bottom = self.tile_box(index)
+            dx = max(left - x, 0, x - (right - 1))
+            dy = max(top - y, 0, y - (bottom - 1))
+            if max(dx, dy) <= radius:
+                found.append(index)
+        return sorted(found)
+
+    def to_end_state(self, *, volatile: Sequence[int], parameter_tiles: Sequence[int]) -> EndState:
+        """This thumbnail as the file's end state."""
+        height, width = self.values.shape
+        return EndState(
+            width=width,
+            height=height,
+            data=base64.b64encode(self.values.tobytes()).decode("ascii"),
+            volatile=sorted(set(volatile)),
+            parameter_tiles=sorted(set(parameter_tiles)),
+        )
+
+
+@dataclass(frozen=True)
+class TileComparison:
+    """Stored tile values against the current screen's."""
+
+    differing: list[int]
+    """Tiles whose current values differ from the stored ones."""
+    compared: int
+    """How many tiles were compared."""
+
+    @property
+    def matched(self) -> bool:
+        """True when no compared tile differs."""
+        return not self.differing
+
+
+def compare_tiles(
+    current: Thumbnail, tiles: Sequence[int], stored_hex: str, *, skip: Collection[int] = ()
+) -> TileComparison:
+    """Compare ``current``'s ``tiles`` with their values stored as hex (:meth:`tiles_hex`);
+    tiles in ``skip`` are not compared.
+
+    Raises:
+        ValueError: ``stored_hex`` is not hex of ``len(tiles)`` tiles, or a tile index is
+            outside the screen.
+    """
+    side = current.config.tile
+    try:
+        raw = bytes.fromhex(stored_hex)
+    except ValueError as exc:
+        raise ValueError(f"stored tile values are not hex: {exc}") from exc
+    if len(raw) != len(tiles) * side * side:
+        raise ValueError(
+            f"stored tile values hold {len(raw)} bytes, "
+            f"expected {len(tiles)} tiles of {side}x{side}"
+        )
+    count = current.rows * current.columns
+    stored = np.frombuffer(raw, dtype=np.uint8).reshape(len(tiles), side, side)
+    differing = []
+    compared = 0
+    for position, index in enumerate(tiles):
+        if not 0 <= index < count:
+            raise ValueError(f"tile {index} is outside a screen of {count} tiles")
+        if index in skip:
+            continue
+        compared += 1
+        if current.tile_differs(index, stored[position]):
+            differing.append(index)
+    return TileComparison(differing, compared)
+
+
+def effect_of(
+    before: Thumbnail,
+    after: Thumbnail,
+    point: tuple[int, int] | None,
+    *,
+    parameter_before: Collection[int] = (),
+    parameter_after: Collection[int] = (),
+) -> StepEffect | None:
+    """What an action at ``point`` changed near it, from the screens before and after it;
+    ``None`` when the two screens are of different sizes (nothing comparable).
+    ``parameter_before`` and ``parameter_after`` are the tiles showing a typed parameter
+    before and after the action."""
+    if before.values.shape != after.values.shape:
+        return None
+    tiles = before.near(before.changed_tiles(after), point)
+    return StepEffect(
+        tiles=tiles,
+        before=before.tiles_hex(tiles),
+        after=after.tiles_hex(tiles),
+        parameter_before=sorted(set(tiles) & set(parameter_before)),
+        parameter_after=sorted(set(tiles) & set(parameter_after)),
+    )

@@ -1,0 +1,10 @@
+"""Where cache files and runs live: the storage interface and a folder (:mod:`.base`), fsspec
+and S3 (:mod:`.remote`), a trajectory's versions (:mod:`.versions`) and the lock a change of
+them holds (:mod:`.lock`), the run ledger (:mod:`.ledger`).
+"""
+
+from askcache import _moved
+
+__all__: list[str] = []
+
+__getattr__ = _moved.forward(__name__)

@@ -1,0 +1,220 @@
+"""The run ledger: what happened at each replay, kept beside the cache, never inside it.
+
+A trajectory file changes only when it is recorded or invalidated, so users can review and
+commit it and many machines can read it at once. Everything a replay learns (status, the
+step it stopped at, why, seconds, model calls and tokens spent after a hand-back, and an
+estimate of what the replay saved) goes into the ledger instead: one small JSON entry per
+run, stored with :meth:`~askcache.storage.base.CacheStorage.create` under
+``.ledger/<trajectory name>/<UTC time>-<random>.json``. Entries are created, never
+rewritten, so any number of processes (or machines sharing a storage) append at once
+without locks and without losing an entry.
+"""
+
+from __future__ import annotations
+
+import getpass
+import logging
+import os
+import socket
+import uuid
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer
+
+from askcache.errors import AskCacheError, CacheExistsError
+from askcache.messages import Usage
+from askcache.redaction import redact
+from askcache.replay.rejoin import RejoinDecision
+from askcache.storage.base import CacheStorage
+
+__all__ = [
+    "LEDGER_FOLDER",
+    "RunEvent",
+    "RunLedger",
+    "RunRecord",
+    "RunStatus",
+]
+
+logger = logging.getLogger(__name__)
+
+LEDGER_FOLDER = ".ledger"
+"""Folder of the ledger inside the cache storage (hidden: never listed as a cache file)."""
+
+RunStatus = Literal[
+    "completed",
+    "completed_unverified",
+    "handed_back",
+    "interrupted",
+    "refused",
+    "imported",
+    "healed",
+    "proposed",
+]
+"""``completed``: every step ran and the end state matched the recording;
+``completed_unverified``: every step ran but the end state could not be confirmed;
+``handed_back``: the replay stopped and the model took over; ``interrupted``: the
+conversation ended (turn limit) while the replay was still running; ``refused``: the file was not
+replayed (invalidated, unusable); ``imported``: the replay counts a version 1 or 2 file kept
+inside itself, moved here on first use; ``healed`` / ``proposed``: a heal entry (see
+:data:`RunEvent`)."""
+
+RunEvent = Literal["replay", "invalidated", "imported", "healed", "proposed"]
+"""What the entry records: a ``replay``; the file marked ``invalidated``; counts
+``imported`` from an old file; the trajectory ``healed`` (a new current version written
+after a verified hand-back) or a healed version ``proposed`` for review."""
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _user() -> str | None:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no login name (a container's unnamed uid)
+        return None
+
+
+class RunRecord(BaseModel):
+    """One replay of one trajectory, as the ledger keeps it."""
+
+    model_config = ConfigDict(extra="ignore", use_attribute_docstrings=True)
+
+    trajectory: str
+    """Name of the cache file."""
+    event: RunEvent = "replay"
+    """What happened."""
+    status: RunStatus
+    """How the replay ended (see :data:`RunStatus`)."""
+    started_at: datetime = Field(default_factory=_now)
+    """When the replay started (UTC)."""
+    seconds: float = 0.0
+    """Wall time of the replay, hand-back included."""
+    steps_total: int = 0
+    """Steps in the trajectory."""
+    steps_run: int = 0
+    """Steps the replay executed."""
+    start_step: int = 0
+    """Index of the first replayed step."""
+    stopped_at_step: int | None = None
+    """Index of the step that was not executed (or whose effect failed), when handed back."""
+    reason: str | None = None
+    """Why it stopped or was not confirmed. Registered secrets are redacted from it whenever
+    the entry is serialized, wherever it is written (:func:`~askcache.redaction.redact`;
+    the other fields are names, numbers and statuses askcache sets)."""
+    rejoins: int = 0
+    """Times the replay took over again after the model had put the screen back."""
+    rejoin_decisions: list[RejoinDecision] = Field(default_factory=list)
+    """Each time, after a hand-back, the replay considered taking over again: re-joined or
+    refused, and why (:mod:`askcache.replay.rejoin`)."""
+    model_calls: int = 0
+    """Model calls made during this run (after hand-backs)."""
+    usage: Usage = Field(default_factory=Usage)
+    """Tokens of those calls."""
+    saved_model_calls: int = 0
+    """Estimate of the model calls the replay saved: the recording's calls, in proportion to
+    the steps replayed, less the calls this run made."""
+    saved_tokens: int = 0
+    """The same estimate for tokens."""
+    saved_seconds: float | None = None
+    """The recording's wall time in proportion to the steps replayed, less this run's time;
+    ``None`` when the recording's time is unknown."""
+    model: str | None = None
+    """Model the recording used (its price applies to the savings)."""
+    host: str = Field(default_factory=socket.gethostname)
+    """Machine that ran the replay."""
+    pid: int = Field(default_factory=os.getpid)
+    """Process that ran the replay."""
+    successes: int = 0
+    """With ``event="imported"``: the replays the old file counted as successful."""
+    attempts: int = 0
+    """With ``event="imported"``: the replays the old file counted."""
+    user: str | None = Field(default_factory=_user)
+    """Who ran it (the login name, when known)."""
+    healed_steps: list[int] = Field(default_factory=list)
+    """With ``event="healed"`` or ``"proposed"``: indexes of the new trajectory's steps that
+    came from the model (the rest were replayed as recorded)."""
+    version: str | None = None
+    """With ``event="healed"`` or ``"proposed"``: the version or proposal written, a name
+    under ``.versions/``."""
+    verified_by: str | None = None
+    """With ``event="healed"`` or ``"proposed"``: how the run was verified (``end_state``:
+    the final screen matched the recorded one; ``model_completion``: the model finished,
+    every call it made succeeded, and the final screen was settled)."""
+
+    @field_serializer("reason")
+    def _redact_reason(self, reason: str | None) -> str | None:
+        return None if reason is None else redact(reason)
+
+
+class RunLedger:
+    """Appends and reads :class:`RunRecord` entries in a storage's ``.ledger/`` folder."""
+
+    def __init__(self, storage: CacheStorage) -> None:
+        self.storage = storage
+
+    @staticmethod
+    def folder(trajectory: str) -> str:
+        """The ledger folder of one trajectory."""
+        return f"{LEDGER_FOLDER}/{trajectory}"
+
+    @staticmethod
+    def new_entry_id() -> str:
+        """A fresh, unique id for :meth:`append`."""
+        return uuid.uuid4().hex[:12]
+
+    def append(self, record: RunRecord, *, entry_id: str | None = None) -> str:
+        """Store ``record`` as a new entry and return its name. Never overwrites an entry.
+
+        With an ``entry_id`` (from :meth:`new_entry_id`) the append is idempotent: the entry
+        is stored at most once however often it is appended (a write kept in the outbox and
+        sent again after a crash adds no second entry)."""
+        stamp = record.started_at.astimezone(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
+        unique = self.new_entry_id() if entry_id is None else entry_id
+        name = f"{self.folder(record.trajectory)}/{stamp}-{unique}.json"
+        try:
+            self.storage.create(name, record.model_dump_json().encode("utf-8") + b"\n")
+        except CacheExistsError:
+            if entry_id is None:
+                raise
+        return name
+
+    def records(self, trajectory: str | None = None) -> list[RunRecord]:
+        """Every readable entry (of one trajectory, or all), oldest first. An unreadable entry
+        (a foreign or damaged file) is skipped with a warning; it never hides the others."""
+        if trajectory is None:
+            names = self.storage.list_prefix(LEDGER_FOLDER)
+        else:
+            names = self.storage.list_prefix(self.folder(trajectory))
+        found: list[RunRecord] = []
+        for name in names:
+            if not name.endswith(".json"):
+                continue
+            try:
+                found.append(RunRecord.model_validate_json(self.storage.read(name)))
+            except (AskCacheError, ValidationError, ValueError) as exc:
+                logger.warning("skipping unreadable ledger entry %s: %s", name, exc)
+        return sorted(found, key=lambda record: record.started_at)
+
+    def consecutive_failures(self, trajectory: str) -> tuple[int, int | None]:
+        """How many of the latest replays in a row handed back at the same step, and that
+        step (``(0, None)`` when the latest replay did not hand back)."""
+        replays = [r for r in self.records(trajectory) if r.event in ("replay", "healed")]
+        return count_same_step_failures(replays)
+
+
+def count_same_step_failures(replays: Sequence[RunRecord]) -> tuple[int, int | None]:
+    """The length of the run of hand-backs at one step that ends the list, and that step (a
+    heal ends the run: the file changed)."""
+    count, step = 0, None
+    for record in reversed(replays):
+        if record.status != "handed_back" or record.event == "healed":
+            break
+        if step is None:
+            step = record.stopped_at_step
+        elif record.stopped_at_step != step:
+            break
+        count += 1
+    return count, step

@@ -46,7 +46,8 @@ from askcache import (
     CachingSettings,
     ComputerTool,
 )
-from askcache.actions import ACTING_ACTIONS, Action, Point, parse_action
+from askcache.actions import ACTING_ACTIONS, Action, parse_action
+from askcache.geometry import Point
 from askcache.messages import MessageParam, ToolUseBlockParam
 from askcache.testing import (
     FormFillingScript,

@@ -21,7 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._common import machine, write_section
 
-from askcache.cachefile.format import dump_cache_file, parse_cache_file
+from askcache.cachefile.format import dump_cache_file
+from askcache.cachefile.parse import parse_cache_file
 from askcache.cachefile.signing import SigningKeys, sign_cache_file
 from askcache.settings import CacheExecutionSettings
 from askcache.testing.fuzz import FuzzReport, fuzz, record_seed_files

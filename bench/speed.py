@@ -27,8 +27,7 @@ from bench._common import machine, write_section
 
 from askcache.actions import make_tool_use
 from askcache.cachefile.format import VisualValidationConfig
-from askcache.conversation.loop import Conversation
-from askcache.conversation.speakers import SpeakerResult
+from askcache.conversation.loop import Conversation, SpeakerResult
 from askcache.fingerprint.screenshots import _decode
 from askcache.fingerprint.step import (
     check_step_representation,

@@ -11,7 +11,8 @@ moved still work from their old import path, with a :class:`DeprecationWarning`,
 
 from askcache import _moved
 from askcache.agent.act import ActResult, Agent, VisionAgent
-from askcache.cachefile.format import CacheFile, parse_cache_file
+from askcache.cachefile.format import CacheFile
+from askcache.cachefile.parse import parse_cache_file
 from askcache.cachefile.signing import SigningKeys, sign_cache_file, verify_cache_file
 from askcache.errors import AskCacheError
 from askcache.replay.executor import CacheExecutor

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Literal
 
+from askcache.geometry import Point
 from askcache.messages import ToolUseBlockParam
 
 __all__ = [
@@ -35,7 +36,6 @@ __all__ = [
     "TEXT_ENTRY_ACTIONS",
     "Action",
     "ActionKind",
-    "Point",
     "ToolShape",
     "action_anchors",
     "as_point",
@@ -89,8 +89,6 @@ ACTION_ALIASES: dict[str, frozenset[str]] = {
 the click family, ``text_entry`` is keyboard input (``type``, ``key``, ``hold_key``). The
 design's own ``{"click", "text_entry"}`` is the default without ``scroll``."""
 
-Point = tuple[int, int]
-"""A pixel position ``(x, y)`` in the screenshot's coordinate space."""
 
 ToolShape = Literal["tool", "toolset"]
 """``tool``: the single computer tool; ``toolset``: the computer toolset."""

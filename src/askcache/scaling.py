@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from askcache.actions import Point
+from askcache.geometry import Point
 
 __all__ = [
     "ASPECT_TOLERANCE",

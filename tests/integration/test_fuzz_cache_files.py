@@ -16,7 +16,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from askcache.cachefile.format import dump_cache_file, parse_cache_file
+from askcache.cachefile.format import dump_cache_file
+from askcache.cachefile.parse import parse_cache_file
 from askcache.cachefile.signing import SigningKeys, sign_cache_file
 from askcache.limits import MAX_WAIT_SECONDS
 from askcache.settings import CacheExecutionSettings

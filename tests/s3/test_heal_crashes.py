@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from askcache.cachefile.format import parse_cache_file
+from askcache.cachefile.parse import parse_cache_file
 from askcache.storage.remote import storage_for
 from askcache.storage.versions import COMMIT_POINTS, CommitPoint, TrajectoryVersions
 from tests.s3.heal_runs import heal_run

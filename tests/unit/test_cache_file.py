@@ -16,9 +16,9 @@ from askcache.cachefile.format import (
     CoordinateSpace,
     VisualValidationConfig,
     dump_cache_file,
-    parse_cache_file,
     upgrade_cache_file,
 )
+from askcache.cachefile.parse import parse_cache_file
 from askcache.errors import CacheFileCorruptError, UnsupportedCacheVersionError
 from askcache.messages import ToolUseBlockParam
 from askcache.parameters import placeholders_in

@@ -189,7 +189,7 @@ def test_a_heal_ends_a_run_of_hand_backs_in_the_ledger(storage: LocalCacheStorag
 def test_a_changed_version_is_signed_again_or_loses_a_signature_it_cannot_keep(
     storage: LocalCacheStorage, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from askcache.cachefile.format import parse_cache_file
+    from askcache.cachefile.parse import parse_cache_file
     from askcache.cachefile.signing import SIGNING_KEY_ENV, sign_cache_file, verify_cache_file
     from askcache.errors import CacheSignatureError
 

@@ -14,10 +14,9 @@ from typing import Any
 
 import pytest
 
-from askcache.cachefile.format import parse_cache_file
+from askcache.cachefile.parse import parse_cache_file
 from askcache.cli.app import main
-from askcache.conversation.loop import Conversation
-from askcache.conversation.speakers import SpeakerResult
+from askcache.conversation.loop import Conversation, SpeakerResult
 from askcache.errors import (
     AskCacheError,
     CacheFileCorruptError,

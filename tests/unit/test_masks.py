@@ -9,9 +9,10 @@ import pytest
 from PIL import ImageDraw, ImageFont
 
 from askcache.errors import InvalidHashError
-from askcache.fingerprint.masks import StepMask, learn_masks
+from askcache.fingerprint.masks import StepMask
 from askcache.fingerprint.step import StepFingerprint, check_step_representation, decode_screenshot
 from askcache.messages import ImageBlockParam, MessageParam
+from askcache.record.mask_learning import learn_masks
 from askcache.record.recording import CacheManager
 from askcache.settings import CacheWritingSettings
 from askcache.storage.base import LocalCacheStorage, load_cache_file
@@ -98,7 +99,7 @@ def test_askcache_tune_learns_from_run_folders_writes_a_version_and_says_why(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from askcache.cli.app import main
-    from askcache.fingerprint.masks import save_run_screens
+    from askcache.record.mask_learning import save_run_screens
     from askcache.storage.versions import TrajectoryVersions
 
     storage = LocalCacheStorage(tmp_path / "cache")
@@ -181,7 +182,7 @@ def test_a_run_on_a_wrong_screen_is_not_learned_from_and_the_check_still_hands_b
     import json
 
     from askcache.cli.app import main
-    from askcache.fingerprint.masks import save_run_screens
+    from askcache.record.mask_learning import save_run_screens
 
     storage = _record(tmp_path)
     recorded = storage.read("form.json")
@@ -223,7 +224,7 @@ def test_a_right_run_is_learned_from_beside_a_wrong_one(tmp_path: Path) -> None:
     storage = _record(tmp_path)
     cache_file = load_cache_file(storage, "form.json")
     banner = SimulatedFormApp(layout="banner")
-    from askcache.fingerprint.masks import learn_mask_report, run_screens
+    from askcache.record.mask_learning import learn_mask_report, run_screens
 
     learning = learn_mask_report(
         cache_file,
@@ -238,7 +239,7 @@ def test_a_right_run_is_learned_from_beside_a_wrong_one(tmp_path: Path) -> None:
 
 
 def test_the_accumulated_mask_never_passes_the_bound(tmp_path: Path) -> None:
-    from askcache.fingerprint.masks import learn_mask_report, run_screens
+    from askcache.record.mask_learning import learn_mask_report, run_screens
 
     storage = _record(tmp_path)
     cache_file = load_cache_file(storage, "form.json")
@@ -260,7 +261,7 @@ def test_the_accumulated_mask_never_passes_the_bound(tmp_path: Path) -> None:
 def test_a_run_whose_tone_changed_a_lot_is_not_learned_from(tmp_path: Path) -> None:
     from PIL import ImageEnhance
 
-    from askcache.fingerprint.masks import learn_mask_report, run_screens
+    from askcache.record.mask_learning import learn_mask_report, run_screens
 
     storage = _record(tmp_path)
     cache_file = load_cache_file(storage, "form.json")
@@ -317,7 +318,7 @@ def test_an_all_black_run_is_refused_at_every_step_and_black_still_hands_back(
 ) -> None:
     from PIL import Image
 
-    from askcache.fingerprint.masks import learn_mask_report
+    from askcache.record.mask_learning import learn_mask_report
 
     storage = _record(tmp_path)
     cache_file = load_cache_file(storage, "form.json")

@@ -18,8 +18,8 @@ from askcache.cli.report import (
 )
 from askcache.messages import MessageParam, TextBlockParam, ToolResultBlockParam, ToolUseBlockParam
 from askcache.replay import ReplayResult
-from askcache.replay.rejoin import RejoinDecision, model_acted, model_stops
-from askcache.storage.ledger import RunRecord
+from askcache.replay.rejoin import model_acted, model_stops
+from askcache.storage.ledger import RejoinDecision, RunRecord
 
 
 def _call(action: str, *, call_id: str, replayed: bool = False, **extra: Any) -> ToolUseBlockParam:

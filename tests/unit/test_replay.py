@@ -10,10 +10,9 @@ from dataclasses import dataclass, field
 import pytest
 from PIL import Image
 
-from askcache.actions import Point
-from askcache.conversation.loop import Conversation
-from askcache.conversation.speakers import SpeakerResult
+from askcache.conversation.loop import Conversation, SpeakerResult
 from askcache.errors import AskCacheError, CacheFileRefusedError, CacheParameterError
+from askcache.geometry import Point
 from askcache.messages import TextBlockParam, ToolUseBlockParam
 from askcache.parameters import substitute
 from askcache.replay import CacheExecutor

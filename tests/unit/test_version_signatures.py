@@ -12,8 +12,8 @@ import pytest
 from askcache.cachefile.signing import SIGNING_KEY_ENV, parse_verified
 from askcache.cli.app import main
 from askcache.errors import CacheSignatureError
-from askcache.fingerprint.masks import save_run_screens
 from askcache.heal.trajectory import healed_bytes
+from askcache.record.mask_learning import save_run_screens
 from askcache.storage.base import LocalCacheStorage, load_cache_file
 from askcache.storage.versions import TrajectoryVersions
 from askcache.testing import SimulatedFormApp

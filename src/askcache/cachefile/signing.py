@@ -32,13 +32,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from askcache.cachefile.format import (
-    CacheFile,
-    FileSignature,
-    dump_cache_file,
-    parse_cache_file,
-    signed_content,
-)
+from askcache.cachefile.format import CacheFile, FileSignature, dump_cache_file, signed_content
+from askcache.cachefile.parse import parse_cache_file
 from askcache.errors import CacheSignatureError, InvalidSettingsError
 
 __all__ = [
@@ -212,7 +207,7 @@ def parse_verified(
     resign: bool = False,
 ) -> CacheFile:
     """``raw`` parsed and checked as loading does
-    (:func:`~askcache.cachefile.format.parse_cache_file`, then :func:`check_signature` with
+    (:func:`~askcache.cachefile.parse.parse_cache_file`, then :func:`check_signature` with
     ``required``, ``keys`` and ``resign``); ``name`` (the file's path or URL) is in every error.
 
     Raises:

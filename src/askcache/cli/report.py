@@ -40,10 +40,9 @@ from askcache.messages import MessageParam, TextBlockParam
 from askcache.record.recording import steps_with_screens
 from askcache.redaction import redact
 from askcache.replay import ReplayResult
-from askcache.replay.rejoin import RejoinDecision
 from askcache.replay.step_view import StepView
 from askcache.screen.state import Thumbnail
-from askcache.storage.ledger import RunRecord
+from askcache.storage.ledger import RejoinDecision, RunRecord
 from askcache.tools.computer import encode_png
 
 __all__ = [

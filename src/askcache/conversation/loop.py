@@ -1,4 +1,5 @@
-"""The loop: run the current speaker, execute its tool calls, switch speakers, stop.
+"""The loop: run the current speaker, execute its tool calls, switch speakers, stop; and
+the protocol of those who take turns in it (:class:`Speaker`, :class:`SpeakerResult`).
 
 The message list is the single source of truth: speakers read it, tool results are
 appended to it, recording reads it at the end. The loop knows nothing of caching: two
@@ -13,9 +14,8 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, Protocol
 
-from askcache.conversation.speakers import Speaker, SpeakerResult
 from askcache.errors import AskCacheError
 from askcache.messages import MessageParam, ToolUseBlockParam, Usage
 from askcache.tools.base import ToolCollection
@@ -25,9 +25,46 @@ BeforeTool = Callable[[ToolUseBlockParam, Sequence[MessageParam]], None]
 AfterTurn = Callable[["Conversation"], str | None]
 """Called after a turn whose tool calls ran; may name the speaker that takes the next turn."""
 
-__all__ = ["Conversation", "ConversationResult"]
+__all__ = [
+    "Conversation",
+    "ConversationResult",
+    "Speaker",
+    "SpeakerResult",
+    "SpeakerStatus",
+]
 
 logger = logging.getLogger(__name__)
+
+
+SpeakerStatus = Literal["continue", "switch_speaker", "done", "failed"]
+"""``continue``: run the tool calls just added and ask the same speaker again;
+``switch_speaker``: then hand the turn to ``next_speaker``; ``done``: the task is finished;
+``failed``: stop, the task cannot be finished."""
+
+
+@dataclass
+class SpeakerResult:
+    """What a speaker did in its turn."""
+
+    status: SpeakerStatus
+    """What happens next."""
+    messages: list[MessageParam] = field(default_factory=list)
+    """Messages to append to the conversation, in order."""
+    next_speaker: str | None = None
+    """With ``switch_speaker``: the name of the speaker that takes over."""
+    reason: str | None = None
+    """Why the speaker stopped or switched, for logs and results."""
+
+
+class Speaker(Protocol):
+    """Anything that can take a turn in a :class:`~askcache.conversation.loop.Conversation`."""
+
+    name: str
+    """Unique name within the conversation."""
+
+    def handle_step(self, conversation: Conversation) -> SpeakerResult:
+        """Take one turn."""
+        ...
 
 
 @dataclass

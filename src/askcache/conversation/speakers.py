@@ -1,16 +1,17 @@
-"""Who takes the next turn: the speaker protocol, its result, and the model speaker.
+"""The model speaker: :class:`AgentSpeaker` asks the model through the official ``anthropic``
+client.
 
-A speaker looks at the conversation and returns a :class:`SpeakerResult`: messages to add
-and what happens next. The :class:`AgentSpeaker` asks the model through the official
-``anthropic`` client; :class:`~askcache.replay.CacheExecutor` replays a cache file.
+A speaker (:class:`~askcache.conversation.loop.Speaker`) looks at the conversation and returns
+a :class:`~askcache.conversation.loop.SpeakerResult`: messages to add and what happens next;
+:class:`~askcache.replay.executor.CacheExecutor` is the other speaker, replaying a cache file.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any
 
+from askcache.conversation.loop import SpeakerResult
 from askcache.errors import MissingApiKeyError
 from askcache.messages import (
     ContentBlockParam,
@@ -32,9 +33,6 @@ __all__ = [
     "AGENT_SPEAKER",
     "DEFAULT_MODEL",
     "AgentSpeaker",
-    "Speaker",
-    "SpeakerResult",
-    "SpeakerStatus",
     "keep_recent_screenshots",
 ]
 
@@ -45,36 +43,6 @@ AGENT_SPEAKER = "agent"
 
 DEFAULT_MODEL = "claude-sonnet-5-5"
 """Model used when none is given."""
-
-SpeakerStatus = Literal["continue", "switch_speaker", "done", "failed"]
-"""``continue``: run the tool calls just added and ask the same speaker again;
-``switch_speaker``: then hand the turn to ``next_speaker``; ``done``: the task is finished;
-``failed``: stop, the task cannot be finished."""
-
-
-@dataclass
-class SpeakerResult:
-    """What a speaker did in its turn."""
-
-    status: SpeakerStatus
-    """What happens next."""
-    messages: list[MessageParam] = field(default_factory=list)
-    """Messages to append to the conversation, in order."""
-    next_speaker: str | None = None
-    """With ``switch_speaker``: the name of the speaker that takes over."""
-    reason: str | None = None
-    """Why the speaker stopped or switched, for logs and results."""
-
-
-class Speaker(Protocol):
-    """Anything that can take a turn in a :class:`~askcache.conversation.loop.Conversation`."""
-
-    name: str
-    """Unique name within the conversation."""
-
-    def handle_step(self, conversation: Conversation) -> SpeakerResult:
-        """Take one turn."""
-        ...
 
 
 OMITTED_SCREENSHOT = "(an older screenshot, omitted to save tokens)"

@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 
 from PIL import Image
 
-from askcache.actions import Point, parse_action
+from askcache.actions import parse_action
 from askcache.cachefile.format import (
     DetailCheckConfig,
     TargetCheckConfig,
@@ -46,9 +46,9 @@ from askcache.fingerprint.screenshots import (
     find_recent_screenshot,
     find_recent_screenshot_block,
 )
+from askcache.geometry import Box, Point
 from askcache.messages import ToolUseBlockParam
 from askcache.screen.hashing import (
-    Box,
     check_hash_size,
     compute_hash,
     crop_region,
@@ -152,7 +152,7 @@ class StepFingerprint:
     element under the point is larger than the main region."""
     mask: str | None = None
     """What varied across repeat runs and is ignored (``ToolUseBlockParam.visual_mask``,
-    learned by :func:`askcache.fingerprint.masks.learn_masks`)."""
+    learned by :func:`askcache.record.mask_learning.learn_masks`)."""
     weak: str | None = None
     """The hashes' bits that noise decided on the recorded screen, ``"<main hex>;<detail
     hex>"`` (``ToolUseBlockParam.visual_weak``), when the file's check has noise floors:

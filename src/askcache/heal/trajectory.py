@@ -49,12 +49,8 @@ from PIL import Image
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from askcache.actions import ACTING_ACTIONS, parse_action
-from askcache.cachefile.format import (
-    CacheFile,
-    TrajectoryVariant,
-    dump_cache_file,
-    parse_cache_file,
-)
+from askcache.cachefile.format import CacheFile, TrajectoryVariant, dump_cache_file
+from askcache.cachefile.parse import parse_cache_file
 from askcache.cachefile.signing import parse_verified, sign_cache_file
 from askcache.conversation.loop import ConversationResult
 from askcache.errors import AskCacheError, CacheNotFoundError

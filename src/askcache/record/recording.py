@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 import numpy as np
 from PIL import Image
 
-from askcache.actions import ACTING_ACTIONS, CLICK_ACTIONS, Point, action_anchors, parse_action
+from askcache.actions import ACTING_ACTIONS, CLICK_ACTIONS, action_anchors, parse_action
 from askcache.cachefile.format import (
     CacheFile,
     CacheMetadata,
@@ -39,6 +39,7 @@ from askcache.fingerprint.step import (
     decode_screenshot,
     validation_config,
 )
+from askcache.geometry import Point
 from askcache.messages import ImageBlockParam, MessageParam, ToolUseBlockParam, Usage
 from askcache.parameters import (
     SECRET_DESCRIPTION,

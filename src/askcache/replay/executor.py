@@ -20,7 +20,8 @@ from PIL import Image
 
 from askcache.actions import ToolShape
 from askcache.cachefile.format import CacheFile
-from askcache.conversation.speakers import AGENT_SPEAKER, SpeakerResult
+from askcache.conversation.loop import SpeakerResult
+from askcache.conversation.speakers import AGENT_SPEAKER
 from askcache.errors import AskCacheError, CacheInvalidatedError, CacheParameterError
 from askcache.messages import MessageParam, TextBlockParam
 from askcache.parameters import placeholders_in

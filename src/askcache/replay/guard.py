@@ -1,7 +1,7 @@
 """The checks a replay makes before its first action: can this file run, here, now?
 
 The loader already guarantees a well-formed file
-(:func:`askcache.cachefile.format.parse_cache_file`).
+(:func:`askcache.cachefile.parse.parse_cache_file`).
 :func:`check_replayable` adds what depends on the run: the tools it offers, the caller's
 settings, the signing keys in the environment and the parameter values given. The replay
 calls it when it is activated; a refused file raises before anything is executed.

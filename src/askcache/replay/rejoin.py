@@ -1,4 +1,4 @@
-"""When a replay that handed back may take over again, and what is recorded of each decision.
+"""When a replay that handed back may take over again: the rules, and the look at the screen.
 
 After a hand-back the replay is suspended. After each later model turn whose tools ran (and
 when the model calls ``resume_cached_trajectory``) it considers taking over again at the step
@@ -26,7 +26,8 @@ re-joins only when all three conditions hold, checked in this order:
     it look as recorded after it; a step whose effect cannot be checked never lets the
     replay re-join after it). After an end-state hand-back nothing is left to resume.
 
-Every decision, taken or refused, is a :class:`RejoinDecision` in
+Every decision, taken or refused, is a
+:class:`~askcache.storage.ledger.RejoinDecision` in
 :attr:`~askcache.replay.ReplayResult.rejoin_decisions`, in the run ledger and in the reports.
 """
 
@@ -34,20 +35,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict, field_serializer
 
 from askcache.actions import ACTING_ACTIONS, parse_action
 from askcache.messages import MessageParam, TextBlockParam
-from askcache.redaction import redact
 
 __all__ = [
     "RESUME_TOOL_NAME",
     "STOP_WORDS",
-    "FailedCheck",
-    "RejoinCondition",
-    "RejoinDecision",
     "model_acted",
     "model_stops",
 ]
@@ -55,14 +49,6 @@ __all__ = [
 RESUME_TOOL_NAME = "resume_cached_trajectory"
 """The tool with which the model asks a suspended replay to take over again."""
 
-FailedCheck = Literal["fingerprint", "effect", "end_state"]
-"""The check that made the replay hand back: ``fingerprint``, the stopped step's check before
-acting (its fingerprint, the area it changes; also a screen that could not be read for it);
-``effect``, the step ran and its recorded effect did not appear (or its tool failed, or its
-effect could not be checked); ``end_state``, the final screen."""
-
-RejoinCondition = Literal["model_acted", "model_continues", "screen"]
-"""The re-join conditions (see the module docstring): (a), (c), (b)."""
 
 STOP_WORDS = re.compile(
     r"\b(?:i|we|i'll|we'll|i'm|let me)\s+(?:will\s+|shall\s+|am going to\s+|must\s+|should\s+)?"
@@ -76,38 +62,6 @@ STOP_WORDS = re.compile(
 )
 """What counts as the model saying it stops, in its latest message's text: ``I stop here``,
 ``I'll stop``, ``stopping``, ``I won't continue``, ``the task is done`` and their kin."""
-
-
-class RejoinDecision(BaseModel):
-    """One time a suspended replay considered taking over again, and what it decided."""
-
-    model_config = ConfigDict(use_attribute_docstrings=True)
-
-    step_index: int
-    """The step it would resume at."""
-    failed_check: FailedCheck
-    """The check that made it hand back (see :data:`FailedCheck`)."""
-    rejoined: bool
-    """True: it took over again at ``step_index``."""
-    refused_by: RejoinCondition | None = None
-    """The first condition that did not hold (``None`` when it re-joined)."""
-    reason: str
-    """Why, in words. Registered secrets are redacted from it whenever it is serialized
-    (:func:`~askcache.redaction.redact`)."""
-    requested: bool = False
-    """True when the model asked for it (``resume_cached_trajectory``)."""
-    after_message: int = 0
-    """How many messages the conversation held when it was decided."""
-
-    @field_serializer("reason")
-    def _redact_reason(self, reason: str) -> str:
-        return redact(reason)
-
-    def describe(self) -> str:
-        """One line for logs and reports."""
-        how = "re-joined" if self.rejoined else f"refused ({self.refused_by})"
-        asked = ", asked by the model" if self.requested else ""
-        return f"at step {self.step_index}{asked}: {how}: {self.reason}"
 
 
 def model_acted(messages: Sequence[MessageParam], since: int) -> bool:

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from askcache.replay.rejoin import RejoinDecision
+from askcache.storage.ledger import RejoinDecision
 
 __all__ = ["EndStateVerdict", "ReplayResult", "ReplayStatus", "StepRecord"]
 

@@ -45,7 +45,6 @@ from askcache.actions import (
     ACTING_ACTIONS,
     OTHER_ACTIONS,
     Action,
-    Point,
     ToolShape,
     action_anchors,
     make_tool_use,
@@ -60,22 +59,17 @@ from askcache.fingerprint.step import (
     decode_screenshot,
     find_recent_screenshot_block,
 )
+from askcache.geometry import Point
 from askcache.messages import MessageParam, TextBlockParam, ToolUseBlockParam
 from askcache.parameters import substitute
-from askcache.replay.rejoin import (
-    RESUME_TOOL_NAME,
-    FailedCheck,
-    RejoinCondition,
-    RejoinDecision,
-    model_acted,
-    model_stops,
-)
+from askcache.replay.rejoin import RESUME_TOOL_NAME, model_acted, model_stops
 from askcache.replay.result import EndStateVerdict, ReplayResult, StepRecord
 from askcache.replay.step_view import StepView
 from askcache.scaling import same_aspect, scale_step_input
 from askcache.screen.elsewhere import check_elsewhere
 from askcache.screen.state import ScreenStateConfig, StepEffect, Thumbnail, compare_tiles
 from askcache.settings import CacheExecutionSettings
+from askcache.storage.ledger import FailedCheck, RejoinCondition, RejoinDecision
 
 __all__ = [
     "CAPTURE_ATTEMPTS",

@@ -7,11 +7,9 @@ from dataclasses import dataclass
 
 from PIL import Image
 
-from askcache.actions import Point
+from askcache.geometry import Box, Point
 
 __all__ = ["SCREEN_VIEW_WIDTH", "StepView"]
-
-Box = tuple[int, int, int, int]
 
 
 SCREEN_VIEW_WIDTH = 320

@@ -40,7 +40,8 @@ import numpy as np
 from PIL import Image
 from pydantic import BaseModel, ConfigDict, Field
 
-from askcache.screen.hashing import Box, compute_hash, hamming_distance
+from askcache.geometry import Box, Point
+from askcache.screen.hashing import compute_hash, hamming_distance
 
 __all__ = [
     "BLOCK",
@@ -86,10 +87,6 @@ class ChangeElsewhere(BaseModel):
     """pHash (hex) of the place just before the action."""
     after: str = Field(max_length=HASH_SIZE * HASH_SIZE // 4)
     """pHash (hex) of the place once the action had taken effect."""
-
-
-Point = tuple[int, int]
-# (not askcache.actions': it imports the messages, which import this)
 
 
 def _grey(image: Image.Image) -> np.ndarray:

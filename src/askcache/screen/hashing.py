@@ -16,14 +16,14 @@ import scipy.fftpack
 from PIL import Image, ImageFilter
 
 from askcache.errors import InvalidHashError
+from askcache.geometry import Box, Point
 
 if (
     TYPE_CHECKING
 ):  # not at run time: askcache.screen.elsewhere, which the messages import, uses this
-    from askcache.actions import Point
+    from askcache.geometry import Point
 
 __all__ = [
-    "Box",
     "check_hash_size",
     "compute_hash",
     "crop_region",
@@ -35,8 +35,6 @@ __all__ = [
     "weak_bits",
 ]
 
-Box = tuple[int, int, int, int]
-"""A region ``(left, top, right, bottom)`` in pixels, right and bottom exclusive."""
 
 _HASHERS: dict[str, Callable[[Image.Image, int], imagehash.ImageHash]] = {
     "phash": lambda image, size: imagehash.phash(image, hash_size=size),

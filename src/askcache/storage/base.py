@@ -21,7 +21,8 @@ import time
 from abc import ABC, abstractmethod
 from pathlib import Path, PurePosixPath
 
-from askcache.cachefile.format import CacheFile, dump_cache_file, parse_cache_file
+from askcache.cachefile.format import CacheFile, dump_cache_file
+from askcache.cachefile.parse import parse_cache_file
 from askcache.errors import (
     CacheExistsError,
     CacheFileCorruptError,

@@ -26,11 +26,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serial
 from askcache.errors import AskCacheError, CacheExistsError
 from askcache.messages import Usage
 from askcache.redaction import redact
-from askcache.replay.rejoin import RejoinDecision
 from askcache.storage.base import CacheStorage
 
 __all__ = [
     "LEDGER_FOLDER",
+    "FailedCheck",
+    "RejoinCondition",
+    "RejoinDecision",
     "RunEvent",
     "RunLedger",
     "RunRecord",
@@ -64,6 +66,49 @@ RunEvent = Literal["replay", "invalidated", "imported", "healed", "proposed"]
 """What the entry records: a ``replay``; the file marked ``invalidated``; counts
 ``imported`` from an old file; the trajectory ``healed`` (a new current version written
 after a verified hand-back) or a healed version ``proposed`` for review."""
+
+
+FailedCheck = Literal["fingerprint", "effect", "end_state"]
+"""The check that made the replay hand back: ``fingerprint``, the stopped step's check before
+acting (its fingerprint, the area it changes; also a screen that could not be read for it);
+``effect``, the step ran and its recorded effect did not appear (or its tool failed, or its
+effect could not be checked); ``end_state``, the final screen."""
+
+
+RejoinCondition = Literal["model_acted", "model_continues", "screen"]
+"""The re-join conditions (see :mod:`askcache.replay.rejoin`): (a), (c), (b)."""
+
+
+class RejoinDecision(BaseModel):
+    """One time a suspended replay considered taking over again, and what it decided."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    step_index: int
+    """The step it would resume at."""
+    failed_check: FailedCheck
+    """The check that made it hand back (see :data:`FailedCheck`)."""
+    rejoined: bool
+    """True: it took over again at ``step_index``."""
+    refused_by: RejoinCondition | None = None
+    """The first condition that did not hold (``None`` when it re-joined)."""
+    reason: str
+    """Why, in words. Registered secrets are redacted from it whenever it is serialized
+    (:func:`~askcache.redaction.redact`)."""
+    requested: bool = False
+    """True when the model asked for it (``resume_cached_trajectory``)."""
+    after_message: int = 0
+    """How many messages the conversation held when it was decided."""
+
+    @field_serializer("reason")
+    def _redact_reason(self, reason: str) -> str:
+        return redact(reason)
+
+    def describe(self) -> str:
+        """One line for logs and reports."""
+        how = "re-joined" if self.rejoined else f"refused ({self.refused_by})"
+        asked = ", asked by the model" if self.requested else ""
+        return f"at step {self.step_index}{asked}: {how}: {self.reason}"
 
 
 def _now() -> datetime:

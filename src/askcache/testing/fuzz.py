@@ -27,9 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from askcache.cachefile.format import parse_cache_file
-from askcache.conversation.loop import Conversation
-from askcache.conversation.speakers import SpeakerResult
+from askcache.cachefile.parse import parse_cache_file
+from askcache.conversation.loop import Conversation, SpeakerResult
 from askcache.errors import AskCacheError
 from askcache.limits import MAX_WAIT_SECONDS
 from askcache.parameters import placeholders_in

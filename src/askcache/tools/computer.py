@@ -20,7 +20,8 @@ from typing import Any, Literal, Protocol
 
 from PIL import Image
 
-from askcache.actions import COMPUTER_TOOL_NAME, Action, Point, ToolShape, as_point, parse_action
+from askcache.actions import COMPUTER_TOOL_NAME, Action, ToolShape, as_point, parse_action
+from askcache.geometry import Point
 from askcache.messages import (
     Base64ImageSource,
     ImageBlockParam,

@@ -23,8 +23,8 @@ from typing import Any
 
 from PIL import Image
 
-from askcache.actions import Point
 from askcache.errors import AskCacheError
+from askcache.geometry import Point
 
 __all__ = ["DesktopBackend", "translate_key"]
 

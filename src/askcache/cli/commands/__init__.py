@@ -1,4 +1,4 @@
-"""The ``askcache`` command's subcommands, one module each; :mod:`askcache.cli` wires them.
+"""The ``askcache`` command's subcommands, one module each; :mod:`askcache.cli.app` wires them.
 
 Exit codes (docs/cli.md):
 

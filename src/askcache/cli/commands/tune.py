@@ -2,8 +2,8 @@
 
 Each ``--run DIR`` is a folder of another run of the same trajectory whose screens were right:
 ``step-N.png`` is the screen just before step ``N`` (write such a folder from a run's messages
-with :func:`askcache.fingerprint.masks.save_run_screens`). What varied at a step across those runs
-(a clock, a counter, a caret inside its region) is stored on the step as its mask
+with :func:`askcache.record.mask_learning.save_run_screens`). What varied at a step across those
+runs (a clock, a counter, a caret inside its region) is stored on the step as its mask
 (:mod:`askcache.fingerprint.masks`) and ignored from then on; one line per step says what and why. A
 run whose screen at a step differs by more than a run of the same screen plausibly varies (a
 wrong screen: more than a quarter of a hash's bits, or a tone change needing more than twice
@@ -27,8 +27,8 @@ from askcache.cachefile.signing import parse_verified
 from askcache.cli.commands.common import EXIT_OK, emit_json, open_storage, resolve_name
 from askcache.cli.commands.replay import read_screen
 from askcache.errors import AskCacheError
-from askcache.fingerprint.masks import learn_mask_report
 from askcache.heal.trajectory import healed_bytes
+from askcache.record.mask_learning import learn_mask_report
 from askcache.storage.versions import TrajectoryVersions
 
 __all__ = ["add_tune_command", "read_run_folder"]
@@ -61,7 +61,7 @@ def add_tune_command(
         required=True,
         metavar="DIR",
         help="a folder of another run's screens, step-N.png the screen before step N "
-        "(repeatable; askcache.fingerprint.masks.save_run_screens writes one)",
+        "(repeatable; askcache.record.mask_learning.save_run_screens writes one)",
     )
     parser.add_argument(
         "--check", action="store_true", help="say what would be learned; write nothing"

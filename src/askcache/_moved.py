@@ -288,6 +288,10 @@ MOVED: dict[str, dict[str, str]] = {
         "is_url": "askcache.storage.remote",
         "storage_for": "askcache.storage.remote",
     },
+    "askcache.replay.session": {
+        "CAPTURE_ATTEMPTS": "askcache.replay.state",
+        "OTHER_DENSITY_SCALE": "askcache.replay.state",
+    },
     "askcache.replay_guard": {
         "DEFAULT_OFFERED_TOOLS": "askcache.replay.guard",
         "check_replayable": "askcache.replay.guard",

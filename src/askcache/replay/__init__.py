@@ -1,6 +1,10 @@
 """Replay: a cache file's steps, checked on the screen before and after each one.
 
-- :mod:`.session`: :class:`ReplaySession`, one replay and the phases of each step;
+- :mod:`.session`: :class:`ReplaySession`, one replay: the state machine that takes each
+  step through the phases, one module each: :mod:`.observe`, :mod:`.wait`, :mod:`.check`
+  (whether a step may run), :mod:`.act`, :mod:`.verify`, :mod:`.end_state`, and after a
+  hand-back :mod:`.rejoin`; they share :mod:`.state` and return :mod:`.commands`;
+- :mod:`.guard`: what a replay checks before its first action;
 - :mod:`.executor`: :class:`CacheExecutor`, the speaker that routes between a session and
   the conversation;
 - :mod:`.handback`: what the model is told when a replay stops or finishes;

@@ -25,11 +25,12 @@ from askcache.conversation.speakers import AGENT_SPEAKER
 from askcache.errors import AskCacheError, CacheInvalidatedError, CacheParameterError
 from askcache.messages import MessageParam, TextBlockParam
 from askcache.parameters import placeholders_in
+from askcache.replay.commands import Emit, Finished, HandBack
 from askcache.replay.guard import check_replayable
 from askcache.replay.handback import finished_text, hand_back_text
 from askcache.replay.rejoin import RESUME_TOOL_NAME
 from askcache.replay.result import ReplayResult
-from askcache.replay.session import Emit, Finished, HandBack, ReplaySession
+from askcache.replay.session import ReplaySession
 from askcache.replay.step_view import StepView
 from askcache.settings import CacheExecutionSettings
 

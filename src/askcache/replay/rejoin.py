@@ -36,14 +36,26 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from askcache.actions import ACTING_ACTIONS, parse_action
-from askcache.messages import MessageParam, TextBlockParam
+from PIL import Image
+
+from askcache.actions import ACTING_ACTIONS, OTHER_ACTIONS, Action, parse_action
+from askcache.errors import AskCacheError
+from askcache.fingerprint.step import decode_screenshot, find_recent_screenshot_block
+from askcache.messages import MessageParam, TextBlockParam, ToolUseBlockParam
+from askcache.replay.check import Refused, check
+from askcache.replay.observe import Screen, capture, screen_of
+from askcache.replay.state import CaptureFailedError, ReplayState, Stopped
+from askcache.replay.verify import effect_problem, has_effect
+from askcache.replay.wait import watch
+from askcache.storage.ledger import RejoinCondition
 
 __all__ = [
     "RESUME_TOOL_NAME",
     "STOP_WORDS",
     "model_acted",
     "model_stops",
+    "rejoin_refusal",
+    "screenshot_since_last_action",
 ]
 
 RESUME_TOOL_NAME = "resume_cached_trajectory"
@@ -102,3 +114,111 @@ def model_stops(messages: Sequence[MessageParam], since: int) -> str | None:
     if found is not None:
         return f"the model said it stops ({found.group(0)!r})"
     return None
+
+
+def screenshot_since_last_action(messages: list[MessageParam]) -> Image.Image | None:
+    """The history's latest screenshot when nothing that may change the screen was called
+    after it (only screenshots, waits, zooms, cursor queries and ``resume_cached_trajectory``
+    may come after it), else ``None``."""
+    found = find_recent_screenshot_block(messages)
+    if found is None:
+        return None
+    for message in messages[found[0] + 1 :]:
+        for call in message.tool_uses if message.role == "assistant" else []:
+            action = parse_action(call)
+            harmless = action is not None and action.name in OTHER_ACTIONS
+            if not harmless and call.name != RESUME_TOOL_NAME:
+                return None
+    return decode_screenshot(found[1].source.data, f"message {found[0]}")
+
+
+def rejoin_refusal(
+    state: ReplayState, messages: list[MessageParam], stopped: Stopped, requested: bool
+) -> tuple[RejoinCondition | None, str]:
+    """The first re-join condition that does not hold and why; ``(None, why it may)``."""
+    if not requested and not model_acted(messages, stopped.at_message):
+        return "model_acted", (
+            "the model has not acted since the hand-back (a screenshot, a wait, a zoom or "
+            "a pointer move is not progress)"
+        )
+    stops = model_stops(messages, stopped.at_message)
+    if stops is not None:
+        return "model_continues", stops
+    problem = _screen_refusal(state, messages, stopped)
+    if problem is not None:
+        return "screen", problem
+    fixed = (
+        f"step {stopped.step}'s effect now shows"
+        if stopped.check == "effect"
+        else "the check that failed passes"
+    )
+    return None, f"step {state.index} passes its check and {fixed}"
+
+
+def _screen_refusal(
+    state: ReplayState, messages: list[MessageParam], stopped: Stopped
+) -> str | None:
+    """Why the screen does not let the replay resume (condition b), or ``None``: the
+    latest screenshot, and then (when the screen can be watched) the screen once settled,
+    pass the resumed step's check and the check that failed."""
+    step = state.steps[state.index]
+    action = parse_action(step)
+    if action is None or action.name not in ACTING_ACTIONS:
+        return (
+            f"step {state.index} does not act on the screen: its check cannot show that "
+            "the screen is back"
+        )
+    found = screenshot_since_last_action(messages)
+    if found is None and not state.can_watch():
+        return "no screenshot was taken after the model's last action"
+    try:
+        if found is not None:
+            problem = _rejoin_problem(
+                state, step, action, screen_of(state, found), stopped, where="the latest screenshot"
+            )
+            if problem is not None:
+                return problem
+        if not state.can_watch():
+            return None
+        # the screenshot was taken a moment after the model's action: a slow application
+        # may not have answered yet. Re-join only if the settled screen passes too.
+        settled, _ = watch(state, capture(state), lambda seen: seen, lambda _: False)
+    except (CaptureFailedError, AskCacheError, OSError, ValueError) as exc:
+        return f"the screen could not be read ({type(exc).__name__}: {exc})"
+    return _rejoin_problem(state, step, action, settled, stopped, where="the settled screen")
+
+
+def _rejoin_problem(
+    state: ReplayState,
+    step: ToolUseBlockParam,
+    action: Action,
+    screen: Screen,
+    stopped: Stopped,
+    *,
+    where: str,
+) -> str | None:
+    checked = check(state, step, action, screen, keep_view=False)
+    if isinstance(checked, Refused):
+        return f"on {where}, step {state.index} does not pass its check: {checked.problem}"
+    if stopped.check != "effect":
+        return None  # the failed check was this very step's (fingerprint)
+    problem = _effect_now(state, stopped, screen)
+    if problem is not None:
+        return f"on {where}, the effect of step {stopped.step} still fails: {problem}"
+    return None
+
+
+def _effect_now(state: ReplayState, stopped: Stopped, screen: Screen) -> str | None:
+    """Why the stopped step's recorded effect does not show on ``screen`` (``None``: it
+    does). An effect that cannot be checked counts as not showing (fail closed)."""
+    effect = state.steps[stopped.step].effect
+    config = state.file.metadata.screen_state
+    ran = stopped.ran
+    if effect is None or config is None or ran is None or ran.before is None:
+        return "its effect cannot be checked (none recorded, or no screen before it)"
+    if not has_effect(effect, ran.before_image):
+        return "it has no recorded effect to check"
+    try:
+        return effect_problem(effect, config, ran.before, ran.before_image, screen)
+    except ValueError as exc:
+        return f"its recorded effect cannot be checked: {exc}"

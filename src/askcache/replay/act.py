@@ -1,0 +1,61 @@
+"""Act: emit a checked step as a tool call, its points scaled to the current screen.
+
+The call carries none of the file's cache-only fields, a new id, and ``replayed=True`` (the
+computer tool then skips its settle delay: the replay waits for the screen itself). What the
+step was checked on is kept as :class:`~askcache.replay.state.Pending` for :mod:`.verify`.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from askcache.actions import new_tool_use_id
+from askcache.messages import ToolUseBlockParam
+from askcache.replay.check import Checked
+from askcache.replay.commands import Emit
+from askcache.replay.observe import Screen
+from askcache.replay.state import Pending, ReplayState
+from askcache.scaling import scale_step_input
+
+__all__ = ["act"]
+
+logger = logging.getLogger(__name__)
+
+
+def act(state: ReplayState, step: ToolUseBlockParam, checked: Checked, waited: float) -> Emit:
+    record = checked.record
+    record.waited_seconds = waited
+    state.result.steps.append(record)
+    if record.validated:
+        state.result.validated += 1
+    else:
+        state.result.unvalidated += 1
+        logger.info("step %d (%s) not validated: %s", state.index, record.action, record.note)
+    state.result.steps_run += 1
+    call = step.model_copy(
+        update={
+            **dict.fromkeys(ToolUseBlockParam.cache_only_fields),  # the file's, not the call's
+            "id": new_tool_use_id(),
+            "replayed": True,
+            "input": _fit(state, step.input, checked.screen),
+        }
+    )
+    same_size = checked.screen is not None and checked.screen.image.size == state.space
+    state.pending = Pending(
+        call.id,
+        state.index,
+        checked.thumbnail,
+        before_image=checked.screen.image if same_size and checked.screen else None,
+        started=state.step_started,
+    )
+    state.emitted[call.id] = step
+    return Emit(call)
+
+
+def _fit(state: ReplayState, arguments: dict[str, Any], screen: Screen | None) -> dict[str, Any]:
+    """The step's arguments with points scaled to the current screen's size."""
+    space = state.space
+    if space is None or screen is None or screen.image.size == space:
+        return arguments
+    return scale_step_input(arguments, space, screen.image.size)

@@ -1,0 +1,219 @@
+"""Check: whether a step may run on the screen. This is where a replay decides.
+
+A step that acts on the screen runs only when its stored fingerprint (perceptual hashes of
+the regions at its point, their tone, the whole element under it:
+:func:`askcache.fingerprint.step.check_step_representation`) matches the screen, and the area
+it changed when recorded looks as it did before the action then. A step that should be
+checked but cannot be (no fingerprint stored, a hash that cannot be read, a screen whose
+aspect ratio cannot be mapped) is refused: fail closed. When a step is refused, the first
+step of a recorded variant at the same index may be checked instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from askcache.actions import ACTING_ACTIONS, Action, action_anchors, parse_action
+from askcache.errors import InvalidHashError
+from askcache.fingerprint.step import StepFingerprint, check_step_representation
+from askcache.geometry import Point
+from askcache.messages import ToolUseBlockParam
+from askcache.replay.observe import Screen
+from askcache.replay.result import StepRecord
+from askcache.replay.state import ReplayState, other_scale
+from askcache.replay.step_view import StepView
+from askcache.scaling import same_aspect
+from askcache.screen.state import Thumbnail, compare_tiles
+
+__all__ = ["Checked", "Refused", "check", "check_ways", "needs_screen", "passes", "unchecked"]
+
+
+@dataclass(frozen=True)
+class Checked:
+    """The step may run on this screen."""
+
+    record: StepRecord
+    screen: Screen | None
+    """The screen it was checked on (``None``: a step that needs none)."""
+    thumbnail: Thumbnail | None
+    variant: int | None = None
+    """The variant of the trajectory whose first step was checked (``None``: its own)."""
+
+
+@dataclass(frozen=True)
+class Refused:
+    """The step must not run."""
+
+    record: StepRecord | None
+    problem: str
+    final: bool = False
+    """True when waiting cannot help (a size that cannot be mapped, a step without a check)."""
+
+
+def _point(action: Action | None) -> tuple[int, int] | None:
+    return action.point if action is not None else None
+
+
+def needs_screen(action: Action | None) -> bool:
+    """True for a step that acts on the screen or names a point (which must be scaled)."""
+    return action is not None and (action.name in ACTING_ACTIONS or action.point is not None)
+
+
+def passes(outcome: Checked | Refused) -> bool:
+    return isinstance(outcome, Checked) or outcome.final
+
+
+def unchecked(state: ReplayState, step: ToolUseBlockParam, action: Action | None) -> StepRecord:
+    return StepRecord(
+        step_index=state.index,
+        action=action.name if action is not None else step.name,
+        validated=False,
+        note="does not act on the screen",
+    )
+
+
+def check_ways(
+    state: ReplayState, step: ToolUseBlockParam, action: Action | None, screen: Screen
+) -> Checked | Refused:
+    """Whether ``step`` may run on ``screen``; when it may not, whether the first step of
+    one of the variants at this index may (the first that does is taken)."""
+    outcome = check(state, step, action, screen)
+    if isinstance(outcome, Checked) or outcome.final:
+        return outcome
+    for number, variant in enumerate(state.variants.get(state.index, [])):
+        if not variant.steps:
+            continue
+        first = variant.steps[0]
+        pointer = list(action_anchors([*state.steps[: state.index], first]))[-1]
+        checked = check(state, first, parse_action(first), screen, pointer=(pointer,))
+        if isinstance(checked, Checked) and checked.record.validated:
+            return Checked(checked.record, checked.screen, checked.thumbnail, number)
+    return outcome
+
+
+def check(
+    state: ReplayState,
+    step: ToolUseBlockParam,
+    action: Action | None,
+    screen: Screen,
+    *,
+    pointer: tuple[Point | None] | None = None,
+    keep_view: bool = True,
+) -> Checked | Refused:
+    """Whether ``step`` may run on ``screen`` (``pointer``: the pointer's position
+    before it, when ``step`` is not the trajectory's step at this index; ``keep_view``:
+    remember what it was checked on, for reports)."""
+    record = StepRecord(
+        step_index=state.index,
+        action=action.name if action is not None else step.name,
+        validated=False,
+    )
+    problem = _size_problem(state, action, screen)
+    if problem is not None:
+        return Refused(record, problem, final=True)
+    acting = action is not None and action.name in ACTING_ACTIONS
+    config = state.file.metadata.visual_validation
+    stored = StepFingerprint.of(step)
+    if state.settings.skip_visual_validation:
+        record.note = "visual validation skipped by settings"
+        return Checked(record, screen, None)
+    if not acting:
+        record.note = "does not act on the screen"
+        return Checked(record, screen, None)
+    if stored is None or config is None:
+        record.note = "no fingerprint stored for this step"
+        if state.settings.unchecked_steps == "run":
+            return Checked(record, screen, None)
+        return Refused(
+            record,
+            f"step {state.index} ({record.action}) acts on the screen but the cache file "
+            "stores no fingerprint for it, so it cannot be checked "
+            "(unchecked_steps='run' replays such steps unchecked)",
+            final=True,
+        )
+    try:
+        result = check_step_representation(
+            screen.recorded,
+            step,
+            stored,
+            config,
+            threshold=state.settings.visual_validation_threshold,
+            detail_threshold=state.settings.visual_validation_detail_threshold,
+            pointer=state.anchors[state.index] if pointer is None else pointer[0],
+            other_density=_other_density(state, screen),
+        )
+    except InvalidHashError as exc:
+        return Refused(record, f"the step's fingerprint cannot be checked: {exc}", final=True)
+    record.validated, record.matched = True, result.matched
+    record.distance, record.threshold = result.distance, result.threshold
+    record.detail_distance = result.detail_distance
+    record.detail_threshold = result.detail_threshold
+    record.note = result.describe()
+    if result.box is not None and keep_view:
+        state.views[state.index] = StepView.of(
+            screen.recorded, result.box, state.anchors[state.index] or _point(action)
+        )
+    if not result.matched:
+        return Refused(
+            record,
+            f"the screen around the action point no longer matches the recording ({record.note})",
+        )
+    return _check_affected_area(state, step, record, screen)
+
+
+def _check_affected_area(
+    state: ReplayState, step: ToolUseBlockParam, record: StepRecord, screen: Screen
+) -> Checked | Refused:
+    """The area the action changed when recorded must look as it did before it then."""
+    config = state.file.metadata.screen_state
+    effect = step.effect
+    if config is None or not state.settings.check_effects:
+        return Checked(record, screen, None)
+    thumbnail = screen.thumbnail(config)
+    if effect is None or not effect.tiles:
+        return Checked(record, screen, thumbnail)
+    try:
+        comparison = compare_tiles(
+            thumbnail, effect.tiles, effect.before, skip=effect.parameter_before
+        )
+    except ValueError as exc:
+        return Refused(record, f"the step's recorded effect cannot be checked: {exc}", True)
+    record.affected_tiles = comparison.compared
+    if not comparison.matched:
+        boxes = [list(thumbnail.tile_box(i)) for i in comparison.differing[:3]]
+        record.matched = False
+        return Refused(
+            record,
+            f"the area this action changed when recorded looks different now "
+            f"({len(comparison.differing)} of {comparison.compared} tiles differ, "
+            f"at {', '.join(map(str, boxes))}): something is already there, or the "
+            "screen is in another state",
+        )
+    return Checked(record, screen, thumbnail)
+
+
+def _other_density(state: ReplayState, screen: Screen) -> bool:
+    """Whether ``screen`` is drawn at another pixel density than the recording: its
+    screenshot was rescaled to the recorded size, or the display is of another size (by
+    more than :data:`~askcache.replay.state.OTHER_DENSITY_SCALE`: a screenshot a few pixels off is
+    checked as at the recorded density)."""
+    other = state.other_display or other_scale(screen.image.size, screen.recorded.size)
+    state.other_density_seen = state.other_density_seen or other
+    return other
+
+
+def _size_problem(state: ReplayState, action: Action | None, screen: Screen) -> str | None:
+    """Why the step's coordinates cannot be mapped onto the current screen, if so."""
+    space = state.space
+    if space is None or action is None:
+        return None
+    size = screen.image.size
+    if size == space or same_aspect(size, space):
+        return None
+    if action.point is None and action.pointer_after is None and not needs_screen(action):
+        return None
+    return (
+        f"the screen is {size[0]}x{size[1]} but the trajectory was recorded at "
+        f"{space[0]}x{space[1]}, another aspect ratio: its coordinates cannot be mapped "
+        "onto this screen"
+    )

@@ -1,0 +1,216 @@
+"""What one replay knows: its file, its steps (parameters filled in), where it is, its result.
+
+:class:`ReplayState` is shared by the phases (:mod:`.observe`, :mod:`.wait`, :mod:`.check`,
+:mod:`.act`, :mod:`.verify`, :mod:`.end_state`, :mod:`.rejoin`), each a function of the state;
+:class:`~askcache.replay.session.ReplaySession` is the state machine that runs them.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from PIL import Image
+
+from askcache.actions import ToolShape, action_anchors
+from askcache.cachefile.format import CacheFile
+from askcache.messages import ToolUseBlockParam
+from askcache.parameters import substitute
+from askcache.replay.result import ReplayResult
+from askcache.replay.step_view import StepView
+from askcache.screen.state import Thumbnail
+from askcache.settings import CacheExecutionSettings
+from askcache.storage.ledger import FailedCheck
+
+__all__ = [
+    "CAPTURE_ATTEMPTS",
+    "OTHER_DENSITY_SCALE",
+    "CaptureFailedError",
+    "Pending",
+    "ReplayState",
+    "Stopped",
+    "other_scale",
+]
+
+logger = logging.getLogger(__name__)
+
+
+CAPTURE_ATTEMPTS = 3
+"""A screenshot the replay takes itself is tried this many times in a row
+(:data:`~askcache.replay.observe.POLL_SECONDS` apart) before the phase that needed it hands back: a
+grab that fails once (a busy X server) is a look skipped, not the end of a wait."""
+
+
+class CaptureFailedError(Exception):
+    """The replay's own screenshot failed every attempt: the phase that needed it cannot
+    decide."""
+
+    def __init__(self, cause: Exception) -> None:
+        super().__init__(
+            f"no screenshot could be taken ({CAPTURE_ATTEMPTS} attempts in a row): "
+            f"{type(cause).__name__}: {cause}"
+        )
+
+
+@dataclass(frozen=True)
+class Pending:
+    """The call emitted last, whose result the next turn reads."""
+
+    call_id: str
+    step: int | None
+    """The step it replays (``None``: a screenshot request)."""
+    before: Thumbnail | None = None
+    """The screen just before the step, in recorded space."""
+    before_image: Image.Image | None = None
+    """The same screen at full size, when it was the recorded size (for the places away from
+    the point that the step changed when recorded; :mod:`askcache.screen.elsewhere`)."""
+    started: float = 0.0
+    """When the step's observation began (the replay's clock)."""
+
+
+@dataclass(frozen=True)
+class Stopped:
+    """Where a replay handed back, and what a re-join must see fixed."""
+
+    step: int
+    """The step it stopped at."""
+    check: FailedCheck
+    """The check that failed."""
+    at_message: int
+    """Messages in the conversation when it handed back: the model's calls come after."""
+    ran: Pending | None = None
+    """With ``check="effect"``: the step as it ran (the screen before it), to check its
+    effect again on a later screen."""
+
+
+OTHER_DENSITY_SCALE = 0.05
+"""A screen counts as drawn at another pixel density when its size differs from the
+recorded one by more than this fraction in either direction."""
+
+
+def other_scale(size: tuple[int, int], recorded: tuple[int, int]) -> bool:
+    return any(
+        abs(now / then - 1) > OTHER_DENSITY_SCALE for now, then in zip(size, recorded, strict=True)
+    )
+
+
+class ReplayState:
+    """The state of one replay of one cache file."""
+
+    def __init__(
+        self,
+        cache_file: CacheFile,
+        name: str,
+        *,
+        parameter_values: Mapping[str, str],
+        start_step: int,
+        settings: CacheExecutionSettings,
+        tool_shape: ToolShape,
+        capture: Callable[[], Image.Image] | None,
+        display_size: tuple[int, int] | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.file = cache_file
+        self.name = name
+        self.settings = settings
+        self.tool_shape = tool_shape
+        self.capture = capture
+        self.sleep = sleep
+        self.clock = clock
+        self.parameter_values = dict(parameter_values)
+        """The values the steps' ``{{name}}`` parameters were filled in with."""
+        self.steps = [
+            step.model_copy(update={"input": substitute(step.input, parameter_values)})
+            for step in cache_file.trajectory
+        ]
+        self.variants = {
+            index: [
+                variant.model_copy(
+                    update={
+                        "steps": [
+                            step.model_copy(
+                                update={"input": substitute(step.input, parameter_values)}
+                            )
+                            for step in variant.steps
+                        ]
+                    }
+                )
+                for variant in variants
+            ]
+            for index, variants in cache_file.variants.items()
+        }
+        """Step index -> the other ways through the trajectory from there (parameters
+        filled in); see :class:`~askcache.cachefile.format.TrajectoryVariant`."""
+        self.anchors = list(action_anchors(self.steps))
+        self.index = start_step
+        self.result = ReplayResult(
+            cache_file=name, steps_total=len(self.steps), start_step=start_step
+        )
+        self.views: dict[int, StepView] = {}
+        """Per checked step: what it was checked on (recorded space), for reports."""
+        self.suspended = False
+        """True after a hand-back: the replay may re-join later."""
+        self.emitted: dict[str, ToolUseBlockParam] = {}
+        """Per tool call id the replay emitted: the step it replayed (with its fingerprint
+        and effect; healing keeps those for the replayed part of a run)."""
+        self.pending: Pending | None = None
+        self.ran: Pending | None = None
+        """The call whose result was read last (a step's: the screen before it)."""
+        self.stopped: Stopped | None = None
+        self.started = clock()
+        self.first_step = True
+        self.starting = True
+        """True until the first step that needs a screen was checked: its wait is the
+        start-up wait (see :meth:`_observe_and_check`)."""
+        self.screenshot_asked_for: int | None = None
+        self.step_started = clock()
+        meta = cache_file.metadata
+        self.space = (
+            (meta.coordinate_space.width, meta.coordinate_space.height)
+            if meta.coordinate_space is not None
+            else None
+        )
+        recorded_display = meta.display_size
+        self.other_display = (
+            display_size is not None
+            and recorded_display is not None
+            and other_scale(display_size, (recorded_display.width, recorded_display.height))
+        )
+        """True when the computer tool reports a display of another size than the
+        recording's: the screen is drawn at another pixel density even where its screenshots
+        come at the recorded size."""
+        self.other_density_seen = False
+        """True once a step was checked as on a screen drawn at another pixel density (a
+        heal then writes nothing: its fingerprints would mix two densities)."""
+        self.end: Thumbnail | None = None
+        self.end_state = meta.end_state
+        if meta.screen_state is not None and meta.end_state is not None:
+            self.end = Thumbnail.from_end_state(meta.end_state, meta.screen_state)
+
+    def can_watch(self) -> bool:
+        return self.settings.auto_wait and self.capture is not None
+
+    def take_variant(self, number: int) -> ToolUseBlockParam:
+        """Run variant ``number`` of this index in place of the steps it replaces."""
+        index = self.index
+        variant = self.variants[index][number]
+        end = index + variant.replaces
+        shift = len(variant.steps) - variant.replaces
+        if end >= len(self.steps) and variant.end_state is not None:
+            config = self.file.metadata.screen_state
+            self.end_state = variant.end_state
+            self.end = Thumbnail.from_end_state(variant.end_state, config) if config else None
+        self.steps = [*self.steps[:index], *variant.steps, *self.steps[end:]]
+        self.anchors = list(action_anchors(self.steps))
+        self.variants = {
+            (i + shift if i >= end else i): v
+            for i, v in self.variants.items()
+            if i < index or i >= end
+        }
+        self.result.steps_total = len(self.steps)
+        self.result.variants_used.append(index)
+        logger.info("replay of %s takes variant %d at step %d", self.name, number, index)
+        return self.steps[index]

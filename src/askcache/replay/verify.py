@@ -1,0 +1,105 @@
+"""Verify: after a step ran, its tool succeeded and the effect it had when recorded appeared.
+
+An action that changed the tiles near its point when recorded but changes nothing now did not
+land; one whose tiles look different after it, or that did not change the places away from
+its point that it changed then (:mod:`askcache.screen.elsewhere`), did something else. The
+screen is watched (:mod:`.wait`) until the effect appears or the screen settles without it.
+"""
+
+from __future__ import annotations
+
+from PIL import Image
+
+from askcache.messages import MessageParam, TextBlockParam
+from askcache.replay.observe import Screen, current
+from askcache.replay.state import Pending, ReplayState
+from askcache.replay.wait import watch
+from askcache.screen.elsewhere import check_elsewhere
+from askcache.screen.state import ScreenStateConfig, StepEffect, Thumbnail, compare_tiles
+
+__all__ = ["effect_problem", "failed_call", "has_effect", "verify"]
+
+
+def has_effect(effect: StepEffect, before_image: Image.Image | None) -> bool:
+    """True when ``effect`` has something to check: tiles near the point, or places away from
+    it (only with the full-size screen from before the action)."""
+    return bool(effect.tiles) or (before_image is not None and bool(effect.elsewhere))
+
+
+def effect_problem(
+    effect: StepEffect,
+    config: ScreenStateConfig,
+    before: Thumbnail,
+    before_image: Image.Image | None,
+    seen: Screen,
+) -> str | None:
+    """Why ``seen`` does not show the step's recorded ``effect`` against the screen before it
+    (``before``; ``before_image`` at full size, for the places away from the point)."""
+    tiles = set(effect.tiles)
+    if tiles:
+        now = seen.thumbnail(config)
+        if not tiles & set(before.changed_tiles(now)):
+            return (
+                f"the action had no effect: when recorded it changed {len(tiles)} tiles "
+                "near its point, now none changed (it did not land, or landed elsewhere)"
+            )
+        comparison = compare_tiles(now, effect.tiles, effect.after, skip=effect.parameter_after)
+        if not comparison.matched:
+            boxes = [list(now.tile_box(i)) for i in comparison.differing[:3]]
+            return (
+                "the action's effect differs from the recording: "
+                f"{len(comparison.differing)} of {comparison.compared} tiles look "
+                f"different after it (at {', '.join(map(str, boxes))})"
+            )
+    if before_image is not None and seen.image.size == before_image.size:
+        return check_elsewhere(effect.elsewhere, before_image, seen.image)
+    return None
+
+
+def failed_call(messages: list[MessageParam], call_id: str) -> str | None:
+    """The error text when the call ``call_id`` came back with ``is_error``."""
+    if not messages:
+        return None
+    for result in messages[-1].tool_results:
+        if result.tool_use_id == call_id and result.is_error:
+            text = (
+                result.content
+                if isinstance(result.content, str)
+                else " ".join(b.text for b in result.content if isinstance(b, TextBlockParam))
+            )
+            return f"the tool reported an error: {text or 'no details'}"
+    return None
+
+
+def verify(state: ReplayState, pending: Pending, messages: list[MessageParam]) -> str | None:
+    """Why the step's recorded effect did not appear (``None``: it did, or none is
+    expected, or it cannot be checked)."""
+    assert pending.step is not None
+    step = state.steps[pending.step]
+    record = state.result.steps[-1]
+    effect = step.effect
+    config = state.file.metadata.screen_state
+    if effect is None or config is None or pending.before is None:
+        record.effect = "not_checked"
+        return None
+    before_image = pending.before_image
+    if not has_effect(effect, before_image):
+        record.effect = "none_recorded"
+        return None
+    screen = current(state, messages, "the result")
+    if screen is None:
+        record.effect = "not_checked"
+        return None
+    before = pending.before
+
+    def evaluate(seen: Screen) -> str | None:
+        return effect_problem(effect, config, before, before_image, seen)
+
+    try:
+        problem, waited = watch(state, screen, evaluate, lambda outcome: outcome is None)
+    except ValueError as exc:
+        return f"the step's recorded effect cannot be checked: {exc}"
+    record.waited_seconds += waited
+    if problem is None:
+        record.effect = "seen"
+    return problem

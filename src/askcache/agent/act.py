@@ -28,15 +28,13 @@ from typing import TYPE_CHECKING, Any
 from PIL import Image
 
 from askcache.actions import parse_action
-from askcache.agent.run_record import heal_after, record_runs
-from askcache.agent.sync import RunWriter, sync_outbox
+from askcache.agent.prepare import check_heal_destination, open_outbox, usable
+from askcache.agent.run_record import finish_run
+from askcache.agent.sync import RunWriter
 from askcache.conversation.loop import BeforeTool, Conversation, ConversationResult
 from askcache.conversation.speakers import DEFAULT_MODEL, AgentSpeaker
 from askcache.errors import (
-    AskCacheError,
     CacheNotFoundError,
-    CacheStorageError,
-    StorageUnwritableError,
 )
 from askcache.heal.trajectory import HealOutcome
 from askcache.messages import MessageParam, ToolUseBlockParam
@@ -51,8 +49,8 @@ from askcache.replay import (
 )
 from askcache.replay.step_view import StepView
 from askcache.settings import CacheStrategy, CachingSettings, HealMode
-from askcache.storage.base import CacheStorage, load_cache_file, read_cache_file
-from askcache.storage.outbox import KeptWrite, Outbox
+from askcache.storage.base import CacheStorage, read_cache_file
+from askcache.storage.outbox import KeptWrite
 from askcache.storage.remote import storage_for
 from askcache.tools.base import Tool, ToolCollection
 from askcache.tools.computer import ComputerTool, ToolVersion
@@ -186,7 +184,7 @@ class Agent:
         """
         settings = caching_settings or CachingSettings(strategy=CacheStrategy.OFF)
         storage = self.storage or storage_for(settings.cache_dir)
-        outbox, synced = self._outbox(storage, settings)
+        outbox, synced = open_outbox(storage, settings)
         agent = AgentSpeaker(
             self.client, model=self.model, system=self.system, max_tokens=self.max_tokens
         )
@@ -207,8 +205,8 @@ class Agent:
         filename = settings.writing_settings.filename
         strategy = settings.strategy
         if strategy == CacheStrategy.AUTO:
-            usable = filename is not None and self._usable(storage, filename)
-            strategy = CacheStrategy.EXECUTE if usable else CacheStrategy.RECORD
+            found = filename is not None and usable(storage, filename)
+            strategy = CacheStrategy.EXECUTE if found else CacheStrategy.RECORD
             if filename is None:
                 self._offer_caching_tools(tools, storage, executor, settings)
         if strategy != CacheStrategy.EXECUTE or filename is None:
@@ -239,7 +237,7 @@ class Agent:
                     cache_file, filename, execution_settings=settings.execution_settings
                 )
                 first = executor.name
-                self._preflight(storage, filename, settings)
+                check_heal_destination(storage, filename, settings)
         resume = ResumeCachedTrajectory(executor)
         if strategy == CacheStrategy.EXECUTE or filename is None:
             tools.add(resume)
@@ -253,25 +251,11 @@ class Agent:
         )
         resume.watch(conversation.messages)
         outcome = conversation.run(goal)
-        read_only = settings.heal_mode == HealMode.OFF
-        if recorder is not None and outcome.status == "done" and not read_only:
+        if recorder is not None and outcome.status == "done" and settings.heal_mode != HealMode.OFF:
             outcome.recorded_file = recorder.finish_recording(outcome.messages)
         writer = RunWriter(storage, outbox)
-        healed = (
-            heal_after(
-                writer,
-                name=filename,
-                base=base,
-                session=executor.sessions[0],
-                outcome=outcome,
-                settings=settings,
-                capture=capture,
-            )
-            if base is not None and filename is not None and len(executor.sessions) == 1
-            else None
-        )
-        entries = record_runs(
-            writer, executor.sessions, outcome, settings.execution_settings, read_only=read_only
+        healed, entries = finish_run(
+            writer, executor, outcome, settings, name=filename, base=base, capture=capture
         )
         return ActResult(
             conversation=outcome,
@@ -285,38 +269,6 @@ class Agent:
             not_written=list(writer.not_written),
             synced=synced,
         )
-
-    @staticmethod
-    def _outbox(storage: CacheStorage, settings: CachingSettings) -> tuple[Outbox, list[KeptWrite]]:
-        """The storage's outbox, and the writes of earlier runs it sent now (none under
-        strategy ``off``); a failure to send is logged, never raised (they stay kept)."""
-        outbox = Outbox(settings.outbox_dir, storage.destination())
-        if settings.strategy == CacheStrategy.OFF:
-            return outbox, []
-        try:
-            return outbox, sync_outbox(storage, outbox).sent
-        except (AskCacheError, OSError) as exc:
-            logger.warning("could not send the outbox %s: %s", outbox.folder, exc)
-            return outbox, []
-
-    @staticmethod
-    def _preflight(storage: CacheStorage, filename: str, settings: CachingSettings) -> None:
-        """Before the first model call of a replay that may heal: the destination exists and
-        can be written (a heal must have somewhere to go)."""
-        if settings.heal_mode == HealMode.OFF:
-            return
-        try:
-            storage.check_writable(filename)
-        except StorageUnwritableError:
-            raise
-        except CacheStorageError as exc:
-            raise StorageUnwritableError(filename, exc.where, exc.reason) from exc
-
-    @staticmethod
-    def _usable(storage: CacheStorage, filename: str) -> bool:
-        """True when the file exists and is valid. A corrupt file raises: re-recording over
-        it would destroy it, and the user should decide."""
-        return storage.exists(filename) and load_cache_file(storage, filename).metadata.is_valid
 
     @staticmethod
     def _offer_caching_tools(

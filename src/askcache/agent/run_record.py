@@ -23,14 +23,53 @@ from askcache.conversation.loop import ConversationResult
 from askcache.errors import AskCacheError
 from askcache.heal.trajectory import HealOutcome, prepare_heal
 from askcache.messages import Usage
+from askcache.replay.executor import CacheExecutor
 from askcache.replay.session import ReplaySession
-from askcache.settings import CacheExecutionSettings, CachingSettings
+from askcache.settings import CacheExecutionSettings, CachingSettings, HealMode
 from askcache.storage.base import CacheStorage, load_cache_file, save_cache_file
 from askcache.storage.ledger import RunLedger, RunRecord, RunStatus
 
-__all__ = ["heal_after", "record_runs", "run_record"]
+__all__ = ["finish_run", "heal_after", "record_runs", "run_record"]
 
 logger = logging.getLogger(__name__)
+
+
+def finish_run(
+    writer: RunWriter,
+    executor: CacheExecutor,
+    outcome: ConversationResult,
+    settings: CachingSettings,
+    *,
+    name: str | None,
+    base: bytes | None,
+    capture: Callable[[], Image.Image] | None,
+) -> tuple[HealOutcome | None, list[str]]:
+    """After a run, whoever owned its loop: the heal of ``name`` when its one replay handed
+    back and the run is verified (``base``: the file's bytes as the replay read them), then
+    a ledger entry per replay of ``executor``. Returns the heal written (``None``: none) and
+    the ledger entries' names. Nothing here raises: what the storage does not take waits
+    in the outbox (``writer.kept``)."""
+    healed = (
+        heal_after(
+            writer,
+            name=name,
+            base=base,
+            session=executor.sessions[0],
+            outcome=outcome,
+            settings=settings,
+            capture=capture,
+        )
+        if base is not None and name is not None and len(executor.sessions) == 1
+        else None
+    )
+    entries = record_runs(
+        writer,
+        executor.sessions,
+        outcome,
+        settings.execution_settings,
+        read_only=settings.heal_mode == HealMode.OFF,
+    )
+    return healed, entries
 
 
 def run_record(session: ReplaySession, outcome: ConversationResult, *, last: bool) -> RunRecord:

@@ -174,8 +174,10 @@ class CacheManager:
         self._started: float | None = None
         self._captured: dict[str, Image.Image] = {}
 
-    def start_recording(self, goal: str) -> None:
+    def start_recording(self, goal: str, *, timed: bool = True) -> None:
         """Remember the goal and the start time; check that the file can be written.
+        ``timed=False``: the run happened before (its messages are recorded afterwards),
+        so its duration is not known and none is stored.
 
         Raises:
             CacheOverwriteRefusedError: the name holds a trajectory and versions are off.
@@ -188,7 +190,7 @@ class CacheManager:
         if self.keep_versions == 0 and self.storage.exists(name):
             raise CacheOverwriteRefusedError(name, self.storage.describe(name))
         self._goal = goal
-        self._started = self._clock()
+        self._started = self._clock() if timed else None
         self._captured = {}
 
     def before_tool(self, call: ToolUseBlockParam, messages: Sequence[MessageParam]) -> None:

@@ -183,33 +183,46 @@ class CacheExecutor:
         return self.session.result
 
     def handle_step(self, conversation: Conversation) -> SpeakerResult:
+        return self.turn(conversation.messages)
+
+    def turn(self, messages: list[MessageParam]) -> SpeakerResult:
+        """One turn of the replay on ``messages`` (the history so far, not changed): a tool
+        call to run (``continue``), a hand-back message (``switch_speaker``), or the end.
+        Whoever owns the loop runs the call and appends its result: the
+        :class:`~askcache.conversation.loop.Conversation` of an ``Agent``, or the user's own
+        loop (:mod:`askcache.loop`)."""
         session = self.session
         if session is None or not self.is_active:
             return SpeakerResult(
                 "switch_speaker", next_speaker=self.agent_speaker, reason="no active replay"
             )
-        command = session.next(conversation.messages)
+        command = session.next(messages)
         if isinstance(command, Emit):
             return SpeakerResult(
                 "continue", [MessageParam(role="assistant", content=[command.call])]
             )
         if isinstance(command, HandBack):
-            return self._hand_back(session, command, conversation)
+            return self._hand_back(session, command, messages)
         return self._finish(session, command)
 
     def rejoin_check(self, conversation: Conversation) -> str | None:
         """After a model turn whose tools ran: this executor's name when the replay takes
         over again (:meth:`ReplaySession.try_rejoin`), else ``None``."""
+        return self.name if self.rejoins(conversation.messages) else None
+
+    def rejoins(self, messages: list[MessageParam]) -> bool:
+        """After a model turn whose tools ran (``messages`` ends with their results): True
+        when the replay takes over again, by the rules of :mod:`askcache.replay.rejoin`
+        (:meth:`ReplaySession.try_rejoin`, which records the decision)."""
         session = self.session
-        messages = conversation.messages
         if session is None or not session.suspended or not session.settings.rejoin:
-            return None
+            return False
         if not messages or not messages[-1].tool_results:
-            return None
+            return False
         latest = next((m for m in reversed(messages) if m.role == "assistant"), None)
         if latest is not None and any(c.name == RESUME_TOOL_NAME for c in latest.tool_uses):
-            return None  # the model asked in this turn: that request was the decision
-        return self.name if session.try_rejoin(messages) else None
+            return False  # the model asked in this turn: that request was the decision
+        return session.try_rejoin(messages)
 
     def resume(self, messages: list[MessageParam]) -> str:
         """Re-join on the model's request (``resume_cached_trajectory``); returns what to
@@ -233,7 +246,7 @@ class CacheExecutor:
         return f"Resuming {session.name} at step {session.index}."
 
     def _hand_back(
-        self, session: ReplaySession, command: HandBack, conversation: Conversation
+        self, session: ReplaySession, command: HandBack, messages: list[MessageParam]
     ) -> SpeakerResult:
         result = session.result
         result.status = "handed_back"
@@ -242,9 +255,7 @@ class CacheExecutor:
         result.handbacks += 1
         result.handback_steps.append(command.step)
         result.seconds = session.elapsed()
-        session.suspend(command, len(conversation.messages))
-        first = conversation.messages[0].content if conversation.messages else ""
-        goal = first if isinstance(first, str) else "(see above)"
+        session.suspend(command, len(messages))
         text = hand_back_text(
             name=session.name,
             steps=session.steps,
@@ -252,7 +263,7 @@ class CacheExecutor:
             index=command.step,
             problem=command.problem,
             executed=command.executed,
-            goal=goal,
+            goal=goal_of(messages),
             can_resume=session.settings.rejoin,
         )
         logger.warning(
@@ -296,3 +307,15 @@ class CacheExecutor:
             "done",
             reason=f"replayed {session.name} from step {result.start_step}: {result.status}",
         )
+
+
+def goal_of(messages: list[MessageParam]) -> str:
+    """The task as the history's first message states it (its text), for the hand-back
+    message; ``(see above)`` when it holds no text."""
+    first = messages[0] if messages else None
+    if first is None:
+        return ""
+    if isinstance(first.content, str):
+        return first.content
+    texts = [block.text for block in first.blocks if isinstance(block, TextBlockParam)]
+    return "\n".join(texts) if texts else "(see above)"

@@ -15,6 +15,7 @@ from askcache.cachefile.format import CacheFile
 from askcache.cachefile.parse import parse_cache_file
 from askcache.cachefile.signing import SigningKeys, sign_cache_file, verify_cache_file
 from askcache.errors import AskCacheError
+from askcache.loop import AsyncLoopReplay, LoopReplay, record_messages
 from askcache.replay.executor import CacheExecutor
 from askcache.replay.guard import check_replayable
 from askcache.replay.result import ReplayResult
@@ -37,6 +38,7 @@ __all__ = [
     "ActResult",
     "Agent",
     "AskCacheError",
+    "AsyncLoopReplay",
     "CacheExecutionSettings",
     "CacheExecutor",
     "CacheFile",
@@ -46,6 +48,7 @@ __all__ = [
     "ComputerTool",
     "HealMode",
     "LocalCacheStorage",
+    "LoopReplay",
     "ReplayResult",
     "RunLedger",
     "RunRecord",
@@ -59,6 +62,7 @@ __all__ = [
     "check_replayable",
     "load_cache_file",
     "parse_cache_file",
+    "record_messages",
     "save_cache_file",
     "sign_cache_file",
     "storage_for",

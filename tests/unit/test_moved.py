@@ -17,7 +17,7 @@ from askcache.storage.base import LocalCacheStorage
 
 
 def test_the_public_surface_is_small_and_every_name_imports() -> None:
-    assert len(askcache.__all__) <= 30
+    assert len(askcache.__all__) <= 33  # what README and docs write, the own-loop API included
     for name in askcache.__all__:
         assert getattr(askcache, name) is not None
 

@@ -1,0 +1,36 @@
+"""askcache inside your own computer-use loop: record the messages your loop already has, and
+replay a trajectory by asking askcache for each next action, which your own tool runner runs.
+
+- :func:`record_messages`: a finished run's messages -> a trajectory.
+- :class:`LoopReplay` (and :class:`AsyncLoopReplay` for ``AsyncAnthropic`` loops): replay
+  ``name`` through your loop, hand back to your model when a check fails, heal after.
+
+The engine underneath is the one :class:`~askcache.Agent` runs (:mod:`askcache.replay`,
+:mod:`askcache.heal`); docs/own-loop.md shows the reference loop with askcache added.
+"""
+
+from askcache.loop.aio import AsyncLoopReplay
+from askcache.loop.errors import (
+    InvalidToolResultError,
+    LoopUsageError,
+    NotAScreenshotError,
+    ReplayOverError,
+    ToolResultOrderError,
+    UnknownToolResultError,
+)
+from askcache.loop.record import record_messages
+from askcache.loop.replay import LoopReplay
+from askcache.loop.run import LoopStatus
+
+__all__ = [
+    "AsyncLoopReplay",
+    "InvalidToolResultError",
+    "LoopReplay",
+    "LoopStatus",
+    "LoopUsageError",
+    "NotAScreenshotError",
+    "ReplayOverError",
+    "ToolResultOrderError",
+    "UnknownToolResultError",
+    "record_messages",
+]

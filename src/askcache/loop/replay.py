@@ -1,0 +1,297 @@
+"""askcache in your own loop: :class:`LoopReplay` gives your loop the next action of a
+recorded run, and your tool runner executes it.
+
+The loop asks for actions (``tool_use`` blocks in the Messages API's shape), runs each with
+its own tool runner, and hands back the ``tool_result`` (with its screenshot); askcache
+checks every step on those screenshots before giving it, exactly as an ``Agent``'s replay
+does: one engine, :class:`~askcache.replay.executor.CacheExecutor` and its session. Some
+actions are screenshots the replay asks for while it waits for the screen to settle or
+watches a step's effect (:mod:`askcache.loop.bridge`); they are not added to the history.
+
+The replayed steps, their results and, on a hand-back, the message the model is told why
+are appended to the loop's own ``messages`` list, so on a hand-back the loop simply goes on
+calling the model with it. After each later model turn whose tools ran, asking for actions
+again lets the replay re-join when the re-join rules hold. :meth:`LoopReplay.done` ends the
+run: the ledger entry, and the heal after a verified hand-back (or, when there was no
+trajectory to replay, the recording of the run).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from PIL import Image
+
+from askcache.actions import make_tool_use, parse_action
+from askcache.agent.act import ActResult
+from askcache.conversation.loop import SpeakerResult
+from askcache.loop.bridge import Returned, ScreenBridge
+from askcache.loop.errors import (
+    NotAScreenshotError,
+    ReplayOverError,
+    ToolResultOrderError,
+    UnknownToolResultError,
+)
+from askcache.loop.history import History
+from askcache.loop.results import as_given, parse_result, screenshot_of, text_of
+from askcache.loop.run import LoopRun, LoopStatus, RunEnd
+from askcache.messages import (
+    MessageParam,
+    ToolResultBlockParam,
+    ToolUseBlockParam,
+)
+from askcache.settings import CachingSettings
+from askcache.storage.base import CacheStorage
+
+__all__ = ["LoopReplay", "LoopStatus"]
+
+logger = logging.getLogger(__name__)
+
+
+class _Waiting:
+    """An action given to the loop whose result has not come back yet."""
+
+    def __init__(self, call: ToolUseBlockParam, *, screen: bool) -> None:
+        self.call = call
+        self.screen = screen
+        """True for a screenshot the replay asked for itself (not a step)."""
+
+    @property
+    def label(self) -> str:
+        action = parse_action(self.call)
+        return action.name if action is not None else self.call.name
+
+
+class LoopReplay:
+    """Record and replay inside your own computer-use loop (see the module docstring).
+
+    Args:
+        name: The trajectory's name in the storage (``fill-form.json``).
+        messages: Your loop's history so far, starting with the user's message stating the
+            task; askcache appends the replayed steps to this very list.
+        settings: What to do (``strategy``: ``auto`` replays ``name`` when it exists and
+            records the run when it does not; heal mode, parameter values, checks); default
+            ``CachingSettings()``.
+        storage: Where trajectories live; default: ``settings.cache_dir``.
+        model: The model your loop calls, stored with a recording.
+        display_size: The real screen's size, when your runner knows it (a replay on a
+            display of another size checks steps for another pixel density).
+        sleep: Used for the replay's waits (tests pass a no-op).
+
+    Raises:
+        CacheNotFoundError: ``strategy="execute"`` and ``name`` does not exist.
+        AskCacheError: the file cannot be replayed here (the message says why), before
+            any action.
+        LoopUsageError: ``messages`` is not a history starting with the user's message.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        messages: list[Any],
+        *,
+        settings: CachingSettings | None = None,
+        storage: CacheStorage | None = None,
+        model: str | None = None,
+        display_size: tuple[int, int] | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._history = History(messages)
+        self._bridge = ScreenBridge()
+        self._run = LoopRun(
+            name,
+            self._history.parsed,
+            settings=settings or CachingSettings(),
+            storage=storage,
+            model=model,
+            screen=self._bridge.capture,
+            display_size=display_size,
+            sleep=sleep,
+        )
+        self._status: LoopStatus = self._run.first_status()
+        self._waiting: _Waiting | None = None
+        self._answered: set[str] = set()
+        self._result: ActResult | None = None
+
+    @property
+    def status(self) -> LoopStatus:
+        """Where the run is (see :data:`LoopStatus`)."""
+        return self._status
+
+    @property
+    def finished(self) -> bool:
+        """True when the replay ran every step and the task is done: the loop stops here,
+        no model call needed."""
+        return self._status == "finished"
+
+    @property
+    def handed_back(self) -> bool:
+        """True while the model has the turn after a hand-back."""
+        return self._status == "handed_back"
+
+    @property
+    def messages(self) -> list[Any]:
+        """Your loop's list, with what askcache appended: on a hand-back, the messages to
+        continue from."""
+        return self._history.user
+
+    def actions(self, messages: list[Any] | None = None) -> Iterator[dict[str, Any]]:
+        """The actions to run, one at a time, each a ``tool_use`` block (a dict in the
+        Messages API's shape); hand each one's result to :meth:`tool_result` before taking
+        the next. Ends when the replay finishes, hands back, or has nothing to replay.
+        After a hand-back, call it again after each model turn whose tools ran (with the
+        loop's ``messages``): it re-joins when the rules hold."""
+        while (action := self.next_action(messages)) is not None:
+            yield action
+
+    def next_action(self, messages: list[Any] | None = None) -> dict[str, Any] | None:
+        """The next action to run, or ``None`` (see :meth:`actions`).
+
+        Raises:
+            ToolResultOrderError: the last action's result was not handed in yet.
+            ReplayOverError: :meth:`done` was called.
+        """
+        if self._status == "done":
+            raise ReplayOverError("done() was called: this run is over")
+        if self._waiting is not None:
+            raise ToolResultOrderError(
+                f"the result of {self._waiting.call.id!r} ({self._waiting.label}) was not "
+                "handed to tool_result() yet: hand it in before asking for the next action"
+            )
+        history = self._history.follow(messages)
+        if self._bridge.running:
+            return self._step()
+        if self._status == "handed_back":
+            self._bridge.start(lambda: self._run.executor.rejoins(history))
+            return self._step()
+        if self._status != "replaying":
+            return None
+        self._bridge.start(lambda: self._run.executor.turn(history))
+        return self._step()
+
+    def _step(self) -> dict[str, Any] | None:
+        """Wait for the engine call: a screenshot it wants, or what it decided."""
+        event = self._bridge.wait()
+        if not isinstance(event, Returned):
+            call = make_tool_use("screenshot", self._run.shape)
+            self._waiting = _Waiting(call, screen=True)
+            return _api(call)
+        value = event.value
+        if isinstance(value, bool):  # the re-join decision
+            if not value:
+                return None
+            self._status = "replaying"
+            logger.info("the replay re-joins your loop")
+            return self.next_action()
+        assert isinstance(value, SpeakerResult)
+        return self._turn(value)
+
+    def _turn(self, turn: SpeakerResult) -> dict[str, Any] | None:
+        if turn.status == "continue":
+            message = turn.messages[0]
+            call = message.tool_uses[0]
+            self._run.typing([call])
+            self._history.append(message)
+            self._waiting = _Waiting(call, screen=False)
+            return _api(call)
+        for message in turn.messages:  # the hand-back, or the note on an unverified end
+            self._history.append(message)
+        if turn.status == "switch_speaker" and turn.messages:
+            self._status = "handed_back"
+        else:
+            self._status = "finished"
+            self._result = self._run.finish(self._history.parsed, "done", None)
+        return None
+
+    def tool_result(self, result: Mapping[str, Any] | ToolResultBlockParam) -> None:
+        """Hand in the result of the action :meth:`next_action` gave: a ``tool_result``
+        block (a dict as the Messages API takes it) with the screenshot your runner took
+        after the action. A step's result is appended to the loop's messages; a screenshot
+        the replay asked for itself is not.
+
+        Raises:
+            UnknownToolResultError: the result is for another action than the one given.
+            NotAScreenshotError: its image is not an image, or a screenshot asked for has
+                none (a failed screenshot says so with ``is_error``).
+            ToolResultOrderError: no action is waiting for its result.
+            ReplayOverError: the replay handed back or finished (your loop runs the model's
+                calls now), or :meth:`done` was called.
+        """
+        block = parse_result(result)
+        waiting = self._waiting
+        if waiting is None:
+            if self._status in ("handed_back", "finished", "done"):
+                raise ReplayOverError(
+                    f"the replay is {self._status.replace('_', ' ')}: tool_result() takes "
+                    "only the results of the actions askcache gives; the model's go into "
+                    "your messages"
+                )
+            again = " again" if block.tool_use_id in self._answered else ""
+            raise ToolResultOrderError(
+                f"tool result for {block.tool_use_id!r}{again}, but no action is waiting "
+                "for its result: ask for the next action first"
+            )
+        if block.tool_use_id != waiting.call.id:
+            raise UnknownToolResultError(block.tool_use_id, waiting.call.id, waiting.label)
+        image = screenshot_of(block)
+        if waiting.screen and image is None and not block.is_error:
+            raise NotAScreenshotError(
+                block.tool_use_id,
+                "askcache asked for a screenshot and the result holds no image (a screenshot "
+                "that failed says so with is_error)",
+            )
+        self._waiting = None
+        self._answered.add(block.tool_use_id)
+        if waiting.screen:
+            if image is None:
+                self._bridge.answer(RuntimeError(f"the screenshot failed: {text_of(block)}"))
+            else:
+                self._bridge.answer(image)
+            return
+        self._history.append(MessageParam(role="user", content=[block]), as_given(result))
+
+    def done(
+        self,
+        messages: list[Any] | None = None,
+        *,
+        status: RunEnd = "done",
+        screen: Image.Image | None = None,
+    ) -> ActResult:
+        """End the run when your loop ends: its ledger entry; after a hand-back the model
+        finished, the heal (when the run is verified); with nothing replayed, the recording
+        of the run. ``status``: ``done`` when the task was finished, else ``failed`` or
+        ``max_turns`` (nothing is recorded or healed). ``screen``: a screenshot taken now,
+        when your loop can: a heal then also checks the screen has settled, as an
+        ``Agent``'s does. Returns what happened, as :meth:`Agent.act <askcache.Agent.act>`
+        does. Calling it again returns the same result.
+
+        Raises:
+            ToolResultOrderError: ``status="done"`` while an action's result is missing.
+        """
+        if self._result is not None and self._status in ("finished", "done"):
+            self._status = "done"
+            return self._result
+        if self._waiting is not None and status == "done":
+            raise ToolResultOrderError(
+                f"the result of {self._waiting.call.id!r} ({self._waiting.label}) was not "
+                "handed to tool_result(): hand it in, or end with status='failed'"
+            )
+        self._waiting = None
+        self._bridge.close()
+        history = self._history.follow(messages)
+        self._result = self._run.finish(history, status, screen)
+        self._status = "done"
+        return self._result
+
+    def close(self) -> None:
+        """Stop a replay your loop abandons: a check under way ends (its screenshots fail,
+        so it hands back); nothing is written. :meth:`done` closes it too."""
+        self._bridge.close()
+
+
+def _api(call: ToolUseBlockParam) -> dict[str, Any]:
+    dumped: dict[str, Any] = call.model_dump(mode="json", context={"for_api": True})
+    return dumped

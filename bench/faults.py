@@ -164,7 +164,7 @@ FAULTS: list[Fault] = [
     ),
     Fault("slow app (answers after 0.8 s)", form_args=("--slow", "0.8"), status="completed"),
     Fault("frozen app (ignores input)", form_args=("--freeze-after", "0"), saved=False),
-    Fault("window moved", form_args=("--position", "200", "150")),
+    Fault("window moved", form_args=("--position", "200", "150"), status="completed", rejoins=0),
     Fault(
         "screen resized, same aspect (1920x1200)",
         screen=(1920, 1200),

@@ -27,6 +27,7 @@ from pydantic import (
 
 from askcache.errors import AskCacheError
 from askcache.screen.state import StepEffect
+from askcache.screen.windows import WindowFrame
 
 __all__ = [
     "Base64ImageSource",
@@ -133,6 +134,7 @@ class ToolUseBlockParam(ApiModel):
             "visual_weak",
             "visual_other_density",
             "effect",
+            "window",
         }
     )
 
@@ -178,6 +180,12 @@ class ToolUseBlockParam(ApiModel):
     visual_mask: str | None = None
     """Cache-only: what varied at this step across repeat runs and is ignored: hash bits,
     ink columns, raised tone tolerances (:mod:`askcache.fingerprint.masks`); format version 3 on."""
+    window: WindowFrame | None = None
+    """Cache-only: the top-level window under the step's point (its anchor, for a step
+    without one) when recorded: frame, class and title, in the screenshot's pixels; the
+    point relative to the window is the point minus the frame's origin. A replay finds the
+    window where it is now and checks the step there (:mod:`askcache.screen.windows`).
+    Optional: absent where no window information was available."""
 
 
 class ToolResultBlockParam(ApiModel):

@@ -17,6 +17,7 @@ __all__ = [
     "TARGET_RESOLUTIONS",
     "Size",
     "api_resolution",
+    "move_step_input",
     "same_aspect",
     "scale_point",
     "scale_step_input",
@@ -78,3 +79,20 @@ def scale_step_input(arguments: dict[str, Any], source: Size, target: Size) -> d
         right, bottom = scale_point((round(region[2]), round(region[3])), source, target)
         scaled["region"] = [left, top, right, bottom]
     return scaled
+
+
+def move_step_input(arguments: dict[str, Any], offset: Point, size: Size) -> dict[str, Any]:
+    """A computer action's arguments with every point moved by ``offset`` (inside ``size``):
+    the step acts where its window moved to."""
+    moved = dict(arguments)
+    for key in ("coordinate", "start_coordinate"):
+        value = arguments.get(key)
+        if (
+            isinstance(value, list)
+            and len(value) == 2
+            and all(isinstance(v, int | float) for v in value)
+        ):
+            x = min(max(round(value[0]) + offset[0], 0), size[0] - 1)
+            y = min(max(round(value[1]) + offset[1], 0), size[1] - 1)
+            moved[key] = [x, y]
+    return moved

@@ -191,10 +191,12 @@ class Agent:
         computer = self._computer()
         capture = computer.capture if computer else None
         display_size = computer.screen_size if computer is not None else None
+        windows = computer.windows if computer is not None else None
         executor = CacheExecutor(
             tool_shape=computer.shape if computer else "tool",
             screen=capture,
             display_size=display_size,
+            windows=windows,
             sleep=self._sleep,
             offered_tools=[tool.name for tool in self.tools],
         )
@@ -219,6 +221,7 @@ class Agent:
                 capture=capture,
                 display_size=display_size,
                 keep_versions=settings.keep_versions,
+                windows=windows,
             )
             recorder.start_recording(goal)
         elif strategy == CacheStrategy.EXECUTE:

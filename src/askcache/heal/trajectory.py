@@ -491,6 +491,13 @@ def prepare_heal(
             name,
         )
         return None
+    if session.moved_seen:
+        logger.info(
+            "%s not healed: steps of the run were replayed where their window had moved "
+            "(the healed steps would mix the recorded layout with this screen's)",
+            name,
+        )
+        return None
     verified = verify_run(session, outcome, capture)
     if verified is None:
         logger.info("%s not healed: the run after the hand-back is not verified", name)

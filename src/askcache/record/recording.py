@@ -50,6 +50,7 @@ from askcache.parameters import (
 from askcache.redaction import register_secrets
 from askcache.screen.elsewhere import ELEMENT_RADIUS, changed_blocks, changes_elsewhere, prune
 from askcache.screen.state import EndState, ScreenStateConfig, StepEffect, Thumbnail, effect_of
+from askcache.screen.windows import WindowFrame, window_at
 from askcache.settings import CacheWritingSettings
 from askcache.storage.base import CacheStorage
 from askcache.storage.versions import TrajectoryVersions
@@ -150,6 +151,11 @@ class CacheManager:
         keep_versions: Versions of the trajectory kept when recording over an existing one
             (``CachingSettings.keep_versions``); 0: versions are off, and recording over an
             existing trajectory is refused.
+        windows: Lists the screen's top-level windows in the screenshots' coordinates
+            (:meth:`askcache.tools.computer.ComputerTool.windows`; ``None`` from it: the
+            screen cannot list them). Asked before each acting step: the window under the
+            step's point is stored on it (``ToolUseBlockParam.window``), so a replay can find
+            the window where it is then.
     """
 
     def __init__(
@@ -162,6 +168,7 @@ class CacheManager:
         display_size: tuple[int, int] | None = None,
         keep_versions: int = 10,
         clock: Callable[[], float] = time.monotonic,
+        windows: Callable[[], list[WindowFrame] | None] | None = None,
     ) -> None:
         self.storage = storage
         self.keep_versions = keep_versions
@@ -173,6 +180,8 @@ class CacheManager:
         self._goal: str | None = None
         self._started: float | None = None
         self._captured: dict[str, Image.Image] = {}
+        self.windows = windows
+        self._windows: dict[str, list[WindowFrame]] = {}
 
     def start_recording(self, goal: str, *, timed: bool = True) -> None:
         """Remember the goal and the start time; check that the file can be written.
@@ -192,16 +201,32 @@ class CacheManager:
         self._goal = goal
         self._started = self._clock() if timed else None
         self._captured = {}
+        self._windows = {}
 
     def before_tool(self, call: ToolUseBlockParam, messages: Sequence[MessageParam]) -> None:
-        """Called before ``call`` runs: when it acts and no screenshot precedes it in
-        ``messages``, take one now, so no acting step is recorded blind."""
+        """Called before ``call`` runs: when it acts, list the windows (the one under its
+        point is stored with it), and when no screenshot precedes it in ``messages``, take
+        one now, so no acting step is recorded blind."""
         action = parse_action(call)
-        if self.capture is None or action is None or action.name not in ACTING_ACTIONS:
+        if action is None or action.name not in ACTING_ACTIONS:
+            return
+        self._list_windows(call.id)
+        if self.capture is None:
             return
         if final_screenshot(messages) is None:
             self._captured[call.id] = self.capture()
             logger.info("step %s (%s): took a screenshot before it", call.id, action.name)
+
+    def _list_windows(self, call_id: str) -> None:
+        if self.windows is None:
+            return
+        try:
+            listed = self.windows()
+        except Exception as exc:  # no window information is today's behaviour, not an error
+            logger.info("the windows could not be listed before step %s: %s", call_id, exc)
+            return
+        if listed is not None:
+            self._windows[call_id] = listed
 
     def build_cache_file(self, messages: Sequence[MessageParam]) -> CacheFile:
         """The cache file for ``messages``, without writing it."""
@@ -268,6 +293,7 @@ class CacheManager:
                     visual_target=fingerprint.target if fingerprint else None,
                     visual_weak=fingerprint.weak if fingerprint else None,
                     visual_other_density=fingerprint.other_density if fingerprint else None,
+                    window=window_at(self._windows.get(step.call.id, []), anchor),
                 )
             )
         trajectory = [

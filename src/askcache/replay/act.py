@@ -1,7 +1,8 @@
 """Act: emit a checked step as a tool call, its points scaled to the current screen.
 
 The call carries none of the file's cache-only fields, a new id, and ``replayed=True`` (the
-computer tool then skips its settle delay: the replay waits for the screen itself). What the
+computer tool then skips its settle delay: the replay waits for the screen itself). A step
+checked where its window moved (:mod:`.anchor`) acts at its point moved with the window. What the
 step was checked on is kept as :class:`~askcache.replay.state.Pending` for :mod:`.verify`.
 """
 
@@ -14,9 +15,8 @@ from askcache.actions import new_tool_use_id
 from askcache.messages import ToolUseBlockParam
 from askcache.replay.check import Checked
 from askcache.replay.commands import Emit
-from askcache.replay.observe import Screen
 from askcache.replay.state import Pending, ReplayState
-from askcache.scaling import scale_step_input
+from askcache.scaling import move_step_input, scale_step_input
 
 __all__ = ["act"]
 
@@ -38,24 +38,34 @@ def act(state: ReplayState, step: ToolUseBlockParam, checked: Checked, waited: f
             **dict.fromkeys(ToolUseBlockParam.cache_only_fields),  # the file's, not the call's
             "id": new_tool_use_id(),
             "replayed": True,
-            "input": _fit(state, step.input, checked.screen),
+            "input": _fit(state, step.input, checked),
         }
     )
     same_size = checked.screen is not None and checked.screen.image.size == state.space
+    if checked.screen is not None:
+        state.last_anchor = checked.anchor
+    if checked.anchor is not None:
+        state.moved_seen = True
     state.pending = Pending(
         call.id,
         state.index,
         checked.thumbnail,
         before_image=checked.screen.image if same_size and checked.screen else None,
         started=state.step_started,
+        anchor=checked.anchor,
     )
     state.emitted[call.id] = step
     return Emit(call)
 
 
-def _fit(state: ReplayState, arguments: dict[str, Any], screen: Screen | None) -> dict[str, Any]:
-    """The step's arguments with points scaled to the current screen's size."""
-    space = state.space
-    if space is None or screen is None or screen.image.size == space:
+def _fit(state: ReplayState, arguments: dict[str, Any], checked: Checked) -> dict[str, Any]:
+    """The step's arguments with points moved with its window (when it moved) and scaled to
+    the current screen's size."""
+    space, screen = state.space, checked.screen
+    if space is None or screen is None:
+        return arguments
+    if checked.anchor is not None:
+        arguments = move_step_input(arguments, checked.anchor.offset, space)
+    if screen.image.size == space:
         return arguments
     return scale_step_input(arguments, space, screen.image.size)

@@ -7,20 +7,25 @@ it changed when recorded looks as it did before the action then. A step that sho
 checked but cannot be (no fingerprint stored, a hash that cannot be read, a screen whose
 aspect ratio cannot be mapped) is refused: fail closed. When a step is refused, the first
 step of a recorded variant at the same index may be checked instead.
+
+A step whose window moved since the recording (:mod:`.anchor`) is checked on the screen as
+seen from its window, with the same thresholds; the outcome carries the anchor, and the step
+then acts where the window is.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from askcache.actions import ACTING_ACTIONS, Action, action_anchors, parse_action
 from askcache.errors import InvalidHashError
 from askcache.fingerprint.step import StepFingerprint, check_step_representation
 from askcache.geometry import Point
 from askcache.messages import ToolUseBlockParam
+from askcache.replay.anchor import window_anchor
 from askcache.replay.observe import Screen
 from askcache.replay.result import StepRecord
-from askcache.replay.state import ReplayState, other_scale
+from askcache.replay.state import Anchor, ReplayState, other_scale
 from askcache.replay.step_view import StepView
 from askcache.scaling import same_aspect
 from askcache.screen.state import Thumbnail, compare_tiles
@@ -38,6 +43,9 @@ class Checked:
     thumbnail: Thumbnail | None
     variant: int | None = None
     """The variant of the trajectory whose first step was checked (``None``: its own)."""
+    anchor: Anchor | None = None
+    """Where the step's window (or region) is now, when it moved: the step was checked on
+    ``screen`` as seen from there, and acts there (``None``: at its recorded point)."""
 
 
 @dataclass(frozen=True)
@@ -87,7 +95,9 @@ def check_ways(
         pointer = list(action_anchors([*state.steps[: state.index], first]))[-1]
         checked = check(state, first, parse_action(first), screen, pointer=(pointer,))
         if isinstance(checked, Checked) and checked.record.validated:
-            return Checked(checked.record, checked.screen, checked.thumbnail, number)
+            return Checked(
+                checked.record, checked.screen, checked.thumbnail, number, checked.anchor
+            )
     return outcome
 
 
@@ -99,10 +109,36 @@ def check(
     *,
     pointer: tuple[Point | None] | None = None,
     keep_view: bool = True,
+    anchor: Anchor | None = None,
 ) -> Checked | Refused:
     """Whether ``step`` may run on ``screen`` (``pointer``: the pointer's position
     before it, when ``step`` is not the trajectory's step at this index; ``keep_view``:
-    remember what it was checked on, for reports)."""
+    remember what it was checked on, for reports). Where its window is now decides where
+    it is checked (:mod:`.anchor`); ``anchor``: check it there instead (a match the search
+    found, :mod:`.search`)."""
+    if anchor is None:
+        anchor = window_anchor(state, step, action, screen)
+    if anchor is not None:
+        outcome = _check(
+            state, step, action, screen.moved(anchor.offset), pointer=pointer, keep_view=keep_view
+        )
+        if isinstance(outcome, Checked):
+            record = outcome.record
+            record.note = f"{record.note or 'checked'}; {anchor.describe()}"
+            return Checked(record, outcome.screen, outcome.thumbnail, anchor=anchor)
+        return replace(outcome, problem=f"{outcome.problem} (checked {anchor.describe()})")
+    return _check(state, step, action, screen, pointer=pointer, keep_view=keep_view)
+
+
+def _check(
+    state: ReplayState,
+    step: ToolUseBlockParam,
+    action: Action | None,
+    screen: Screen,
+    *,
+    pointer: tuple[Point | None] | None,
+    keep_view: bool,
+) -> Checked | Refused:
     record = StepRecord(
         step_index=state.index,
         action=action.name if action is not None else step.name,

@@ -13,6 +13,8 @@ from askcache.replay.observe import Screen, current
 from askcache.replay.result import EndStateVerdict
 from askcache.replay.state import CaptureFailedError, ReplayState
 from askcache.replay.wait import watch
+from askcache.screen.state import Thumbnail
+from askcache.screen.windows import WindowFrame
 
 __all__ = ["finish"]
 
@@ -35,8 +37,13 @@ def _compare_end(state: ReplayState, messages: list[MessageParam], *, wait: bool
     if screen is None:
         return Finished(None)
     skip = set(recorded.volatile) | set(recorded.parameter_tiles)
+    anchor = state.last_anchor
+    if anchor is not None and anchor.frame is not None:
+        skip |= set(_outside(end, anchor.frame))
 
     def evaluate(seen: Screen) -> EndStateVerdict:
+        if anchor is not None:
+            seen = seen.moved(anchor.offset)
         now = seen.thumbnail(config)
         total = now.rows * now.columns
         differing = [i for i in now.differing_tiles(end) if i not in skip]
@@ -53,3 +60,14 @@ def _compare_end(state: ReplayState, messages: list[MessageParam], *, wait: bool
     return Finished(
         verdict, hand_back=not verdict.matched and state.settings.end_state == "hand_back"
     )
+
+
+def _outside(end: Thumbnail, frame: WindowFrame) -> list[int]:
+    """The tiles of ``end`` that do not lie wholly inside ``frame``."""
+    right, bottom = frame.x + frame.width, frame.y + frame.height
+    outside = []
+    for index in range(end.rows * end.columns):
+        left, top, tile_right, tile_bottom = end.tile_box(index)
+        if left < frame.x or top < frame.y or tile_right > right or tile_bottom > bottom:
+            outside.append(index)
+    return outside

@@ -32,6 +32,7 @@ from askcache.replay.rejoin import RESUME_TOOL_NAME
 from askcache.replay.result import ReplayResult
 from askcache.replay.session import ReplaySession
 from askcache.replay.step_view import StepView
+from askcache.screen.windows import WindowFrame
 from askcache.settings import CacheExecutionSettings
 
 if TYPE_CHECKING:
@@ -57,6 +58,10 @@ class CacheExecutor:
         display_size: The real screen's size, when the computer tool knows it: on a display
             of another size than the recording's, steps are checked for another pixel
             density (``VisualValidationConfig.other_density``).
+        windows: Lists the screen's top-level windows as the model sees them
+            (:meth:`askcache.tools.computer.ComputerTool.windows`): a step recorded with its
+            window is checked and acted on where that window is now
+            (:mod:`askcache.replay.anchor`).
         offered_tools: Names of the tools this run offers; a file with a step calling a
             tool outside them (or, other than the computer tool, outside
             ``CacheExecutionSettings.replay_tools``) is refused. ``None``: the computer tool.
@@ -71,6 +76,7 @@ class CacheExecutor:
         tool_shape: ToolShape = "tool",
         screen: Callable[[], Image.Image] | None = None,
         display_size: tuple[int, int] | None = None,
+        windows: Callable[[], list[WindowFrame] | None] | None = None,
         offered_tools: Collection[str] | None = None,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
@@ -81,6 +87,7 @@ class CacheExecutor:
         self.tool_shape = tool_shape
         self.screen = screen
         self.display_size = display_size
+        self.windows = windows
         self._sleep = sleep
         self._clock = clock
         self.session: ReplaySession | None = None
@@ -175,6 +182,7 @@ class CacheExecutor:
             tool_shape=self.tool_shape,
             capture=self.screen,
             display_size=self.display_size,
+            windows=self.windows,
             sleep=self._sleep,
             clock=self._clock,
         )

@@ -39,11 +39,31 @@ class Screen:
     """Brought to the size the trajectory was recorded at."""
     _thumbnail: Thumbnail | None = None
 
+    def moved(self, offset: tuple[int, int]) -> Screen:
+        """This screen as seen from a window that moved by ``offset`` (recorded pixels): the
+        pixel at ``(x, y)`` of the result is the one at ``(x + dx, y + dy)`` here, so what
+        the window shows lies where it was recorded (and every check compares the regions
+        it compared then); what lies beyond the screen's edge is black."""
+        if offset == (0, 0):
+            return self
+        scale = (
+            self.image.width / self.recorded.width,
+            self.image.height / self.recorded.height,
+        )
+        image_offset = (round(offset[0] * scale[0]), round(offset[1] * scale[1]))
+        return Screen(_shift(self.image, image_offset), _shift(self.recorded, offset))
+
     def thumbnail(self, config: ScreenStateConfig) -> Thumbnail:
         """Its thumbnail in recorded space, computed once."""
         if self._thumbnail is None:
             self._thumbnail = Thumbnail.of(self.recorded, config)
         return self._thumbnail
+
+
+def _shift(image: Image.Image, offset: tuple[int, int]) -> Image.Image:
+    moved = Image.new(image.mode, image.size)
+    moved.paste(image, (-offset[0], -offset[1]))
+    return moved
 
 
 def _is_fresh(screenshot_index: int, messages: list[MessageParam]) -> bool:

@@ -218,6 +218,8 @@ def _effect_now(state: ReplayState, stopped: Stopped, screen: Screen) -> str | N
         return "its effect cannot be checked (none recorded, or no screen before it)"
     if not has_effect(effect, ran.before_image):
         return "it has no recorded effect to check"
+    if ran.anchor is not None:
+        screen = screen.moved(ran.anchor.offset)
     try:
         return effect_problem(effect, config, ran.before, ran.before_image, screen)
     except ValueError as exc:

@@ -21,12 +21,14 @@ from askcache.parameters import substitute
 from askcache.replay.result import ReplayResult
 from askcache.replay.step_view import StepView
 from askcache.screen.state import Thumbnail
+from askcache.screen.windows import WindowFrame
 from askcache.settings import CacheExecutionSettings
 from askcache.storage.ledger import FailedCheck
 
 __all__ = [
     "CAPTURE_ATTEMPTS",
     "OTHER_DENSITY_SCALE",
+    "Anchor",
     "CaptureFailedError",
     "Pending",
     "ReplayState",
@@ -55,6 +57,27 @@ class CaptureFailedError(Exception):
 
 
 @dataclass(frozen=True)
+class Anchor:
+    """A step checked and acted on away from its recorded point: where its window (or its
+    region) is now."""
+
+    offset: tuple[int, int]
+    """How far it moved, in recorded pixels (``x``, ``y``); never ``(0, 0)``."""
+    frame: WindowFrame | None
+    """The window's frame as recorded (recorded pixels); ``None`` for a match the search
+    found (:mod:`askcache.replay.search`)."""
+    how: str
+    """How it was found, for reports: ``window`` or ``search``."""
+
+    def describe(self) -> str:
+        """Where the step was checked, in words."""
+        moved = f"{self.offset[0]:+d}, {self.offset[1]:+d} px"
+        if self.how == "window":
+            return f"where its window is now ({moved} from the recording)"
+        return f"where the search found its region ({moved} from the recorded point)"
+
+
+@dataclass(frozen=True)
 class Pending:
     """The call emitted last, whose result the next turn reads."""
 
@@ -68,6 +91,9 @@ class Pending:
     the point that the step changed when recorded; :mod:`askcache.screen.elsewhere`)."""
     started: float = 0.0
     """When the step's observation began (the replay's clock)."""
+    anchor: Anchor | None = None
+    """Where the step ran, when away from its recorded point: its effect is looked for
+    there."""
 
 
 @dataclass(frozen=True)
@@ -110,6 +136,7 @@ class ReplayState:
         tool_shape: ToolShape,
         capture: Callable[[], Image.Image] | None,
         display_size: tuple[int, int] | None = None,
+        windows: Callable[[], list[WindowFrame] | None] | None = None,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -118,6 +145,8 @@ class ReplayState:
         self.settings = settings
         self.tool_shape = tool_shape
         self.capture = capture
+        self.windows = windows
+        """Lists the screen's windows as the model sees them (``None``: it cannot)."""
         self.sleep = sleep
         self.clock = clock
         self.parameter_values = dict(parameter_values)
@@ -182,6 +211,13 @@ class ReplayState:
         """True when the computer tool reports a display of another size than the
         recording's: the screen is drawn at another pixel density even where its screenshots
         come at the recorded size."""
+        self.moved_seen = False
+        """True once a step ran where its window (or its region) had moved from the
+        recorded place (:mod:`askcache.replay.anchor`): a heal then writes nothing (its
+        steps would mix two layouts)."""
+        self.last_anchor: Anchor | None = None
+        """Where the last step that ran was anchored, when its window had moved: the end
+        state is compared there."""
         self.other_density_seen = False
         """True once a step was checked as on a screen drawn at another pixel density (a
         heal then writes nothing: its fingerprints would mix two densities)."""

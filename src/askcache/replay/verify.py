@@ -4,6 +4,7 @@ An action that changed the tiles near its point when recorded but changes nothin
 land; one whose tiles look different after it, or that did not change the places away from
 its point that it changed then (:mod:`askcache.screen.elsewhere`), did something else. The
 screen is watched (:mod:`.wait`) until the effect appears or the screen settles without it.
+A step that ran where its window moved (:mod:`.anchor`) is watched as seen from the window.
 """
 
 from __future__ import annotations
@@ -91,9 +92,10 @@ def verify(state: ReplayState, pending: Pending, messages: list[MessageParam]) -
         record.effect = "not_checked"
         return None
     before = pending.before
+    offset = pending.anchor.offset if pending.anchor is not None else (0, 0)
 
     def evaluate(seen: Screen) -> str | None:
-        return effect_problem(effect, config, before, before_image, seen)
+        return effect_problem(effect, config, before, before_image, seen.moved(offset))
 
     try:
         problem, waited = watch(state, screen, evaluate, lambda outcome: outcome is None)

@@ -23,6 +23,7 @@ from askcache.testing.simulated import (
     Widget,
 )
 from askcache.testing.tk_form import TkFormApp
+from askcache.testing.windowed import WindowedFormApp
 from askcache.testing.xvfb import VirtualDisplay
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "TkFormApp",
     "VirtualDisplay",
     "Widget",
+    "WindowedFormApp",
     "estimate_tokens",
     "run_on_display",
     "text_reply",

@@ -8,6 +8,8 @@ clear text: never a crash, never a silent no-op.
 
 Backends implement :class:`ComputerBackend`: :mod:`askcache.testing` ships a simulated
 screen rendered with Pillow; a real desktop backend (pyautogui + mss) plugs in the same way.
+A backend that also lists its windows (a :class:`~askcache.screen.windows.WindowSource`) lets
+recording store the window each step acted in, and a replay find it where it is now.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from askcache.messages import (
     ToolUseBlockParam,
 )
 from askcache.scaling import Size, api_resolution, scale_point
+from askcache.screen.windows import WindowFrame, WindowSource
 from askcache.tools.base import Tool, ToolOutput
 
 __all__ = ["ComputerBackend", "ComputerTool", "ToolVersion", "encode_png"]
@@ -148,6 +151,15 @@ class ComputerTool(Tool):
         """A real screen position in model coordinates."""
         api, screen = self.api_size, self.screen_size
         return point if api == screen else scale_point(point, screen, api)
+
+    def windows(self) -> list[WindowFrame] | None:
+        """The screen's top-level windows in model coordinates, bottom first; ``None`` when
+        the backend cannot list windows (it is not a
+        :class:`~askcache.screen.windows.WindowSource`)."""
+        if not isinstance(self.backend, WindowSource):
+            return None
+        api, screen = self.api_size, self.screen_size
+        return [frame.scaled(screen, api) for frame in self.backend.windows()]
 
     def capture(self) -> Image.Image:
         """A screenshot as the model sees it (scaled to :attr:`api_size`)."""

@@ -25,6 +25,8 @@ from PIL import Image
 
 from askcache.errors import AskCacheError
 from askcache.geometry import Point
+from askcache.screen.windows import WindowFrame
+from askcache.tools.windows import list_windows
 
 __all__ = ["DesktopBackend", "translate_key"]
 
@@ -223,6 +225,10 @@ class DesktopBackend:
     def pointer(self) -> Point:
         data = self._xdisplay.screen().root.query_pointer()._data
         return (int(data["root_x"]), int(data["root_y"]))
+
+    def windows(self) -> list[WindowFrame]:
+        """The visible top-level windows, bottom first (:mod:`askcache.tools.windows`)."""
+        return list_windows(self._xdisplay)
 
     def close(self) -> None:
         """Release the X connections."""

@@ -1,0 +1,60 @@
+"""Anchor: where a step's window is now, when it moved since the recording.
+
+A step recorded with its window (``ToolUseBlockParam.window``: the top-level window under its
+point) is looked for among the screen's windows now
+(:func:`askcache.screen.windows.find_window`: same class, same title or else same size, one
+candidate only). When it is found elsewhere, the step is checked on the screen as seen from
+the window (:meth:`~askcache.replay.observe.Screen.moved`: what the window shows lies where
+it was recorded), so the fingerprint, the area the step changed, its effect and the end state
+are compared region for region with unchanged thresholds, and the step acts at its point
+moved with the window (:func:`askcache.scaling.move_step_input`).
+
+No window information (none recorded, a screen that cannot list windows, a listing that
+fails), no such window or two candidates, a window that did not move, or a moved point that
+leaves the screen or the window: no anchor, and the step is checked at its recorded point as
+before.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from askcache.actions import Action
+from askcache.messages import ToolUseBlockParam
+from askcache.replay.observe import Screen
+from askcache.replay.state import Anchor, ReplayState
+from askcache.screen.windows import find_window
+
+__all__ = ["window_anchor"]
+
+logger = logging.getLogger(__name__)
+
+
+def window_anchor(
+    state: ReplayState, step: ToolUseBlockParam, action: Action | None, screen: Screen
+) -> Anchor | None:
+    """Where ``step``'s window is on ``screen``, when it moved (see the module docstring)."""
+    recorded = step.window
+    if recorded is None or state.windows is None or state.space is None:
+        return None
+    try:
+        listed = state.windows()
+    except Exception as exc:  # no window information: checked at the recorded point
+        logger.info("the windows could not be listed: %s", exc)
+        return None
+    if listed is None:
+        return None
+    now = [frame.scaled(screen.image.size, state.space) for frame in listed]
+    found = find_window(recorded, now)
+    if found is None:
+        return None
+    offset = (found.x - recorded.x, found.y - recorded.y)
+    if offset == (0, 0):
+        return None
+    width, height = state.space
+    points = [] if action is None else [action.point, action.pointer_after]
+    for point in (p for p in points if p is not None):
+        moved = (point[0] + offset[0], point[1] + offset[1])
+        if not (0 <= moved[0] < width and 0 <= moved[1] < height) or not found.contains(moved):
+            return None
+    return Anchor(offset, recorded, "window")

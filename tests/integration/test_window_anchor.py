@@ -1,0 +1,141 @@
+"""Window-anchored replay on the simulated screen: the form drawn as a window that moves.
+
+The real ``anthropic`` client speaks over HTTP to the local stand-in; the screen is
+:class:`~askcache.testing.WindowedFormApp` (a :class:`SimulatedFormApp` shown at a position
+on a larger desktop, which lists its window). What the form received is read from the form
+itself (its events, its saved contacts).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from askcache import Agent, CacheExecutionSettings, CacheWritingSettings, CachingSettings
+from askcache.screen.windows import WindowFrame, find_window
+from askcache.storage.base import LocalCacheStorage, load_cache_file
+from askcache.testing import (
+    FormFillingScript,
+    MessagesApiStandIn,
+    SimulatedFormApp,
+    WindowedFormApp,
+    text_reply,
+)
+from askcache.tools.computer import ComputerTool
+
+pytestmark = pytest.mark.integration
+
+GOAL = "Type Ada Lovelace into the Name field and press Save"
+ADA = [{"name": "Ada Lovelace", "email": ""}]
+
+
+def _settings(cache: Path, strategy: str) -> CachingSettings:
+    return CachingSettings(
+        strategy=strategy,  # type: ignore[arg-type]
+        cache_dir=cache,
+        writing_settings=CacheWritingSettings(filename="form.json"),
+        execution_settings=CacheExecutionSettings(delay_time_between_action=0),
+    )
+
+
+def _record(cache: Path, at: tuple[int, int] = (0, 0)) -> None:
+    screen = WindowedFormApp(at=at)
+    script = FormFillingScript(screen.app, "Ada Lovelace", to_model=screen.to_screen)
+    with MessagesApiStandIn(script) as api:
+        agent = Agent(
+            api.client(), [ComputerTool(screen)], model="claude-test", sleep=lambda s: None
+        )
+        assert agent.act(GOAL, _settings(cache, "record")).status == "done"
+    assert screen.app.saved == ADA
+
+
+def _replay(cache: Path, screen: WindowedFormApp) -> tuple[int, str, int | None]:
+    stop = text_reply("The form does not look as expected; I stop here.")
+    with MessagesApiStandIn([stop]) as api:
+        agent = Agent(
+            api.client(), [ComputerTool(screen)], model="claude-test", sleep=lambda s: None
+        )
+        result = agent.act(GOAL, _settings(cache, "execute"))
+    assert result.replay is not None
+    return result.model_calls, result.replay.status, result.replay.stopped_at_step
+
+
+def _clicked(screen: WindowedFormApp) -> list[str]:
+    """What each click reached in the form (``None``: nothing)."""
+    return [event.rsplit(" -> ", 1)[1] for event in screen.app.events if "_click" in event]
+
+
+def test_recording_stores_the_window_and_an_old_file_replays_as_before(tmp_path: Path) -> None:
+    _record(tmp_path, at=(50, 40))
+    steps = load_cache_file(LocalCacheStorage(tmp_path), "form.json").trajectory
+    acting = [s for s in steps if s.input.get("action") in ("left_click", "type")]
+    assert {s.window for s in acting} == {
+        WindowFrame(x=50, y=40, width=640, height=400, wm_class="SimulatedForm", title="Contacts")
+    }
+    assert all(s.window is None for s in steps if s.input.get("action") == "screenshot")
+
+
+def test_a_moved_window_replays_with_no_model_call_and_every_click_on_its_widget(
+    tmp_path: Path,
+) -> None:
+    _record(tmp_path)
+    moved = WindowedFormApp(at=(300, 250))
+    assert _replay(tmp_path, moved) == (0, "completed", None)
+    assert _clicked(moved) == ["name", "save"]
+    assert moved.app.saved == ADA
+
+
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        ({"wm_class": "Other"}, "no window of the recorded class"),
+        ({"title": "Contacts - other.db"}, "another title and another size: not found"),
+        (
+            {
+                "others": [
+                    WindowFrame(
+                        x=0, y=0, width=640, height=400, wm_class="SimulatedForm", title="Contacts"
+                    )
+                ]
+            },
+            "two candidates",
+        ),
+    ],
+)
+def test_without_one_window_to_anchor_to_the_step_is_checked_at_its_recorded_point(
+    tmp_path: Path, change: dict[str, object], why: str
+) -> None:
+    _record(tmp_path)
+    app = SimulatedFormApp(width=600, height=400) if "title" in change else SimulatedFormApp()
+    moved = WindowedFormApp(app=app, at=(300, 250), **change)  # type: ignore[arg-type]
+    calls, status, step = _replay(tmp_path, moved)
+    assert (calls, status, step) == (1, "handed_back", 1), why
+    assert _clicked(moved) == []  # nothing was clicked on the moved form
+    assert moved.app.saved == []
+
+
+def test_a_changed_form_on_a_moved_window_is_handed_back_before_the_click(
+    tmp_path: Path,
+) -> None:
+    _record(tmp_path)
+    moved = WindowedFormApp(app=SimulatedFormApp(layout="swapped"), at=(300, 250))
+    calls, status, step = _replay(tmp_path, moved)
+    assert (calls, status) == (1, "handed_back")
+    assert step == 3  # the Save click: Save and Clear swapped places
+    assert _clicked(moved) == ["name"]  # Clear was never clicked
+    assert moved.app.values["name"] == "Ada Lovelace"
+
+
+def test_find_window_takes_one_candidate_only() -> None:
+    recorded = WindowFrame(x=0, y=0, width=200, height=100, wm_class="App", title="a.txt - App")
+    same = recorded.model_copy(update={"x": 300})
+    renamed = same.model_copy(update={"title": "b.txt - App"})
+    resized = renamed.model_copy(update={"width": 250})
+    assert find_window(recorded, [same]) == same
+    assert find_window(recorded, [same, same.model_copy(update={"y": 50})]) is None
+    assert find_window(recorded, [renamed]) == renamed  # another document, the same size
+    assert find_window(recorded, [renamed, resized]) == renamed
+    assert find_window(recorded, [resized]) is None
+    assert find_window(recorded, [renamed, same]) == same  # the exact title first
+    assert find_window(recorded.model_copy(update={"wm_class": None}), [same]) is None

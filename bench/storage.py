@@ -31,7 +31,7 @@ ENTRIES = 50
 
 WRITER = """
 import json, sys, time
-from askcache.storage.ledger import RunLedger, RunRecord
+from askcache.storage.ledger import RunRecord, open_ledger
 from askcache.storage.remote import storage_for
 url, index, entries, mode = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 storage = storage_for(url)
@@ -39,7 +39,7 @@ storage.list_names()  # connect before the clock starts
 start = time.perf_counter()
 for run in range(entries):
     if mode == "ledger":
-        RunLedger(storage).append(
+        open_ledger(storage).append(
             RunRecord(trajectory="shared.json", status="completed", steps_run=run, pid=index)
         )
     else:  # the naive way: read a counter, add one, write it back
@@ -108,7 +108,7 @@ def _times(
 
 def _writers(url: str) -> list[tuple[int, str, int, int, float, float]]:
     """N processes appending ledger entries (and updating a naive counter) at once."""
-    from askcache.storage.ledger import RunLedger
+    from askcache.storage.ledger import open_ledger
     from askcache.storage.remote import storage_for
 
     rows = []
@@ -132,7 +132,7 @@ def _writers(url: str) -> list[tuple[int, str, int, int, float, float]]:
             wall = time.perf_counter() - start
             busy = max(float(out.strip()) for out in outs)
             if mode == "ledger":
-                kept = len(RunLedger(storage_for(target)).records("shared.json"))
+                kept = len(open_ledger(storage_for(target)).records("shared.json"))
             else:
                 kept = json.loads(storage_for(target).read(".counter/runs.json"))["runs"]
             rows.append((count, mode, count * ENTRIES, kept, busy, wall))

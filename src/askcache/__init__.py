@@ -26,7 +26,7 @@ from askcache.settings import (
     HealMode,
 )
 from askcache.storage.base import CacheStorage, LocalCacheStorage, load_cache_file, save_cache_file
-from askcache.storage.ledger import RunLedger, RunRecord
+from askcache.storage.ledger import RunLedger, RunRecord, open_ledger
 from askcache.storage.remote import storage_for
 from askcache.storage.versions import TrajectoryVersions
 from askcache.tools.base import Tool, ToolCollection, ToolOutput
@@ -61,6 +61,7 @@ __all__ = [
     "__version__",
     "check_replayable",
     "load_cache_file",
+    "open_ledger",
     "parse_cache_file",
     "record_messages",
     "save_cache_file",

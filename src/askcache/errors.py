@@ -28,6 +28,7 @@ __all__ = [
     "InvalidHashError",
     "InvalidScreenshotError",
     "InvalidSettingsError",
+    "LedgerUrlError",
     "MissingApiKeyError",
     "MissingDependencyError",
     "OutboxError",
@@ -340,6 +341,27 @@ class MissingDependencyError(AskCacheError, ImportError):
         self.package = package
         self.hint = hint
         super().__init__(f"{feature} needs the package {package!r}: {hint}")
+
+
+class LedgerUrlError(AskCacheError, ValueError):
+    """A run-ledger URL that names no engine askcache knows (``sqlite:///PATH`` or
+    ``postgresql://...``).
+
+    Attributes:
+        url: The URL, its password hidden.
+        source: Where it came from (``CachingSettings.ledger``, ``--ledger``,
+            ``$ASKCACHE_LEDGER``).
+        reason: What is wrong with it.
+    """
+
+    def __init__(self, url: str, source: str, reason: str) -> None:
+        self.url = url
+        self.source = source
+        self.reason = reason
+        super().__init__(
+            f"{source} {url!r}: {reason} (give sqlite:///PATH or postgresql://HOST/DB; "
+            "docs/ledger.md)"
+        )
 
 
 class RemoteStorageError(AskCacheError, OSError):

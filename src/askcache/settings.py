@@ -41,6 +41,7 @@ __all__ = [
     "DEFAULT_DETAIL_REGION_SIZE",
     "DEFAULT_DETAIL_THRESHOLD",
     "DEFAULT_HASH_SIZE",
+    "DEFAULT_LEDGER_RETENTION_DAYS",
     "DEFAULT_NOISE_FLOOR",
     "DEFAULT_OTHER_DENSITY_BLUR",
     "DEFAULT_OTHER_DENSITY_NOISE_FLOOR",
@@ -111,13 +112,17 @@ DEFAULT_TARGET_THRESHOLD = 0
 """Ink-map columns of a wide target that may change while a step still matches."""
 
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+_LEDGER_URL = re.compile(r"^(sqlite:///.+|(postgresql|postgres)://.+)$")
+
+DEFAULT_LEDGER_RETENTION_DAYS = 90
+"""Days raw run-ledger entries are kept (summaries are kept for ever)."""
 MAX_NAME_COMPONENT_BYTES = 255
 """Longest part of a cache file name between slashes, in UTF-8 bytes (the usual file system
 limit), ``.json`` included."""
 MAX_NAME_CHARS = 1024
 """Longest cache file name, folders included."""
 
-_SENSITIVE_FIELDS = frozenset({"parameters", "secret_parameters", "parameter_values"})
+_SENSITIVE_FIELDS = frozenset({"parameters", "secret_parameters", "parameter_values", "ledger"})
 """Fields whose values an error message never shows."""
 
 
@@ -581,6 +586,27 @@ class CachingSettings(SettingsModel):
     next run or by ``askcache sync`` (see :mod:`askcache.storage.outbox`). ``None``:
     ``$ASKCACHE_OUTBOX_DIR``, else ``$XDG_STATE_HOME/askcache/outbox``, else
     ``~/.local/state/askcache/outbox``. Must be a local folder, not a URL."""
+
+    ledger: str | None = None
+    """Where the run ledger is kept: ``None``, the default for ``cache_dir`` (SQLite inside a
+    local folder, append-only segments on shared storage); ``sqlite:///PATH``; or
+    ``postgresql://USER:PASSWORD@HOST/DB`` for a fleet (needs ``askcache[postgres]``; see
+    docs/ledger.md). ``None`` here lets ``$ASKCACHE_LEDGER`` decide. A password in it is
+    never printed or logged."""
+    ledger_retention_days: int | None = Field(DEFAULT_LEDGER_RETENTION_DAYS, ge=1, le=36500)
+    """Days raw run-ledger entries are kept; each trajectory's summary (its counts, spending
+    and savings) is kept for ever. ``None``: keep every entry for ever."""
+
+    @field_validator("ledger")
+    @classmethod
+    def _check_ledger(cls, value: str | None) -> str | None:
+        if value is not None and not _LEDGER_URL.match(value):
+            shown = re.sub(r"(://[^:/@]*:)[^@/]*@", r"\1***@", value)
+            raise ValueError(
+                f"{shown!r} is not a ledger URL: give sqlite:///PATH or "
+                "postgresql://USER@HOST/DB (or None for the default)"
+            )
+        return value
 
     @field_validator("outbox_dir", mode="before")
     @classmethod

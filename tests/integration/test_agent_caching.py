@@ -20,7 +20,7 @@ from askcache import (
     CacheWritingSettings,
     CachingSettings,
     ComputerTool,
-    RunLedger,
+    open_ledger,
 )
 from askcache.storage.base import LocalCacheStorage, load_cache_file
 from askcache.testing import (
@@ -114,7 +114,7 @@ def test_record_replay_and_hand_back(tmp_path: Path, version: str) -> None:
         assert "stopped at step 1 of 4" in handback
         assert "distance" in handback
         assert api.rejected == []
-        runs = RunLedger(LocalCacheStorage(tmp_path)).records("form.json")
+        runs = open_ledger(LocalCacheStorage(tmp_path)).records("form.json")
         assert [(r.status, r.model_calls) for r in runs] == [("completed", 0), ("handed_back", 5)]
 
 

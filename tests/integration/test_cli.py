@@ -21,7 +21,7 @@ from askcache.cli.commands.stats import summarize
 from askcache.cli.prices import ModelPrice, parse_price, price_for
 from askcache.messages import Usage
 from askcache.storage.base import LocalCacheStorage, save_cache_file
-from askcache.storage.ledger import RunLedger, RunRecord
+from askcache.storage.ledger import RunRecord, open_ledger
 from tests.helpers import computer_call
 
 ASKCACHE = [sys.executable, "-m", "askcache.cli"]
@@ -201,7 +201,7 @@ def test_lint_passes_a_fresh_recording(demo_dir: Path, capsys: pytest.CaptureFix
 def test_stats_adds_up_the_ledger_and_prices_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    ledger = RunLedger(LocalCacheStorage(tmp_path))
+    ledger = open_ledger(LocalCacheStorage(tmp_path))
     model = "claude-sonnet-4-5-20250929"
     for _ in range(3):
         ledger.append(

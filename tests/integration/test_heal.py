@@ -18,7 +18,7 @@ from askcache import (
     CacheWritingSettings,
     CachingSettings,
     ComputerTool,
-    RunLedger,
+    open_ledger,
 )
 from askcache.cli.app import main
 from askcache.storage.base import LocalCacheStorage, load_cache_file
@@ -109,7 +109,7 @@ def test_auto_heals_after_a_verified_hand_back_and_later_runs_make_no_model_call
     versions = TrajectoryVersions(storage, "login.json")
     assert versions.numbers() == [1, 2]
     assert storage.read(versions.version_name(1)) == recorded
-    entries = [r for r in RunLedger(storage).records("login.json") if r.event == "healed"]
+    entries = [r for r in open_ledger(storage).records("login.json") if r.event == "healed"]
     assert len(entries) == 1
     assert entries[0].healed_steps == first.heal.healed_steps
     assert entries[0].model_calls == first.model_calls
@@ -169,7 +169,7 @@ def test_a_failed_or_unverified_run_leaves_the_file_byte_for_byte_unchanged(
     storage = LocalCacheStorage(tmp_path)
     assert storage.read("login.json") == recorded
     assert storage.list_prefix(".versions") == []
-    assert all(r.event == "replay" for r in RunLedger(storage).records("login.json"))
+    assert all(r.event == "replay" for r in open_ledger(storage).records("login.json"))
 
 
 @pytest.mark.parametrize("strategy", ["record", "execute", "auto", "off"])

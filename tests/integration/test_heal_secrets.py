@@ -28,7 +28,7 @@ from askcache import (
     CacheWritingSettings,
     CachingSettings,
     ComputerTool,
-    RunLedger,
+    open_ledger,
 )
 from askcache.storage.base import LocalCacheStorage, load_cache_file
 from askcache.storage.versions import TrajectoryVersions
@@ -186,7 +186,7 @@ def test_typed_text_that_cannot_be_stored_is_a_proposal_without_it_and_written_n
     proposal = load_cache_file(storage, versions.proposals()[0])  # loads
     stored = [s.input["text"] for s in proposal.trajectory if s.input.get("action") == "type"]
     assert [text[: len(start)] for text, start in zip(stored, typed, strict=True)] == typed
-    entries = RunLedger(storage).records("login.json")
+    entries = open_ledger(storage).records("login.json")
     assert [e.reason for e in entries if e.event == "proposed"] == [result.heal.reason]
 
     # the HTML report and every command's output, in a process that knows no secret but

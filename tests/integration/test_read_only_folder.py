@@ -24,7 +24,7 @@ from askcache import (
     CacheWritingSettings,
     CachingSettings,
     ComputerTool,
-    RunLedger,
+    open_ledger,
 )
 from askcache.cli.app import main
 from askcache.errors import StorageUnwritableError
@@ -145,7 +145,7 @@ def test_a_folder_that_turns_read_only_during_a_run_loses_nothing(
     versions = TrajectoryVersions(storage, "login.json")
     assert versions.numbers() == [1, 2]
     assert storage.read("login.json") == storage.read(versions.version_name(2)) != recorded
-    events = sorted(r.event for r in RunLedger(storage).records("login.json"))
+    events = sorted(r.event for r in open_ledger(storage).records("login.json"))
     assert events == ["healed", "replay"]
 
 
@@ -206,5 +206,5 @@ def test_a_full_disk_keeps_the_heal_and_the_entry_until_there_is_room(
     versions = TrajectoryVersions(storage, "login.json")
     assert versions.numbers() == [1, 2]
     assert storage.read("login.json") == storage.read(versions.version_name(2)) != recorded
-    events = sorted(r.event for r in RunLedger(storage).records("login.json"))
+    events = sorted(r.event for r in open_ledger(storage).records("login.json"))
     assert events == ["healed", "replay"]

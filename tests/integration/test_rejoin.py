@@ -40,7 +40,7 @@ from askcache import (
     CacheWritingSettings,
     CachingSettings,
     ComputerTool,
-    RunLedger,
+    open_ledger,
 )
 from askcache.actions import parse_action
 from askcache.cli.report import rejoin_lines
@@ -386,7 +386,7 @@ def test_a_screenshot_after_a_hand_back_never_lets_the_replay_act_on_the_flagged
     assert (decision.step_index, decision.failed_check) == (2, "effect")
     assert "has not acted since the hand-back" in decision.reason
     # ... and the run ledger keeps the refusal with its reason
-    entry = RunLedger(LocalCacheStorage(xedit_task.cache)).records("list.json")[-1]
+    entry = open_ledger(LocalCacheStorage(xedit_task.cache)).records("list.json")[-1]
     assert [(d.rejoined, d.refused_by) for d in entry.rejoin_decisions] == [(False, "model_acted")]
 
 

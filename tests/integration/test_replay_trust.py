@@ -19,7 +19,7 @@ from askcache import (
     CacheWritingSettings,
     CachingSettings,
     ComputerTool,
-    RunLedger,
+    open_ledger,
 )
 from askcache.errors import CacheInvalidatedError
 from askcache.storage.base import LocalCacheStorage, load_cache_file
@@ -225,7 +225,7 @@ def test_replays_go_to_the_ledger_and_a_file_that_keeps_failing_is_invalidated(
             tmp_path, SimulatedFormApp(layout="swapped"), _stop, heal="propose", rejoin=False
         )
         assert result.replay.status == "handed_back"
-    records = RunLedger(storage).records("login.json")
+    records = open_ledger(storage).records("login.json")
     assert [r.status for r in records] == ["handed_back"] * 3 + ["refused"]
     assert records[0].stopped_at_step == 3
     assert records[0].saved_model_calls >= 0
@@ -255,7 +255,7 @@ def test_a_version_2_file_replays_and_its_counts_move_to_the_ledger(tmp_path: Pa
     before = storage.read("login.json")
     for _ in range(2):
         assert _execute(tmp_path, SimulatedFormApp(), _stop).replay.status == "completed"
-    records = RunLedger(storage).records("login.json")
+    records = open_ledger(storage).records("login.json")
     imported = [r for r in records if r.event == "imported"]
     assert [(r.attempts, r.successes) for r in imported] == [(4, 3)]
     assert [r.status for r in records if r.event == "replay"] == ["completed", "completed"]

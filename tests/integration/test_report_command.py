@@ -22,7 +22,7 @@ from askcache.cli.app import main
 from askcache.cli.report import MARK_COLOUR
 from askcache.screen.state import Thumbnail
 from askcache.storage.base import LocalCacheStorage, load_cache_file
-from askcache.storage.ledger import RunLedger
+from askcache.storage.ledger import open_ledger
 from askcache.testing import FormFillingScript, MessagesApiStandIn, SimulatedFormApp
 from askcache.tools import ComputerTool
 
@@ -110,7 +110,7 @@ def test_the_report_shows_the_runs_the_end_state_and_every_step(
     assert "<b>completed</b>" in runs[1][1]
     assert "saved " in runs[1][1]
     assert "(estimated: the recording&#x27;s cost" in runs[1][1]
-    ledger = RunLedger(LocalCacheStorage(fleet)).records("form.json")
+    ledger = open_ledger(LocalCacheStorage(fleet)).records("form.json")
     handed_back = ledger[-1]
     assert handed_back.model_calls > 0
     assert f"<td>{handed_back.model_calls}</td>" in runs[0][1]

@@ -18,7 +18,7 @@ from askcache.cli.app import main
 from askcache.cli.report import ReplaySection, write_html_report
 from askcache.errors import CacheSignatureError, InvalidSettingsError
 from askcache.storage.base import LocalCacheStorage
-from askcache.storage.ledger import RunLedger
+from askcache.storage.ledger import open_ledger
 from askcache.testing import FormFillingScript, MessagesApiStandIn, SimulatedFormApp
 from askcache.tools import ComputerTool
 
@@ -95,7 +95,7 @@ def test_a_secret_is_never_written_to_files_failures_logs_or_reports(
         result = failed.replay  # type: ignore[attr-defined]
         assert result.status == "handed_back"
         assert result.stopped_at_step == 2
-    entry = RunLedger(LocalCacheStorage(tmp_path)).records("login.json")[-1]
+    entry = open_ledger(LocalCacheStorage(tmp_path)).records("login.json")[-1]
     assert "the field rejected '[secret:password]'" in (entry.reason or "")
     assert SECRET not in "".join(
         (tmp_path / name).read_text() for name in LocalCacheStorage(tmp_path).list_prefix(".ledger")

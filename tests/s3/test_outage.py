@@ -28,7 +28,7 @@ from askcache import (
 )
 from askcache.cli.app import main
 from askcache.errors import StorageUnwritableError
-from askcache.storage.ledger import RunLedger
+from askcache.storage.ledger import open_ledger
 from askcache.storage.outbox import Outbox
 from askcache.storage.remote import FsspecCacheStorage
 from askcache.storage.versions import TrajectoryVersions
@@ -207,7 +207,7 @@ def test_an_outage_at_any_write_loses_no_heal_and_no_ledger_entry(
     assert versions.proposals() == []
     assert shared.read(versions.version_name(1)) == original
     assert shared.read("login.json") == shared.read(versions.version_name(2)) != original
-    records = RunLedger(shared).records("login.json")
+    records = open_ledger(shared).records("login.json")
     healed = [r for r in records if r.event == "healed"]
     assert [(r.version, r.model_calls) for r in healed] == [
         (versions.version_name(2), run.model_calls)
@@ -216,7 +216,7 @@ def test_an_outage_at_any_write_loses_no_heal_and_no_ledger_entry(
     assert len(handed_back) == 1
     assert len(records) == (2 if then == "sync" else 3)
     assert main(["sync", "--cache-dir", url]) == 0  # sending again sends nothing twice
-    assert len(RunLedger(shared).records("login.json")) == len(records)
+    assert len(open_ledger(shared).records("login.json")) == len(records)
 
 
 def test_recording_into_a_missing_bucket_fails_before_any_model_call(

@@ -20,7 +20,7 @@ from askcache import (
 )
 from askcache.errors import CacheExistsError, CacheNotFoundError, CachePathError, RemoteStorageError
 from askcache.storage.base import load_cache_file
-from askcache.storage.ledger import RunLedger, RunRecord
+from askcache.storage.ledger import RunRecord, open_ledger
 from askcache.storage.remote import FsspecCacheStorage, storage_for
 from askcache.testing import FormFillingScript, MessagesApiStandIn, SimulatedFormApp
 from tests.s3.server import BUCKET, CuttingProxy, S3Server
@@ -161,7 +161,7 @@ def test_a_fleet_of_processes_records_replays_and_appends_without_losing_anythin
         assert load_cache_file(storage, f"contact-{index}.json").metadata.goal == (
             f"Save the contact Person {index}"
         )
-    everything = RunLedger(storage).records("shared.json")
+    everything = open_ledger(storage).records("shared.json")
     # the workers' own entries carry pid = their index; the agents' replays, their real pid
     replays = [r for r in everything if r.pid >= workers]
     assert [r.status for r in replays] == ["completed"] * workers
@@ -232,7 +232,7 @@ def test_the_command_reads_a_shared_cache(s3_url: str, capsys: pytest.CaptureFix
     from askcache.cli.app import main
 
     _record_shared(s3_url)
-    RunLedger(storage_for(s3_url)).append(
+    open_ledger(storage_for(s3_url)).append(
         RunRecord(trajectory="shared.json", status="completed", saved_model_calls=5)
     )
     assert main(["list", "--cache-dir", s3_url, "--json"]) == 0

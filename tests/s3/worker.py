@@ -20,7 +20,7 @@ from askcache import (
     CachingSettings,
     ComputerTool,
 )
-from askcache.storage.ledger import RunLedger, RunRecord
+from askcache.storage.ledger import RunRecord, open_ledger
 from askcache.storage.remote import storage_for
 from askcache.testing import FormFillingScript, MessagesApiStandIn, SimulatedFormApp
 
@@ -53,7 +53,7 @@ def main(cache_dir: str, index: int, entries: int) -> dict[str, object]:
             ),
         )
     storage = storage_for(cache_dir)
-    ledger = RunLedger(storage)
+    ledger = open_ledger(storage)
     for run in range(entries):
         ledger.append(
             RunRecord(trajectory="shared.json", status="completed", steps_run=run, pid=index)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from askcache import CachingSettings, RunLedger, RunRecord
+from askcache import CachingSettings, RunRecord, open_ledger
 from askcache.cli.app import main
 from askcache.cli.commands.heal import diff_lines
 from askcache.errors import AskCacheError, InvalidSettingsError
@@ -166,7 +166,7 @@ def test_cli_diff_html_and_errors(tmp_path: Path, capsys: pytest.CaptureFixture[
 
 
 def test_a_heal_ends_a_run_of_hand_backs_in_the_ledger(storage: LocalCacheStorage) -> None:
-    ledger = RunLedger(storage)
+    ledger = open_ledger(storage)
     start = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
     events = [("replay", "handed_back")] * 2 + [("healed", "healed"), ("replay", "handed_back")]
     for minute, (event, status) in enumerate(events):

@@ -4,12 +4,15 @@ import multiprocessing
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
+
+from askcache.errors import LedgerUrlError
 from askcache.storage.base import LocalCacheStorage
-from askcache.storage.ledger import RunLedger, RunRecord
+from askcache.storage.ledger import RunLedger, RunRecord, open_ledger
 
 
 def _append_many(directory: str, worker: int, count: int) -> None:
-    ledger = RunLedger(LocalCacheStorage(directory))
+    ledger = open_ledger(LocalCacheStorage(directory))
     for index in range(count):
         ledger.append(
             RunRecord(trajectory="login.json", status="completed", steps_run=worker * 1000 + index)
@@ -27,7 +30,7 @@ def test_entries_from_several_processes_are_all_kept(tmp_path: Path) -> None:
     for process in workers:
         process.join(60)
         assert process.exitcode == 0
-    records = RunLedger(LocalCacheStorage(tmp_path)).records("login.json")
+    records = open_ledger(LocalCacheStorage(tmp_path)).records("login.json")
     assert sorted(r.steps_run for r in records) == sorted(
         w * 1000 + i for w in range(4) for i in range(25)
     )
@@ -36,7 +39,7 @@ def test_entries_from_several_processes_are_all_kept(tmp_path: Path) -> None:
 
 def test_unreadable_entries_are_skipped_and_failures_counted(tmp_path: Path) -> None:
     storage = LocalCacheStorage(tmp_path)
-    ledger = RunLedger(storage)
+    ledger = open_ledger(storage)
     start = datetime(2026, 11, 22, tzinfo=UTC)
     statuses = [("completed", None), ("handed_back", 1), ("handed_back", 2), ("handed_back", 2)]
     for minute, (status, step) in enumerate(statuses):
@@ -52,3 +55,18 @@ def test_unreadable_entries_are_skipped_and_failures_counted(tmp_path: Path) -> 
     assert len(ledger.records("a.json")) == 4
     assert ledger.consecutive_failures("a.json") == (2, 2)
     assert ledger.consecutive_failures("other.json") == (0, None)
+
+
+def test_the_old_constructor_opens_the_storage_ledger_with_a_warning(tmp_path: Path) -> None:
+    with pytest.warns(DeprecationWarning, match="open_ledger"):
+        ledger = RunLedger(LocalCacheStorage(tmp_path))  # type: ignore[abstract]
+    ledger.append(RunRecord(trajectory="a.json", status="completed"))
+    assert [r.status for r in open_ledger(LocalCacheStorage(tmp_path)).records("a.json")] == [
+        "completed"
+    ]
+
+
+def test_a_url_of_no_known_engine_is_refused_naming_the_setting(tmp_path: Path) -> None:
+    with pytest.raises(LedgerUrlError, match=r"--ledger 'mysql://bob:\*\*\*@db/x'") as caught:
+        open_ledger(LocalCacheStorage(tmp_path), "mysql://bob:hunter2@db/x", source="--ledger")
+    assert "hunter2" not in str(caught.value)

@@ -16,7 +16,7 @@ from askcache.agent.sync import PendingHeal, PendingLedgerEntry, sync_outbox
 from askcache.errors import InvalidSettingsError, OutboxError
 from askcache.heal.trajectory import PreparedHeal, apply_heal
 from askcache.storage.base import LocalCacheStorage
-from askcache.storage.ledger import RunLedger, RunRecord
+from askcache.storage.ledger import RunLedger, RunRecord, open_ledger
 from askcache.storage.outbox import Outbox, default_outbox_dir
 from askcache.storage.versions import CommitJournal, TrajectoryVersions
 
@@ -82,7 +82,7 @@ def test_a_ledger_entry_sent_twice_is_stored_once(tmp_path: Path) -> None:
     assert (len(report.sent), report.left) == (1, [])
     kept.path.write_bytes(copy)  # as if the process died before removing it
     assert len(sync_outbox(storage, outbox).sent) == 1
-    assert len(RunLedger(storage).records("t.json")) == 1
+    assert len(open_ledger(storage).records("t.json")) == 1
 
 
 def test_a_heal_sent_again_writes_no_second_version_or_proposal(tmp_path: Path) -> None:
@@ -131,7 +131,7 @@ def test_a_heal_whose_trajectory_changed_meanwhile_is_proposed_once(tmp_path: Pa
     sync_outbox(storage, outbox)
     assert TrajectoryVersions(storage, "t.json").proposals() == [pending.heal.proposal]
     assert storage.read("t.json") == b"re-recorded\n"
-    entries = RunLedger(storage).records("t.json")
+    entries = open_ledger(storage).records("t.json")
     assert [(e.event, e.version) for e in entries] == [("proposed", pending.heal.proposal)]
 
 

@@ -16,7 +16,7 @@ from askcache.errors import AskCacheError
 from askcache.parameters import parameterize, replace_values, secret_fragment
 from askcache.redaction import redact, register_secrets, register_typed_text
 from askcache.storage.base import LocalCacheStorage
-from askcache.storage.ledger import RunLedger, RunRecord
+from askcache.storage.ledger import RunRecord, open_ledger
 from tests.helpers import record_form
 
 
@@ -78,7 +78,7 @@ def test_ledger_entries_and_command_output_are_redacted(
 ) -> None:
     register_secrets({"outpw": "out-Secret-55"})
     storage = LocalCacheStorage(tmp_path)  # type: ignore[arg-type]
-    ledger = RunLedger(storage)
+    ledger = open_ledger(storage)
     record = RunRecord(trajectory="t.json", status="handed_back", reason="typed 'out-Secret-55'")
     assert "out-Secret-55" not in record.model_dump_json()  # however the entry is written
     name = ledger.append(record)

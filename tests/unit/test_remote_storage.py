@@ -15,7 +15,7 @@ from askcache.errors import (
 )
 from askcache.settings import CachingSettings
 from askcache.storage.base import LocalCacheStorage
-from askcache.storage.ledger import RunLedger, RunRecord
+from askcache.storage.ledger import RunRecord, open_ledger
 from askcache.storage.remote import FsspecCacheStorage, default_local_copy_dir, storage_for
 
 
@@ -34,7 +34,7 @@ def test_memory_urls_keep_the_storage_contract(tmp_path: Path) -> None:
     storage.write("a/login.json", b"1")
     storage.write("a/login.json", b"2")
     assert storage.read("a/login.json") == b"2"
-    ledger = RunLedger(storage)
+    ledger = open_ledger(storage)
     for _ in range(3):
         ledger.append(RunRecord(trajectory="a/login.json", status="completed"))
     storage.create(".ledger/x.json", b"")

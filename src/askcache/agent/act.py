@@ -28,7 +28,12 @@ from typing import TYPE_CHECKING, Any
 from PIL import Image
 
 from askcache.actions import parse_action
-from askcache.agent.prepare import check_heal_destination, open_outbox, usable
+from askcache.agent.prepare import (
+    check_heal_destination,
+    open_outbox,
+    open_run_ledger,
+    usable,
+)
 from askcache.agent.run_record import finish_run
 from askcache.agent.sync import RunWriter
 from askcache.conversation.loop import BeforeTool, Conversation, ConversationResult
@@ -50,6 +55,7 @@ from askcache.replay import (
 from askcache.replay.step_view import StepView
 from askcache.settings import CacheStrategy, CachingSettings, HealMode
 from askcache.storage.base import CacheStorage, read_cache_file
+from askcache.storage.ledger import RunLedger
 from askcache.storage.outbox import KeptWrite
 from askcache.storage.remote import storage_for
 from askcache.tools.base import Tool, ToolCollection
@@ -184,7 +190,8 @@ class Agent:
         """
         settings = caching_settings or CachingSettings(strategy=CacheStrategy.OFF)
         storage = self.storage or storage_for(settings.cache_dir)
-        outbox, synced = open_outbox(storage, settings)
+        ledger = open_run_ledger(storage, settings)
+        outbox, synced = open_outbox(storage, settings, ledger)
         agent = AgentSpeaker(
             self.client, model=self.model, system=self.system, max_tokens=self.max_tokens
         )
@@ -210,7 +217,7 @@ class Agent:
             found = filename is not None and usable(storage, filename)
             strategy = CacheStrategy.EXECUTE if found else CacheStrategy.RECORD
             if filename is None:
-                self._offer_caching_tools(tools, storage, executor, settings)
+                self._offer_caching_tools(tools, storage, ledger, executor, settings)
         if strategy != CacheStrategy.EXECUTE or filename is None:
             agent.check_credentials()  # the model speaks first: fail before anything runs
         if strategy == CacheStrategy.RECORD:
@@ -226,7 +233,7 @@ class Agent:
             recorder.start_recording(goal)
         elif strategy == CacheStrategy.EXECUTE:
             if filename is None:
-                self._offer_caching_tools(tools, storage, executor, settings)
+                self._offer_caching_tools(tools, storage, ledger, executor, settings)
             else:
                 try:
                     base, cache_file = read_cache_file(storage, filename)
@@ -256,7 +263,7 @@ class Agent:
         outcome = conversation.run(goal)
         if recorder is not None and outcome.status == "done" and settings.heal_mode != HealMode.OFF:
             outcome.recorded_file = recorder.finish_recording(outcome.messages)
-        writer = RunWriter(storage, outbox)
+        writer = RunWriter(storage, outbox, ledger)
         healed, entries = finish_run(
             writer, executor, outcome, settings, name=filename, base=base, capture=capture
         )
@@ -277,12 +284,13 @@ class Agent:
     def _offer_caching_tools(
         tools: ToolCollection,
         storage: CacheStorage,
+        ledger: RunLedger,
         executor: CacheExecutor,
         settings: CachingSettings,
     ) -> None:
         if any(isinstance(tool, ListCachedTrajectories) for tool in tools.tools):
             return
-        tools.add(ListCachedTrajectories(storage))
+        tools.add(ListCachedTrajectories(storage, ledger))
         tools.add(ExecuteCachedTrajectory(storage, executor, settings.execution_settings))
 
 

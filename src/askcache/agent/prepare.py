@@ -1,5 +1,6 @@
 """Before a run, whoever owns its loop (:class:`~askcache.agent.act.Agent`, or the user's own
-loop through :mod:`askcache.loop`): the writes earlier runs left in the outbox are sent, the
+loop through :mod:`askcache.loop`): its run ledger is opened, the writes earlier runs left in
+the outbox are sent, the
 named trajectory is found usable or not, and a replay that may heal knows its destination can
 be written before the first model call.
 """
@@ -12,21 +13,31 @@ from askcache.agent.sync import sync_outbox
 from askcache.errors import AskCacheError, CacheStorageError, StorageUnwritableError
 from askcache.settings import CacheStrategy, CachingSettings, HealMode
 from askcache.storage.base import CacheStorage, load_cache_file
+from askcache.storage.ledger import RunLedger, open_ledger
 from askcache.storage.outbox import KeptWrite, Outbox
 
-__all__ = ["check_heal_destination", "open_outbox", "usable"]
+__all__ = ["check_heal_destination", "open_outbox", "open_run_ledger", "usable"]
 
 logger = logging.getLogger(__name__)
 
 
-def open_outbox(storage: CacheStorage, settings: CachingSettings) -> tuple[Outbox, list[KeptWrite]]:
-    """The storage's outbox, and the writes of earlier runs it sent now (none under
-    strategy ``off``); a failure to send is logged, never raised (they stay kept)."""
+def open_run_ledger(storage: CacheStorage, settings: CachingSettings) -> RunLedger:
+    """The run ledger the settings name (``ledger``, else ``$ASKCACHE_LEDGER``, else the
+    storage's own), pruned after ``ledger_retention_days``."""
+    return open_ledger(storage, settings.ledger, retention_days=settings.ledger_retention_days)
+
+
+def open_outbox(
+    storage: CacheStorage, settings: CachingSettings, ledger: RunLedger
+) -> tuple[Outbox, list[KeptWrite]]:
+    """The storage's outbox, and the writes of earlier runs it sent now (ledger entries to
+    ``ledger``; none under strategy ``off``); a failure to send is logged, never raised (they
+    stay kept)."""
     outbox = Outbox(settings.outbox_dir, storage.destination())
     if settings.strategy == CacheStrategy.OFF:
         return outbox, []
     try:
-        return outbox, sync_outbox(storage, outbox).sent
+        return outbox, sync_outbox(storage, outbox, ledger).sent
     except (AskCacheError, OSError) as exc:
         logger.warning("could not send the outbox %s: %s", outbox.folder, exc)
         return outbox, []

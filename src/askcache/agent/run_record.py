@@ -143,7 +143,8 @@ def _import_legacy(writer: RunWriter, session: ReplaySession) -> None:
     legacy = session.file.metadata.legacy_stats
     if legacy is None or legacy.execution_attempts == 0:
         return
-    if any(r.event == "imported" for r in writer.ledger.records(session.name)):
+    summary = writer.ledger.summary(session.name)
+    if summary is not None and summary.imported:
         return
     writer.append(
         RunRecord(

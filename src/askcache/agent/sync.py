@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from askcache.errors import AskCacheError, CacheExistsError, CacheNotFoundError, OutboxError
 from askcache.heal.trajectory import HealOutcome, PreparedHeal, apply_heal
 from askcache.storage.base import CacheStorage
-from askcache.storage.ledger import RunLedger, RunRecord
+from askcache.storage.ledger import RunLedger, RunRecord, open_ledger
 from askcache.storage.outbox import KeptWrite, Outbox, OutboxItem
 
 __all__ = [
@@ -105,17 +105,14 @@ class RunWriter:
     """Where the writes go."""
     outbox: Outbox
     """Where they wait when they cannot go there."""
-    ledger: RunLedger = field(init=False)
-    """The storage's run ledger."""
+    ledger: RunLedger
+    """The storage's run ledger (:func:`~askcache.storage.ledger.open_ledger`)."""
     entries: list[str] = field(default_factory=list)
     """Ledger entries written to the storage."""
     kept: list[KeptWrite] = field(default_factory=list)
     """Writes kept in the outbox: local, not yet shared."""
     not_written: list[str] = field(default_factory=list)
     """Writes neither the storage nor the outbox took (both failed), for people."""
-
-    def __post_init__(self) -> None:
-        self.ledger = RunLedger(self.storage)
 
     def append(self, record: RunRecord) -> None:
         """Write a ledger entry, or keep it."""
@@ -166,9 +163,12 @@ class SyncReport:
     """Why sending stopped early (the storage's error), if it did."""
 
 
-def sync_outbox(storage: CacheStorage, outbox: Outbox) -> SyncReport:
-    """Send what ``outbox`` keeps for ``storage``, oldest first, removing each item once it
-    is sent. Stops at the first item the storage does not take (it is still unreachable);
+def sync_outbox(
+    storage: CacheStorage, outbox: Outbox, ledger: RunLedger | None = None
+) -> SyncReport:
+    """Send what ``outbox`` keeps for ``storage`` (its ledger entries to ``ledger``, by default
+    the storage's own), oldest first, removing each item once it is sent. Stops at the first
+    item the storage does not take (it is still unreachable);
     an item that cannot be used (an unknown kind, a damaged payload) is left in place with a
     warning and does not stop the others.
 
@@ -177,7 +177,7 @@ def sync_outbox(storage: CacheStorage, outbox: Outbox) -> SyncReport:
     """
     report = SyncReport()
     pending = outbox.pending()
-    ledger = RunLedger(storage)
+    ledger = ledger or open_ledger(storage)
     for position, kept in enumerate(pending):
         try:
             healed = _send(storage, ledger, kept.item)

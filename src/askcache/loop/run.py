@@ -13,7 +13,12 @@ from PIL import Image
 
 from askcache.actions import ToolShape, parse_action
 from askcache.agent.act import ActResult
-from askcache.agent.prepare import check_heal_destination, open_outbox, usable
+from askcache.agent.prepare import (
+    check_heal_destination,
+    open_outbox,
+    open_run_ledger,
+    usable,
+)
 from askcache.agent.run_record import finish_run
 from askcache.agent.sync import RunWriter
 from askcache.cachefile.format import CacheFile
@@ -76,7 +81,8 @@ class LoopRun:
         self.name = name
         self.settings = settings
         self.storage = storage or storage_for(settings.cache_dir)
-        self.outbox, self.synced = open_outbox(self.storage, settings)
+        self.ledger = open_run_ledger(self.storage, settings)
+        self.outbox, self.synced = open_outbox(self.storage, settings, self.ledger)
         self.started = time.monotonic()
         self.base: bytes | None = None
         """The trajectory's bytes as the replay read them (a heal starts from them)."""
@@ -147,7 +153,7 @@ class LoopRun:
         read_only = self.settings.heal_mode == HealMode.OFF
         if self.recorder is not None and status == "done" and not read_only:
             outcome.recorded_file = self.recorder.finish_recording(history)
-        writer = RunWriter(self.storage, self.outbox)
+        writer = RunWriter(self.storage, self.outbox, self.ledger)
         healed, entries = finish_run(
             writer,
             self.executor,

@@ -19,7 +19,7 @@ from askcache.replay.executor import CacheExecutor
 from askcache.replay.rejoin import RESUME_TOOL_NAME
 from askcache.settings import CacheExecutionSettings
 from askcache.storage.base import CacheStorage, load_cache_file
-from askcache.storage.ledger import RunLedger
+from askcache.storage.ledger import RunLedger, open_ledger
 from askcache.tools.base import Tool, ToolOutput
 
 __all__ = [
@@ -40,9 +40,9 @@ def describe_cache_file(name: str, cache_file: CacheFile, ledger: RunLedger | No
     )
     line = f"  steps: {len(cache_file.trajectory)}; parameters: {', '.join(params) or 'none'}"
     if ledger is not None:
-        runs = [r for r in ledger.records(name) if r.event == "replay"]
-        done = sum(r.status == "completed" for r in runs)
-        stopped = sum(r.status == "handed_back" for r in runs)
+        summary = ledger.summary(name)
+        done = 0 if summary is None else summary.completed
+        stopped = 0 if summary is None else summary.handed_back
         line += f"; replays: {done} completed, {stopped} stopped early"
     lines = [f"- {name}: {meta.goal!r}", line]
     if not meta.is_valid:
@@ -55,8 +55,10 @@ class ListCachedTrajectories(Tool):
 
     name = "list_cached_trajectories"
 
-    def __init__(self, storage: CacheStorage) -> None:
+    def __init__(self, storage: CacheStorage, ledger: RunLedger | None = None) -> None:
         self.storage = storage
+        self.ledger = ledger
+        """The run ledger whose summaries the listing shows (default: the storage's)."""
 
     def to_params(self) -> dict[str, Any]:
         return {
@@ -79,6 +81,7 @@ class ListCachedTrajectories(Tool):
     def run(self, block: ToolUseBlockParam) -> ToolOutput:
         include_invalid = bool(block.input.get("include_invalid", False))
         entries, unreadable = [], []
+        ledger = self.ledger or open_ledger(self.storage)
         for name in self.storage.list_names():
             try:
                 cache_file = load_cache_file(self.storage, name)
@@ -86,7 +89,7 @@ class ListCachedTrajectories(Tool):
                 unreadable.append(f"- {name}: unreadable ({exc})")
                 continue
             if cache_file.metadata.is_valid or include_invalid:
-                entries.append(describe_cache_file(name, cache_file, RunLedger(self.storage)))
+                entries.append(describe_cache_file(name, cache_file, ledger))
         if not entries and not unreadable:
             return ToolOutput.text("No cached trajectories are available.")
         return ToolOutput.text("\n".join(["Cached trajectories:", *entries, *unreadable]))

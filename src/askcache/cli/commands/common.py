@@ -15,6 +15,7 @@ from askcache.errors import AskCacheError, CacheNotFoundError
 from askcache.parameters import secret_placeholders_in
 from askcache.redaction import redact, redact_value, register_secrets
 from askcache.storage.base import CacheStorage, LocalCacheStorage
+from askcache.storage.ledger import RunLedger, open_ledger
 from askcache.storage.remote import is_url, storage_for
 
 if TYPE_CHECKING:
@@ -33,6 +34,7 @@ __all__ = [
     "add_cache_dir",
     "emit_json",
     "location",
+    "open_run_ledger",
     "open_storage",
     "redacted_output",
     "resolve_name",
@@ -69,7 +71,7 @@ class CacheFolderMissingError(AskCacheError, FileNotFoundError):
 
 
 def add_cache_dir(parser: argparse.ArgumentParser) -> None:
-    """The ``--cache-dir`` option."""
+    """The ``--cache-dir`` and ``--ledger`` options."""
     parser.add_argument(
         "--cache-dir",
         default=os.environ.get("ASKCACHE_CACHE_DIR", DEFAULT_CACHE_DIR),
@@ -77,6 +79,18 @@ def add_cache_dir(parser: argparse.ArgumentParser) -> None:
         help="a folder or a URL such as s3://bucket/prefix "
         "(default: $ASKCACHE_CACHE_DIR, else .askcache)",
     )
+    parser.add_argument(
+        "--ledger",
+        default=None,
+        metavar="URL",
+        help="where the run ledger is: sqlite:///PATH or postgresql://... "
+        "(default: $ASKCACHE_LEDGER, else kept with the cache; docs/ledger.md)",
+    )
+
+
+def open_run_ledger(args: argparse.Namespace, storage: CacheStorage) -> RunLedger:
+    """The run ledger of ``storage``, where ``--ledger`` (else ``$ASKCACHE_LEDGER``) says."""
+    return open_ledger(storage, getattr(args, "ledger", None), source="--ledger")
 
 
 def open_storage(cache_dir: str) -> CacheStorage:

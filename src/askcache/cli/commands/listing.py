@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import argparse
 
-from askcache.cli.commands.common import EXIT_OK, emit_json, location, open_storage
+from askcache.cli.commands.common import (
+    EXIT_OK,
+    emit_json,
+    location,
+    open_run_ledger,
+    open_storage,
+)
 from askcache.errors import AskCacheError
 from askcache.replay import describe_cache_file
 from askcache.storage.base import load_cache_file
-from askcache.storage.ledger import RunLedger
 
 __all__ = ["add_list_command", "run_list"]
 
@@ -32,7 +37,7 @@ def add_list_command(
 def run_list(args: argparse.Namespace) -> int:
     """Run ``list``."""
     storage = open_storage(args.cache_dir)
-    ledger = RunLedger(storage)
+    ledger = open_run_ledger(args, storage)
     rows: list[dict[str, object]] = []
     for name in storage.list_names():
         try:
@@ -45,7 +50,7 @@ def run_list(args: argparse.Namespace) -> int:
         meta = cache_file.metadata
         if not (meta.is_valid or args.all):
             continue
-        runs = [r for r in ledger.records(name) if r.event == "replay"]
+        summary = ledger.summary(name)
         rows.append(
             {
                 "name": name,
@@ -55,12 +60,13 @@ def run_list(args: argparse.Namespace) -> int:
                 "valid": meta.is_valid,
                 "parameters": sorted(cache_file.cache_parameters),
                 "created_at": meta.created_at.isoformat(),
-                "replays": len(runs),
-                "completed": sum(r.status == "completed" for r in runs),
+                "replays": 0 if summary is None else summary.runs,
+                "completed": 0 if summary is None else summary.completed,
             }
         )
         if not args.json:
             print(describe_cache_file(name, cache_file, ledger), flush=True)
+    ledger.close()
     if args.json:
         emit_json({"cache_dir": location(storage), "files": rows})
     elif not rows:

@@ -34,6 +34,7 @@ from askcache.cachefile.format import CacheFile
 from askcache.cli.commands.common import (
     EXIT_OK,
     emit_json,
+    open_run_ledger,
     open_storage,
     parameter_argument,
     register_given_secrets,
@@ -41,7 +42,7 @@ from askcache.cli.commands.common import (
 )
 from askcache.cli.commands.replay import read_screen
 from askcache.cli.commands.show import describe_validation
-from askcache.cli.commands.stats import stats_line, summarize
+from askcache.cli.commands.stats import stats_line, stats_of
 from askcache.cli.report import (
     StepRow,
     TrajectoryReport,
@@ -54,7 +55,8 @@ from askcache.errors import AskCacheError
 from askcache.replay.dry_run import DryRunStep, dry_run
 from askcache.replay.step_view import StepView
 from askcache.storage.base import load_cache_file
-from askcache.storage.ledger import RunLedger, RunRecord
+from askcache.storage.ledger import RunRecord, TrajectorySummary
+from askcache.storage.ledger.summary import fold_all
 
 __all__ = ["DEFAULT_RUNS", "add_report_command", "build_report", "run_report", "screens_in"]
 
@@ -246,9 +248,12 @@ def build_report(
     checked: list[DryRunStep] | None = None,
     views: dict[int, StepView] | None = None,
     checked_on: str | None = None,
+    summary: TrajectorySummary | None = None,
 ) -> TrajectoryReport:
     """What the report of ``name`` shows, from its file, its ledger entries (oldest first,
-    as :meth:`RunLedger.records` gives them) and, when given, a dry run's checks and views."""
+    as :meth:`RunLedger.records` gives them), its ledger summary (the totals, kept longer than
+    the entries; folded from ``records`` when not given) and, when given, a dry run's checks
+    and views."""
     by_step = {step.step_index: step for step in checked or []}
     views = views or {}
     anchors = list(action_anchors(cache_file.trajectory))
@@ -278,7 +283,6 @@ def build_report(
         if index in views:
             row.current = view_figures(views[index])
         rows.append(row)
-    replays = [r for r in records if r.event == "replay"]
     report = TrajectoryReport(
         name=name,
         facts=_facts(cache_file),
@@ -286,7 +290,7 @@ def build_report(
         end_state=end_state_figure(cache_file),
         runs=list(reversed(records[-runs:])),
         runs_total=len(records),
-        totals=stats_line(summarize("All replays", replays)) if replays else "",
+        totals=_totals(records, summary),
         checked_on=checked_on,
     )
     if checked is not None:
@@ -307,6 +311,13 @@ def build_report(
     return report
 
 
+def _totals(records: list[RunRecord], summary: TrajectorySummary | None) -> str:
+    """The line of totals over every replay the ledger counted ("" without replays)."""
+    if summary is None:
+        summary = fold_all(TrajectorySummary(trajectory="All replays"), records)
+    return stats_line(stats_of("All replays", [summary])) if summary.runs else ""
+
+
 def _output(option: str | None, name: str) -> Path:
     stem = name.removesuffix(".json").replace("/", "-")
     path = Path(option) if option else Path(f"askcache-report-{stem}.html")
@@ -323,7 +334,9 @@ def run_report(args: argparse.Namespace) -> int:
     name = resolve_name(storage, args.name)
     cache_file = load_cache_file(storage, name)
     output = _output(args.output, name)
-    records = RunLedger(storage).records(name)
+    with open_run_ledger(args, storage) as ledger:
+        records = ledger.records(name)
+        summary = ledger.summary(name)
     values = dict(args.param)
     register_given_secrets(cache_file, values)  # never shown
     views: dict[int, StepView] = {}
@@ -355,6 +368,7 @@ def run_report(args: argparse.Namespace) -> int:
         checked=checked,
         views=views,
         checked_on=checked_on,
+        summary=summary,
     )
     write_trajectory_report(output, report)
     stop = next((s.step_index for s in checked or [] if s.problem is not None), None)

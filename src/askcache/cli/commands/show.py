@@ -6,9 +6,15 @@ import argparse
 
 from askcache.actions import ACTING_ACTIONS, parse_action
 from askcache.cachefile.format import CacheFile, VisualValidationConfig
-from askcache.cli.commands.common import EXIT_OK, emit_json, open_storage, resolve_name
+from askcache.cli.commands.common import (
+    EXIT_OK,
+    emit_json,
+    open_run_ledger,
+    open_storage,
+    resolve_name,
+)
 from askcache.storage.base import load_cache_file
-from askcache.storage.ledger import RunLedger, RunRecord
+from askcache.storage.ledger import RunRecord, TrajectorySummary
 
 __all__ = ["add_show_command", "describe_validation", "run_show"]
 
@@ -57,7 +63,9 @@ def describe_validation(v: VisualValidationConfig) -> str:
     )
 
 
-def _lines(name: str, cache_file: CacheFile, runs: list[RunRecord]) -> list[str]:
+def _lines(
+    name: str, cache_file: CacheFile, summary: TrajectorySummary | None, runs: list[RunRecord]
+) -> list[str]:
     meta = cache_file.metadata
     lines = [
         f"{name}: {meta.goal!r}",
@@ -71,8 +79,8 @@ def _lines(name: str, cache_file: CacheFile, runs: list[RunRecord]) -> list[str]
         lines.append(f"  validation: {describe_validation(meta.visual_validation)}")
     if not meta.is_valid:
         lines.append(f"  INVALID: {meta.invalidation_reason or 'no reason given'}")
-    done = sum(r.status == "completed" for r in runs)
-    lines.append(f"  replays (run ledger): {len(runs)} started, {done} completed")
+    started, done = (0, 0) if summary is None else (summary.runs, summary.completed)
+    lines.append(f"  replays (run ledger): {started} started, {done} completed")
     for run in [r for r in runs if r.status != "completed"][-3:]:
         when = f"{run.started_at:%Y-%m-%d %H:%M}"
         lines.append(f"    {run.status} at step {run.stopped_at_step} ({when}): {run.reason}")
@@ -97,7 +105,9 @@ def run_show(args: argparse.Namespace) -> int:
     storage = open_storage(args.cache_dir)
     name = resolve_name(storage, args.name)
     cache_file = load_cache_file(storage, name)
-    runs = [r for r in RunLedger(storage).records(name) if r.event == "replay"]
+    with open_run_ledger(args, storage) as ledger:
+        summary = ledger.summary(name)
+        runs = [r for r in ledger.records(name) if r.event == "replay"]
     if args.json:
         emit_json(
             {
@@ -107,5 +117,5 @@ def run_show(args: argparse.Namespace) -> int:
             }
         )
     else:
-        print("\n".join(_lines(name, cache_file, runs)))
+        print("\n".join(_lines(name, cache_file, summary, runs)))
     return EXIT_OK

@@ -1,4 +1,5 @@
-"""``askcache stats [NAME]``: what the replays did and saved, from the run ledger.
+"""``askcache stats [NAME]``: what the replays did and saved, from the run ledger's summaries
+(one per trajectory, never a scan of the runs; :mod:`askcache.storage.ledger.summary`).
 
 Per trajectory and in total: replays, how many completed (the hit rate), hand-backs, the
 model calls and tokens spent after hand-backs, and the calls, tokens, seconds and dollars
@@ -13,12 +14,27 @@ from collections.abc import Iterable, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from askcache.cli.commands.common import EXIT_OK, emit_json, location, open_storage, resolve_name
+from askcache.cli.commands.common import (
+    EXIT_OK,
+    emit_json,
+    location,
+    open_run_ledger,
+    open_storage,
+    resolve_name,
+)
 from askcache.cli.prices import PRICES_AS_OF, ModelPrice, parse_price, price_for
 from askcache.cli.savings import saving_words
-from askcache.storage.ledger import RunLedger, RunRecord
+from askcache.storage.ledger import RunRecord, TrajectorySummary
+from askcache.storage.ledger.summary import fold_all
 
-__all__ = ["TrajectoryStats", "add_stats_command", "run_stats", "stats_line", "summarize"]
+__all__ = [
+    "TrajectoryStats",
+    "add_stats_command",
+    "run_stats",
+    "stats_line",
+    "stats_of",
+    "summarize",
+]
 
 
 class TrajectoryStats(BaseModel):
@@ -56,35 +72,45 @@ class TrajectoryStats(BaseModel):
     """Models with no price in the table, left out of the dollar figures."""
 
 
+def stats_of(
+    trajectory: str,
+    summaries: Iterable[TrajectorySummary],
+    prices: Mapping[str, ModelPrice] | None = None,
+) -> TrajectoryStats:
+    """Add up the replays of ``summaries`` (the ledger's per-trajectory totals); dollars are
+    priced per recording model (:attr:`TrajectorySummary.by_model`), so they are exact."""
+    stats = TrajectoryStats(trajectory=trajectory)
+    unpriced: set[str] = set()
+    for summary in summaries:
+        stats.runs += summary.runs
+        stats.completed += summary.completed + summary.completed_unverified
+        stats.handed_back += summary.handed_back
+        stats.refused += summary.refused
+        stats.model_calls += summary.model_calls
+        stats.tokens += summary.tokens
+        stats.saved_model_calls += summary.saved_model_calls
+        stats.saved_tokens += summary.saved_tokens
+        stats.saved_seconds += summary.saved_seconds
+        for model, totals in summary.by_model.items():
+            price = price_for(model or None, prices)
+            if price is None:
+                unpriced.add(model or "(unknown model)")
+                continue
+            stats.dollars_spent = (stats.dollars_spent or 0.0) + price.cost(totals.usage)
+            stats.dollars_saved = (stats.dollars_saved or 0.0) + price.saved(totals.saved_tokens)
+    stats.hit_rate = stats.completed / stats.runs if stats.runs else None
+    stats.unpriced_models = sorted(unpriced)
+    return stats
+
+
 def summarize(
     trajectory: str,
     records: Iterable[RunRecord],
     prices: Mapping[str, ModelPrice] | None = None,
 ) -> TrajectoryStats:
     """Add up the replay entries among ``records``."""
-    stats = TrajectoryStats(trajectory=trajectory)
-    unpriced: set[str] = set()
-    for record in records:
-        if record.event != "replay":
-            continue
-        stats.runs += 1
-        stats.completed += record.status in ("completed", "completed_unverified")
-        stats.handed_back += record.status == "handed_back"
-        stats.refused += record.status == "refused"
-        stats.model_calls += record.model_calls
-        stats.tokens += record.usage.total_tokens
-        stats.saved_model_calls += record.saved_model_calls
-        stats.saved_tokens += record.saved_tokens
-        stats.saved_seconds += record.saved_seconds or 0.0
-        price = price_for(record.model, prices)
-        if price is None:
-            unpriced.add(record.model or "(unknown model)")
-            continue
-        stats.dollars_spent = (stats.dollars_spent or 0.0) + price.cost(record.usage)
-        stats.dollars_saved = (stats.dollars_saved or 0.0) + price.saved(record.saved_tokens)
-    stats.hit_rate = stats.completed / stats.runs if stats.runs else None
-    stats.unpriced_models = sorted(unpriced)
-    return stats
+    summary = fold_all(TrajectorySummary(trajectory=trajectory), records)
+    return stats_of(trajectory, [summary], prices)
 
 
 def add_stats_command(
@@ -149,12 +175,19 @@ def run_stats(args: argparse.Namespace) -> int:
     name = args.name
     if name is not None and not name.endswith(".json"):
         name += ".json"
-    records = RunLedger(storage).records(name)
-    if name is not None and not records:
+    ledger = open_run_ledger(args, storage)
+    try:
+        if name is None:
+            summaries = ledger.summaries()
+        else:
+            found = ledger.summary(name)
+            summaries = [] if found is None else [found]
+    finally:
+        ledger.close()
+    if name is not None and not summaries:
         resolve_name(storage, name)  # a misspelt name: exit 3, with the closest ones
-    names = sorted({r.trajectory for r in records})
-    rows = [summarize(n, [r for r in records if r.trajectory == n], prices) for n in names]
-    total = summarize("(all)", records, prices)
+    rows = [stats_of(s.trajectory, [s], prices) for s in summaries]
+    total = stats_of("(all)", summaries, prices)
     if args.json:
         emit_json(
             {
@@ -165,7 +198,7 @@ def run_stats(args: argparse.Namespace) -> int:
             }
         )
         return EXIT_OK
-    if not records:
+    if not summaries:
         print(f"no replays recorded in the run ledger of {location(storage)}")
         return EXIT_OK
     for row in rows:

@@ -14,7 +14,13 @@ import sys
 from pathlib import Path
 
 from askcache.agent.sync import sync_outbox
-from askcache.cli.commands.common import EXIT_ERROR, EXIT_OK, emit_json, open_storage
+from askcache.cli.commands.common import (
+    EXIT_ERROR,
+    EXIT_OK,
+    emit_json,
+    open_run_ledger,
+    open_storage,
+)
 from askcache.storage.outbox import KeptWrite, Outbox
 from askcache.storage.remote import is_url
 
@@ -45,7 +51,8 @@ def run_sync(args: argparse.Namespace) -> int:
             for kept in pending:
                 print(f"  {kept.item.created_at:%Y-%m-%d %H:%M:%S} {kept.summary}")
         return EXIT_OK
-    report = sync_outbox(storage, outbox)
+    with open_run_ledger(args, storage) as ledger:
+        report = sync_outbox(storage, outbox, ledger)
     if args.json:
         emit_json(
             {

@@ -1,48 +1,29 @@
-"""The run ledger: what happened at each replay, kept beside the cache, never inside it.
-
-A trajectory file changes only when it is recorded or invalidated, so users can review and
-commit it and many machines can read it at once. Everything a replay learns (status, the
-step it stopped at, why, seconds, model calls and tokens spent after a hand-back, and an
-estimate of what the replay saved) goes into the ledger instead: one small JSON entry per
-run, stored with :meth:`~askcache.storage.base.CacheStorage.create` under
-``.ledger/<trajectory name>/<UTC time>-<random>.json``. Entries are created, never
-rewritten, so any number of processes (or machines sharing a storage) append at once
-without locks and without losing an entry.
+"""A run-ledger entry: :class:`RunRecord`, one replay, heal or invalidation of one trajectory,
+and the names its fields use (:data:`RunStatus`, :data:`RunEvent`, :data:`FailedCheck`,
+:class:`RejoinDecision`). Every engine (:mod:`askcache.storage.ledger`) stores these.
 """
 
 from __future__ import annotations
 
 import getpass
-import logging
 import os
 import socket
-import uuid
-from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer
+from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
-from askcache.errors import AskCacheError, CacheExistsError
 from askcache.messages import Usage
 from askcache.redaction import redact
-from askcache.storage.base import CacheStorage
 
 __all__ = [
-    "LEDGER_FOLDER",
     "FailedCheck",
     "RejoinCondition",
     "RejoinDecision",
     "RunEvent",
-    "RunLedger",
     "RunRecord",
     "RunStatus",
 ]
-
-logger = logging.getLogger(__name__)
-
-LEDGER_FOLDER = ".ledger"
-"""Folder of the ledger inside the cache storage (hidden: never listed as a cache file)."""
 
 RunStatus = Literal[
     "completed",
@@ -192,74 +173,3 @@ class RunRecord(BaseModel):
     @field_serializer("reason")
     def _redact_reason(self, reason: str | None) -> str | None:
         return None if reason is None else redact(reason)
-
-
-class RunLedger:
-    """Appends and reads :class:`RunRecord` entries in a storage's ``.ledger/`` folder."""
-
-    def __init__(self, storage: CacheStorage) -> None:
-        self.storage = storage
-
-    @staticmethod
-    def folder(trajectory: str) -> str:
-        """The ledger folder of one trajectory."""
-        return f"{LEDGER_FOLDER}/{trajectory}"
-
-    @staticmethod
-    def new_entry_id() -> str:
-        """A fresh, unique id for :meth:`append`."""
-        return uuid.uuid4().hex[:12]
-
-    def append(self, record: RunRecord, *, entry_id: str | None = None) -> str:
-        """Store ``record`` as a new entry and return its name. Never overwrites an entry.
-
-        With an ``entry_id`` (from :meth:`new_entry_id`) the append is idempotent: the entry
-        is stored at most once however often it is appended (a write kept in the outbox and
-        sent again after a crash adds no second entry)."""
-        stamp = record.started_at.astimezone(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
-        unique = self.new_entry_id() if entry_id is None else entry_id
-        name = f"{self.folder(record.trajectory)}/{stamp}-{unique}.json"
-        try:
-            self.storage.create(name, record.model_dump_json().encode("utf-8") + b"\n")
-        except CacheExistsError:
-            if entry_id is None:
-                raise
-        return name
-
-    def records(self, trajectory: str | None = None) -> list[RunRecord]:
-        """Every readable entry (of one trajectory, or all), oldest first. An unreadable entry
-        (a foreign or damaged file) is skipped with a warning; it never hides the others."""
-        if trajectory is None:
-            names = self.storage.list_prefix(LEDGER_FOLDER)
-        else:
-            names = self.storage.list_prefix(self.folder(trajectory))
-        found: list[RunRecord] = []
-        for name in names:
-            if not name.endswith(".json"):
-                continue
-            try:
-                found.append(RunRecord.model_validate_json(self.storage.read(name)))
-            except (AskCacheError, ValidationError, ValueError) as exc:
-                logger.warning("skipping unreadable ledger entry %s: %s", name, exc)
-        return sorted(found, key=lambda record: record.started_at)
-
-    def consecutive_failures(self, trajectory: str) -> tuple[int, int | None]:
-        """How many of the latest replays in a row handed back at the same step, and that
-        step (``(0, None)`` when the latest replay did not hand back)."""
-        replays = [r for r in self.records(trajectory) if r.event in ("replay", "healed")]
-        return count_same_step_failures(replays)
-
-
-def count_same_step_failures(replays: Sequence[RunRecord]) -> tuple[int, int | None]:
-    """The length of the run of hand-backs at one step that ends the list, and that step (a
-    heal ends the run: the file changed)."""
-    count, step = 0, None
-    for record in reversed(replays):
-        if record.status != "handed_back" or record.event == "healed":
-            break
-        if step is None:
-            step = record.stopped_at_step
-        elif record.stopped_at_step != step:
-            break
-        count += 1
-    return count, step

@@ -1,0 +1,44 @@
+"""The run ledger: what happened at each replay, kept beside the cache, never inside it.
+
+A trajectory file changes only when it is recorded, healed or invalidated, so users can review
+and commit it and many machines can read it at once. Everything a replay learns (status, the
+step it stopped at, why, seconds, model calls and tokens spent after a hand-back, and an
+estimate of what it saved) goes into the ledger instead, one :class:`RunRecord` per run, and
+into its trajectory's :class:`TrajectorySummary`, which reads use instead of the runs.
+
+:func:`open_ledger` opens the engine (:class:`RunLedger`) a storage or a URL asks for:
+:mod:`.records` (the entry), :mod:`.summary` (the aggregates), :mod:`.engine` (the interface),
+:mod:`.folder` (one JSON object per entry, askcache 0.1's format), :mod:`.open` (choosing).
+See docs/ledger.md.
+"""
+
+from askcache.storage.ledger.engine import LEDGER_FOLDER, RunLedger
+from askcache.storage.ledger.folder import FolderLedger
+from askcache.storage.ledger.open import open_ledger, redact_url
+from askcache.storage.ledger.records import (
+    FailedCheck,
+    RejoinCondition,
+    RejoinDecision,
+    RunEvent,
+    RunRecord,
+    RunStatus,
+)
+from askcache.storage.ledger.summary import ModelTotals, TrajectorySummary, fold, merge
+
+__all__ = [
+    "LEDGER_FOLDER",
+    "FailedCheck",
+    "FolderLedger",
+    "ModelTotals",
+    "RejoinCondition",
+    "RejoinDecision",
+    "RunEvent",
+    "RunLedger",
+    "RunRecord",
+    "RunStatus",
+    "TrajectorySummary",
+    "fold",
+    "merge",
+    "open_ledger",
+    "redact_url",
+]

@@ -1,0 +1,106 @@
+"""The run-ledger interface every engine implements: :class:`RunLedger`.
+
+An engine stores :class:`~askcache.storage.ledger.records.RunRecord` entries and, in the same
+transaction, folds each into its trajectory's
+:class:`~askcache.storage.ledger.summary.TrajectorySummary`, so reads that need totals (``stats``,
+``list``, the hand-back check) cost O(trajectories) or O(1), never O(runs). Raw entries are
+kept for the retention period (:meth:`RunLedger.prune`); summaries for ever.
+"""
+
+from __future__ import annotations
+
+import uuid
+import warnings
+from abc import ABC, ABCMeta, abstractmethod
+from datetime import datetime
+from types import TracebackType
+from typing import Any
+
+from askcache.storage.ledger.records import RunRecord
+from askcache.storage.ledger.summary import TrajectorySummary
+
+__all__ = ["LEDGER_FOLDER", "RunLedger"]
+
+LEDGER_FOLDER = ".ledger"
+"""Folder of the ledger inside a cache storage (hidden: never listed as a cache file)."""
+
+
+class _LedgerMeta(ABCMeta):
+    """``RunLedger(storage)``, the constructor of askcache 0.1, still opens the storage's
+    ledger (:func:`~askcache.storage.ledger.open_ledger`), with a :class:`DeprecationWarning`."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        if cls is not RunLedger:
+            return super().__call__(*args, **kwargs)
+        warnings.warn(
+            "RunLedger(storage) is deprecated and stops working in askcache 0.2: use "
+            "askcache.storage.ledger.open_ledger(storage)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        from askcache.storage import ledger
+
+        return ledger.open_ledger(*args, **kwargs)
+
+
+class RunLedger(ABC, metaclass=_LedgerMeta):
+    """Where run entries are appended and read (see the module docstring). A context manager:
+    leaving it calls :meth:`close`."""
+
+    @staticmethod
+    def new_entry_id() -> str:
+        """A fresh, unique id for :meth:`append`."""
+        return uuid.uuid4().hex[:12]
+
+    @abstractmethod
+    def append(self, record: RunRecord, *, entry_id: str | None = None) -> str:
+        """Store ``record`` and fold it into its trajectory's summary, both or neither; return
+        the entry's id (or name). With an ``entry_id`` (from :meth:`new_entry_id`) the append
+        is idempotent: the entry is stored and folded once however often it is appended (a
+        write kept in the outbox and sent again after a crash adds nothing)."""
+
+    @abstractmethod
+    def records(
+        self,
+        trajectory: str | None = None,
+        *,
+        since: datetime | None = None,
+        limit: int | None = None,
+    ) -> list[RunRecord]:
+        """The raw entries still kept (of one trajectory, or all; started at or after
+        ``since``), oldest first; with ``limit``, the newest ``limit`` of them. An unreadable
+        entry (foreign, damaged) is skipped with a warning naming it."""
+
+    @abstractmethod
+    def summary(self, trajectory: str) -> TrajectorySummary | None:
+        """The trajectory's summary, ``None`` when it has no entry. O(1)."""
+
+    @abstractmethod
+    def summaries(self) -> list[TrajectorySummary]:
+        """Every trajectory's summary, sorted by name. O(trajectories)."""
+
+    @abstractmethod
+    def prune(self, before: datetime) -> int:
+        """Drop the raw entries started before ``before`` (summaries stay); how many went."""
+
+    def consecutive_failures(self, trajectory: str) -> tuple[int, int | None]:
+        """How many of the latest replays in a row handed back at the same step, and that
+        step (``(0, None)`` when the latest replay did not hand back; a heal ends the run)."""
+        summary = self.summary(trajectory)
+        if summary is None:
+            return 0, None
+        return summary.failure_streak, summary.failure_step
+
+    def close(self) -> None:
+        """Release connections and files (the ledger is unusable afterwards)."""
+
+    def __enter__(self) -> RunLedger:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()

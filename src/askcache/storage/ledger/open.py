@@ -1,0 +1,76 @@
+"""Which engine keeps a storage's run ledger: :func:`open_ledger`.
+
+``url`` (``CachingSettings.ledger``, the CLI's ``--ledger``, ``$ASKCACHE_LEDGER``, in that
+order) chooses:
+
+* ``None``: the default for the storage: a local folder keeps its ledger in the folder itself;
+* ``sqlite:///PATH``: SQLite at ``PATH``;
+* ``postgresql://...``: PostgreSQL (needs ``askcache[postgres]``).
+
+A URL's password is never shown: messages carry :func:`redact_url`'s form.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from urllib.parse import urlsplit, urlunsplit
+
+from askcache.errors import LedgerUrlError
+from askcache.settings import DEFAULT_LEDGER_RETENTION_DAYS
+from askcache.storage.base import CacheStorage
+from askcache.storage.ledger.engine import RunLedger
+from askcache.storage.ledger.folder import FolderLedger
+
+__all__ = ["LEDGER_ENV", "LEDGER_URL_SCHEMES", "open_ledger", "redact_url"]
+
+LEDGER_ENV = "ASKCACHE_LEDGER"
+"""The environment variable giving the ledger URL when neither the settings nor the command
+line do."""
+
+LEDGER_URL_SCHEMES = ("sqlite", "postgresql", "postgres")
+"""The URL schemes :func:`open_ledger` knows."""
+
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+
+
+def redact_url(url: str) -> str:
+    """``url`` with its password, if any, replaced by ``***`` (for messages and logs)."""
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return url
+    if not password:
+        return url
+    netloc = parts.netloc.rsplit("@", 1)
+    user = netloc[0].split(":", 1)[0]
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[1]}"))
+
+
+def open_ledger(
+    storage: CacheStorage,
+    url: str | None = None,
+    *,
+    retention_days: int | None = DEFAULT_LEDGER_RETENTION_DAYS,
+    source: str = "CachingSettings.ledger",
+) -> RunLedger:
+    """The run ledger of ``storage``, kept where ``url`` (else ``$ASKCACHE_LEDGER``) says (see
+    the module docstring).
+    ``retention_days``: raw entries older than that are pruned (summaries stay); ``None``
+    keeps them for ever. ``source`` names the setting ``url`` came from, for errors.
+
+    Raises:
+        LedgerUrlError: ``url`` names no engine askcache knows.
+        MissingDependencyError: a PostgreSQL URL without ``askcache[postgres]`` installed.
+    """
+    del retention_days  # the folder engine keeps every entry
+    if url is None and os.environ.get(LEDGER_ENV):
+        url, source = os.environ[LEDGER_ENV], f"${LEDGER_ENV}"
+    if url is None:
+        return FolderLedger(storage)
+    match = _SCHEME.match(url)
+    scheme = match.group(1).lower() if match else ""
+    if scheme not in LEDGER_URL_SCHEMES:
+        raise LedgerUrlError(redact_url(url), source, "not a ledger URL")
+    raise LedgerUrlError(redact_url(url), source, f"the {scheme} engine is not available yet")

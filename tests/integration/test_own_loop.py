@@ -15,7 +15,7 @@ import anthropic
 import pytest
 from PIL import Image
 
-from askcache import CacheExecutionSettings, CacheWritingSettings, CachingSettings, RunLedger
+from askcache import CacheExecutionSettings, CacheWritingSettings, CachingSettings, open_ledger
 from askcache.errors import CacheNotFoundError
 from askcache.loop import (
     AsyncLoopReplay,
@@ -178,7 +178,7 @@ def test_the_sync_loop_records_then_replays_with_no_model_call(recorded: Path) -
     assert result.replay.status == "completed"
     assert result.replay.steps_run == result.replay.steps_total > 0
     assert app.saved == [{"name": "bob", "email": ""}]
-    entries = RunLedger(LocalCacheStorage(recorded)).records("login.json")
+    entries = open_ledger(LocalCacheStorage(recorded)).records("login.json")
     assert [e.status for e in entries] == ["completed"]
     assert result.ledger_entries != []
 
@@ -234,7 +234,7 @@ def test_a_hand_back_in_the_middle_goes_on_with_the_model_and_heals(recorded: Pa
     assert storage.read(TrajectoryVersions(storage, "login.json").version_name(1)) == before
     assert "{{user}}" in storage.read("login.json").decode()
     assert replay.rejoin_decisions  # the loop asked after each model turn; none re-joined
-    healed = [r for r in RunLedger(storage).records("login.json") if r.event == "healed"]
+    healed = [r for r in open_ledger(storage).records("login.json") if r.event == "healed"]
     assert len(healed) == 1
     assert healed[0].model_calls == len(requests)
     # the healed trajectory replays on the changed app with no model call
@@ -366,4 +366,4 @@ def test_a_loop_that_stops_in_the_middle_ends_the_check_under_way(recorded: Path
     assert result.replay.status == "handed_back"  # fail closed: the screen was not read
     assert result.heal is None
     assert storage.read("login.json") == before
-    assert [r.status for r in RunLedger(storage).records("login.json")] == ["handed_back"]
+    assert [r.status for r in open_ledger(storage).records("login.json")] == ["handed_back"]

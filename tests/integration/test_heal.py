@@ -21,6 +21,7 @@ from askcache import (
     open_ledger,
 )
 from askcache.cli.app import main
+from askcache.messages import ToolUseBlockParam
 from askcache.storage.base import LocalCacheStorage, load_cache_file
 from askcache.storage.versions import TrajectoryVersions
 from askcache.testing import (
@@ -31,6 +32,7 @@ from askcache.testing import (
     tool_use_reply,
 )
 from askcache.testing.simulated import Layout
+from askcache.tools.base import Tool, ToolOutput
 
 pytestmark = pytest.mark.integration
 
@@ -340,12 +342,69 @@ def test_a_dismissed_banner_becomes_a_step_and_either_state_replays_after(
         assert app.saved == [{"name": user, "email": ""}]
 
 
-def test_a_run_on_a_screen_of_another_pixel_density_never_heals(tmp_path: Path) -> None:
+def test_a_run_on_a_screen_of_another_pixel_density_heals_only_its_own_profile(
+    tmp_path: Path,
+) -> None:
     # The hand-back happens on a 960x600 screen (screenshots rescaled to the recorded
-    # 1280x800): fingerprints taken there would not match the recorded ones' density.
-    recorded = _record(tmp_path)
+    # 640x400): fingerprints taken there would not match the recorded ones' density, so the
+    # heal is kept as the trajectory of that screen profile (docs/fleet.md, "Screens") and
+    # the recorded trajectory stays as it was.
+    _record(tmp_path)
+    storage = LocalCacheStorage(tmp_path)
+    before = load_cache_file(storage, "login.json")
     app = SimulatedFormApp(layout="banner", width=960, height=600)
     result = _run(tmp_path, app, FormFillingScript(app, "bob"))
+    assert app.saved == [{"name": "bob", "email": ""}]
+    assert result.replay is not None
+    assert result.replay.status == "handed_back"
+    assert result.model_calls > 0
+    assert result.heal is not None
+    assert result.heal.profile == "960x600@1x"
+    after = load_cache_file(storage, "login.json")
+    assert after.trajectory == before.trajectory
+    assert list(after.profiles) == ["960x600@1x"]
+
+
+class _OwnComputer(Tool):
+    """A computer tool of the user's own: it does not tell askcache the screen's sizes."""
+
+    name = "computer"
+
+    def __init__(self, app: SimulatedFormApp) -> None:
+        self.inner = ComputerTool(app)
+
+    def to_params(self) -> dict[str, Any]:
+        return self.inner.to_params()
+
+    def betas(self) -> list[str]:
+        return self.inner.betas()
+
+    def run(self, block: ToolUseBlockParam) -> ToolOutput:
+        return self.inner.run(block)
+
+
+def test_a_run_at_another_density_with_no_screen_profile_known_never_heals(
+    tmp_path: Path,
+) -> None:
+    # Through a tool that does not report the screen's sizes the run has no screen profile:
+    # fingerprints taken on the rescaled 960x600 screen would mix two densities in one
+    # trajectory, so nothing is written.
+    recorded = _record(tmp_path)
+    app = SimulatedFormApp(layout="banner", width=960, height=600)
+    with MessagesApiStandIn(FormFillingScript(app, "bob")) as api:
+        result = Agent(api.client(), [_OwnComputer(app)]).act(
+            "Log in as bob",
+            CachingSettings(
+                strategy="auto",
+                cache_dir=tmp_path,
+                writing_settings=CacheWritingSettings(
+                    filename="login.json", parameters={"user": "bob"}
+                ),
+                execution_settings=CacheExecutionSettings(
+                    parameter_values={"user": "bob"}, settle_quiet_period=0.2, settle_timeout=1
+                ),
+            ),
+        )
     assert app.saved == [{"name": "bob", "email": ""}]
     assert result.replay is not None
     assert result.replay.status == "handed_back"

@@ -204,6 +204,7 @@ class Agent:
             screen=capture,
             display_size=display_size,
             windows=windows,
+            screen_size=computer.api_size if computer is not None else None,
             sleep=self._sleep,
             offered_tools=[tool.name for tool in self.tools],
         )

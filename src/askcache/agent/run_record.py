@@ -103,6 +103,7 @@ def run_record(session: ReplaySession, outcome: ConversationResult, *, last: boo
         saved_tokens=round(recording.usage.total_tokens * share) - tokens,
         saved_seconds=saved_seconds,
         model=recording.model,
+        profile=session.profile.screen.id if session.profile.screen is not None else None,
     )
 
 
@@ -219,6 +220,7 @@ def heal_after(
             healed_steps=heal.healed_steps,
             verified_by=heal.verified_by,
             model=session.file.metadata.recording.model,
+            profile=heal.profile,
         )
         return writer.heal(heal, record)
     except (AskCacheError, OSError) as exc:

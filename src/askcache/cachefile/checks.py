@@ -373,31 +373,14 @@ def check_cache_file(cache_file: CacheFile, name: str) -> None:
         CacheFileCorruptError: a step or setting could not be replayed or checked as written.
         CacheFileLimitError: a documented limit is exceeded.
     """
-    meta = cache_file.metadata
-    space = meta.coordinate_space
-    size = (
-        (space.width, space.height)
-        if space is not None
-        else (limits.MAX_SCREEN_SIDE, limits.MAX_SCREEN_SIDE)
-    )
-    steps = cache_file.trajectory
     try:
-        if space is not None and space.width * space.height > limits.MAX_SCREEN_PIXELS:
-            raise _ProblemError(
-                "metadata.coordinate_space",
-                f"{space} is more than {limits.MAX_SCREEN_PIXELS:,} pixels",
-                limit=True,
-            )
-        if len(steps) > limits.MAX_STEPS:
-            raise _ProblemError(
-                "trajectory", f"{len(steps)} steps; the limit is {limits.MAX_STEPS}", limit=True
-            )
-        if meta.visual_validation is not None:
-            _check_config(meta.visual_validation)
-        for index, (step, anchor) in enumerate(zip(steps, action_anchors(steps), strict=True)):
-            _check_step(step, f"trajectory[{index}]", anchor, meta.visual_validation, size)
-        _check_parameters(cache_file, steps)
-        _check_screen_state(cache_file)
+        _check_way(cache_file)
+        for key in cache_file.profiles:
+            try:
+                _check_way(cache_file.for_profile(key))
+            except _ProblemError as problem:
+                problem.field = f"profiles[{key!r}].{problem.field.removeprefix('metadata.')}"
+                raise
     except _ProblemError as problem:
         error = CacheFileLimitError if problem.limit else CacheFileCorruptError
         match = re.match(r"trajectory\[(\d+)\]", problem.field)
@@ -407,6 +390,35 @@ def check_cache_file(cache_file: CacheFile, name: str) -> None:
             field=problem.field,
             step=int(match.group(1)) if match else None,
         ) from None
+
+
+def _check_way(cache_file: CacheFile) -> None:
+    """Check one way through the file: its trajectory or a learned profile's (as seen by a
+    replay on that profile, :meth:`~askcache.cachefile.format.CacheFile.for_profile`)."""
+    meta = cache_file.metadata
+    space = meta.coordinate_space
+    size = (
+        (space.width, space.height)
+        if space is not None
+        else (limits.MAX_SCREEN_SIDE, limits.MAX_SCREEN_SIDE)
+    )
+    steps = cache_file.trajectory
+    if space is not None and space.width * space.height > limits.MAX_SCREEN_PIXELS:
+        raise _ProblemError(
+            "metadata.coordinate_space",
+            f"{space} is more than {limits.MAX_SCREEN_PIXELS:,} pixels",
+            limit=True,
+        )
+    if len(steps) > limits.MAX_STEPS:
+        raise _ProblemError(
+            "trajectory", f"{len(steps)} steps; the limit is {limits.MAX_STEPS}", limit=True
+        )
+    if meta.visual_validation is not None:
+        _check_config(meta.visual_validation)
+    for index, (step, anchor) in enumerate(zip(steps, action_anchors(steps), strict=True)):
+        _check_step(step, f"trajectory[{index}]", anchor, meta.visual_validation, size)
+    _check_parameters(cache_file, steps)
+    _check_screen_state(cache_file)
 
 
 def _check_screen_state(cache_file: CacheFile) -> None:

@@ -1,6 +1,7 @@
 """The cache file format: versioned JSON with ``metadata``, ``trajectory``, ``cache_parameters``.
 
-The models (a file, its metadata, its check configuration, its variants, its signature),
+The models (a file, its metadata, its check configuration, its variants, the trajectories
+it learned for other screen profiles, its signature),
 what a file's signature covers (:func:`signed_content`) and how it is written
 (:func:`dump_cache_file`, secrets redacted). Reading is :mod:`askcache.cachefile.parse`: strict
 and total, and the only way in. A loaded file keeps its format version: saving it again writes
@@ -13,11 +14,12 @@ import json
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 
 from askcache import limits
 from askcache.messages import ToolUseBlockParam, Usage
 from askcache.redaction import redact, redact_value
+from askcache.scaling import ScreenProfile
 from askcache.screen.state import EndState, ScreenStateConfig
 
 __all__ = [
@@ -29,6 +31,7 @@ __all__ = [
     "ExecutionFailure",
     "FileSignature",
     "LegacyReplayStats",
+    "ProfileTrajectory",
     "RecordingStats",
     "TargetCheckConfig",
     "ToneCheckConfig",
@@ -268,6 +271,40 @@ class TrajectoryVariant(_FileModel):
     ``None``: the file's end state applies."""
 
 
+class ProfileTrajectory(_FileModel):
+    """The trajectory a file learned for another screen profile
+    (:class:`~askcache.scaling.ScreenProfile`: another screenshot size or display scale).
+
+    Written by a heal: a run on a profile the file had not seen tried the recorded steps
+    scaled, handed back where one did not pass its check, and the model completed the task;
+    that verified run, fingerprinted on this profile's own screens, is kept here. A replay
+    on this profile runs it instead of :attr:`CacheFile.trajectory`, checked at its own
+    density; the goal, parameters and check set-up are the file's."""
+
+    coordinate_space: CoordinateSpace
+    """Size of the screenshots its coordinates refer to."""
+    display_size: CoordinateSpace | None = None
+    """The real screen's size on that profile, when the computer tool knew it."""
+    trajectory: list[ToolUseBlockParam]
+    """The steps, with fingerprints and effects taken on this profile, as in
+    :attr:`CacheFile.trajectory`."""
+    variants: dict[int, list[TrajectoryVariant]] = Field(default_factory=dict)
+    """Its own variants, as :attr:`CacheFile.variants`."""
+    end_state: EndState | None = None
+    """The screen at the end of the learned run; ``None`` when not recorded."""
+    learned_at: datetime = Field(default_factory=_now)
+    """When it was learned (or last healed)."""
+
+    @property
+    def profile(self) -> ScreenProfile:
+        """The screen profile this trajectory was learned on."""
+        display = self.display_size
+        return ScreenProfile(
+            (self.coordinate_space.width, self.coordinate_space.height),
+            (display.width, display.height) if display is not None else None,
+        )
+
+
 class CacheFile(_FileModel):
     """A recorded trajectory and everything needed to replay it."""
 
@@ -286,6 +323,68 @@ class CacheFile(_FileModel):
     """Step index -> other ways through the trajectory from that step (at most
     ``askcache.heal.trajectory.MAX_VARIANTS_PER_STEP`` each). A reader that does not know variants
     replays the trajectory alone (and hands back where a variant would have matched)."""
+    profiles: dict[str, ProfileTrajectory] = Field(default_factory=dict)
+    """Screen profile id (``1280x800@2x``) -> the trajectory learned on that profile (see
+    :class:`ProfileTrajectory`); absent or ``{}``: none learned, every screen replays
+    :attr:`trajectory`. An askcache that does not know this field refuses the file (unknown
+    key)."""
+
+    @model_validator(mode="after")
+    def _profile_keys(self) -> CacheFile:
+        for key, learned in self.profiles.items():
+            if key != learned.profile.id:
+                raise ValueError(
+                    f"profiles: key {key!r} does not name the profile of its sizes "
+                    f"({learned.profile.id!r})"
+                )
+        return self
+
+    @property
+    def profile(self) -> ScreenProfile | None:
+        """The screen profile :attr:`trajectory` was recorded on (``None``: no screenshot
+        was seen)."""
+        space, display = self.metadata.coordinate_space, self.metadata.display_size
+        if space is None:
+            return None
+        return ScreenProfile(
+            (space.width, space.height),
+            (display.width, display.height) if display is not None else None,
+        )
+
+    def for_profile(self, key: str) -> CacheFile:
+        """The file as a replay on profile ``key`` sees it: that profile's trajectory,
+        variants, sizes and end state in place of the recorded ones (no profiles of its own,
+        no signature: a view, never written)."""
+        learned = self.profiles[key]
+        metadata = self.metadata.model_copy(
+            update={
+                "coordinate_space": learned.coordinate_space,
+                "display_size": learned.display_size,
+                "end_state": learned.end_state,
+            }
+        )
+        return self.model_copy(
+            update={
+                "metadata": metadata,
+                "trajectory": learned.trajectory,
+                "variants": learned.variants,
+                "profiles": {},
+                "signature": None,
+            }
+        )
+
+    def learned(self, view: CacheFile) -> ProfileTrajectory:
+        """``view`` (a file built on one profile's screens) as a learned profile of this one."""
+        space = view.metadata.coordinate_space
+        if space is None:
+            raise ValueError("a learned profile needs the size of its screenshots")
+        return ProfileTrajectory(
+            coordinate_space=space,
+            display_size=view.metadata.display_size,
+            trajectory=view.trajectory,
+            variants=view.variants,
+            end_state=view.metadata.end_state,
+        )
 
     def invalidate(self, reason: str) -> None:
         """Mark the trajectory unusable; it is then hidden from the model's listing and
@@ -351,21 +450,28 @@ def dump_cache_file(cache_file: CacheFile) -> bytes:
     """The file's JSON text, as written to storage (cache-only fields kept).
 
     Registered secret values (:mod:`askcache.redaction`) are redacted from the free text:
-    the goal, the input of the steps and of the variants' steps, failure reasons and the
+    the goal, the input of the steps (of the trajectory, of its learned profiles and of their
+    variants), failure reasons and the
     invalidation reason. Every version, proposal and trajectory file is written from here.
     Typed text registered as a secret is not (recording and healing store it as
     ``{{secret:typed_<step>}}`` where it must not be written; see
     :func:`~askcache.redaction.redact`).
     """
     data: dict[str, Any] = cache_file.model_dump(mode="json")
+    if not data["profiles"]:  # a file that learned no profile reads in an askcache before them
+        del data["profiles"]
     metadata = data["metadata"]
     metadata["goal"] = redact(metadata["goal"], typed=False)
     for failure in (metadata.get("legacy_stats") or {}).get("failures", []):
         failure["reason"] = redact(failure["reason"], typed=False)
     if metadata.get("invalidation_reason"):
         metadata["invalidation_reason"] = redact(metadata["invalidation_reason"], typed=False)
-    variant_steps = [s for vs in data["variants"].values() for v in vs for s in v["steps"]]
-    for step in [*data["trajectory"], *variant_steps]:
+    ways = [data, *data.get("profiles", {}).values()]
+    variant_steps = [
+        s for way in ways for vs in way["variants"].values() for v in vs for s in v["steps"]
+    ]
+    profile_steps = [s for way in ways[1:] for s in way["trajectory"]]
+    for step in [*data["trajectory"], *profile_steps, *variant_steps]:
         for key in _FREE_TEXT_STEP_FIELDS:
             step[key] = redact_value(step[key], typed=False)
     return json.dumps(data, indent=2, ensure_ascii=False).encode("utf-8") + b"\n"

@@ -604,6 +604,8 @@ _RUN_CSS = {
 def _run_row(record: RunRecord) -> str:
     when = f"{record.started_at:%Y-%m-%d %H:%M:%S} UTC"
     where = record.host if record.user is None else f"{record.user}@{record.host}"
+    if record.profile is not None:  # the screen profile it ran on, or a heal wrote
+        where += f", screen {record.profile}"
     status = record.status if record.event in ("replay", record.status) else record.event
     stopped = ""
     if record.stopped_at_step is not None:
@@ -614,6 +616,8 @@ def _run_row(record: RunRecord) -> str:
         saved = savings_text(record)
     elif record.event in ("healed", "proposed"):
         saved = f"steps {record.healed_steps} from the model; version {record.version}"
+        if record.profile is not None:
+            saved += f"; screen profile {record.profile}'s trajectory"
     elif record.event == "imported":
         saved = f"{record.successes} of {record.attempts} replays counted by the old file"
     else:

@@ -33,6 +33,10 @@ current version
 during it leaves the old or the new trajectory; when another healer won the race, or another
 process kept the trajectory locked, it becomes a proposal instead), ``propose`` keeps it as
 a proposal, ``off`` writes nothing.
+A run on a screen profile other than the recorded one (another screenshot size or display
+scale) heals that profile's trajectory instead, fingerprinted on its own screens
+(:mod:`askcache.heal.profile`); a run at another density with no profile known (no computer
+tool that knows the screen) writes nothing, since its fingerprints would mix two densities.
 A run that failed, was cut off or cannot be verified never writes anything, and neither does
 one whose healed trajectory would hold a step the model took with no screenshot before it
 (it could never be checked).
@@ -55,6 +59,7 @@ from askcache.cachefile.signing import parse_verified, sign_cache_file
 from askcache.conversation.loop import ConversationResult
 from askcache.errors import AskCacheError, CacheNotFoundError
 from askcache.fingerprint.step import decode_screenshot
+from askcache.heal.profile import into_profile, profile_display
 from askcache.messages import ImageBlockParam, MessageParam, ToolUseBlockParam
 from askcache.parameters import (
     SECRET_DESCRIPTION,
@@ -109,6 +114,9 @@ class HealOutcome:
     """Why a heal meant to make the new version current kept it as a proposal (typed text
     that could not be stored, another healer won the race, versions are off); ``None``
     otherwise."""
+    profile: str | None = None
+    """The screen profile whose trajectory was written (:attr:`PreparedHeal.profile`);
+    ``None``: the recorded trajectory."""
 
 
 def verify_run(
@@ -266,12 +274,16 @@ def healed_file(
         model=old.metadata.recording.model,
     )
     new = manager.build_cache_file(messages)
-    if new.metadata.coordinate_space == old.metadata.coordinate_space:
+    learning = session.profile.learning  # every fingerprint from this profile's screens
+    if not learning and new.metadata.coordinate_space == old.metadata.coordinate_space:
         new.trajectory = [_as_replayed(step, session) for step in new.trajectory]
     new.metadata.goal = old.metadata.goal
     new.metadata.recording = old.metadata.recording
-    new.metadata.display_size = old.metadata.display_size
+    new.metadata.display_size = (
+        profile_display(session.profile) if learning else old.metadata.display_size
+    )
     new.cache_parameters = dict(old.cache_parameters)
+    new.profiles = dict(old.profiles)  # the trajectories learned on other screens stay
     model_ids = {
         call.id
         for m in messages
@@ -290,7 +302,7 @@ def healed_file(
         )
     ]
     healed = [i for i, step in enumerate(new.trajectory) if step.id in model_ids]
-    if healed:
+    if healed and not learning:  # the recorded way, at another density, is no way here
         _keep_old_way(old, new, _stopped_at(session), healed)
     return new, healed
 
@@ -446,6 +458,9 @@ class PreparedHeal(BaseModel):
     proposal: str
     """The storage name the heal takes if it becomes a proposal (fixed in advance, so that
     writing it again makes no second proposal)."""
+    profile: str | None = None
+    """The screen profile whose trajectory the heal writes (learned now, or healed again;
+    :mod:`askcache.heal.profile`); ``None``: the recorded trajectory."""
 
     @field_validator("name")
     @classmethod
@@ -484,14 +499,14 @@ def prepare_heal(
     """
     if mode == HealMode.OFF or session.result.handbacks == 0:
         return None
-    if session.other_density_seen:
+    if session.other_density_seen and session.profile.key is None:
         logger.info(
             "%s not healed: the run was on a screen drawn at another pixel density (the "
             "healed steps' fingerprints would not match the recorded ones' density)",
             name,
         )
         return None
-    if session.moved_seen:
+    if session.moved_seen and not session.profile.learning:  # learning: built anew
         logger.info(
             "%s not healed: steps of the run were replayed where their window had moved "
             "(the healed steps would mix the recorded layout with this screen's)",
@@ -520,6 +535,9 @@ def prepare_heal(
     )
     redaction = redact_mode(session.file, redact_typed_text)
     unsafe = keep_typed_text_safe(new, steps, session, redaction, outcome.messages)
+    profile = None
+    if session.profile.key is not None:  # kept as this screen profile's trajectory
+        new, profile = into_profile(base, name, new)
     data = healed_bytes(new)
     try:
         parse_cache_file(data, name)  # a healed file always loads
@@ -539,6 +557,7 @@ def prepare_heal(
         healed_steps=steps,
         verified_by=verified,
         proposal=TrajectoryVersions(_NoStorage(), name).proposal_name(),
+        profile=profile,
     )
 
 
@@ -601,7 +620,9 @@ def _outcome(
     heal: PreparedHeal,
     reason: str | None = None,
 ) -> HealOutcome:
-    return HealOutcome(event, version, list(heal.healed_steps), heal.verified_by, reason)
+    return HealOutcome(
+        event, version, list(heal.healed_steps), heal.verified_by, reason, heal.profile
+    )
 
 
 def heal_trajectory(

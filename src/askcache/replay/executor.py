@@ -28,10 +28,12 @@ from askcache.parameters import placeholders_in
 from askcache.replay.commands import Emit, Finished, HandBack
 from askcache.replay.guard import check_replayable
 from askcache.replay.handback import finished_text, hand_back_text
+from askcache.replay.profile import ProfileChoice, choose_profile
 from askcache.replay.rejoin import RESUME_TOOL_NAME
 from askcache.replay.result import ReplayResult
 from askcache.replay.session import ReplaySession
 from askcache.replay.step_view import StepView
+from askcache.scaling import ScreenProfile
 from askcache.screen.windows import WindowFrame
 from askcache.settings import CacheExecutionSettings
 
@@ -62,6 +64,9 @@ class CacheExecutor:
             (:meth:`askcache.tools.computer.ComputerTool.windows`): a step recorded with its
             window is checked and acted on where that window is now
             (:mod:`askcache.replay.anchor`).
+        screen_size: The size of the screenshots the computer tool gives the model, when it
+            knows it: with ``display_size``, this run's screen profile, which chooses the
+            trajectory a file learned for it (:mod:`askcache.replay.profile`).
         offered_tools: Names of the tools this run offers; a file with a step calling a
             tool outside them (or, other than the computer tool, outside
             ``CacheExecutionSettings.replay_tools``) is refused. ``None``: the computer tool.
@@ -77,6 +82,7 @@ class CacheExecutor:
         screen: Callable[[], Image.Image] | None = None,
         display_size: tuple[int, int] | None = None,
         windows: Callable[[], list[WindowFrame] | None] | None = None,
+        screen_size: tuple[int, int] | None = None,
         offered_tools: Collection[str] | None = None,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
@@ -88,6 +94,7 @@ class CacheExecutor:
         self.screen = screen
         self.display_size = display_size
         self.windows = windows
+        self.screen_size = screen_size
         self._sleep = sleep
         self._clock = clock
         self.session: ReplaySession | None = None
@@ -173,8 +180,20 @@ class CacheExecutor:
                 f"start_from_step_index {start_from_step_index} is outside 0..{total} "
                 f"for {cache_file_name!r} ({total} steps)"
             )
+        screen = (
+            ScreenProfile(self.screen_size, self.display_size)
+            if self.screen_size is not None
+            else None
+        )
+        view, profile = (
+            choose_profile(cache_file, screen)
+            if start_from_step_index == 0  # a step index names a step of the recorded way
+            else (cache_file, ProfileChoice(screen))
+        )
+        if profile.screen is not None:
+            logger.info("replay of %s: %s", cache_file_name, profile.describe())
         self.session = ReplaySession(
-            cache_file,
+            view,
             cache_file_name,
             parameter_values=values,
             start_step=start_from_step_index,
@@ -183,6 +202,7 @@ class CacheExecutor:
             capture=self.screen,
             display_size=self.display_size,
             windows=self.windows,
+            profile=profile,
             sleep=self._sleep,
             clock=self._clock,
         )

@@ -31,7 +31,9 @@ def _check_tools(
     name: str,
     offered: Collection[str],
     settings: CacheExecutionSettings,
+    key: str | None = None,
 ) -> None:
+    where = _where(key)
     allowed_others = set(settings.replay_tools) & set(offered)
     for index, step in enumerate(cache_file.trajectory):
         computer = COMPUTER_TOOL_NAME in (step.toolset_name, step.name)
@@ -39,8 +41,8 @@ def _check_tools(
             if COMPUTER_TOOL_NAME not in offered:
                 raise CacheFileRefusedError(
                     name,
-                    f"step {index} uses the computer tool, which this run does not offer",
-                    field=f"trajectory[{index}].name",
+                    f"{where}step {index} uses the computer tool, which this run does not offer",
+                    field=f"{_prefix(key)}trajectory[{index}].name",
                     step=index,
                 )
             continue
@@ -52,11 +54,29 @@ def _check_tools(
             )
             raise CacheFileRefusedError(
                 name,
-                f"step {index} calls the tool {step.name!r}; a replay runs only the computer "
-                f"tool unless told otherwise ({why})",
-                field=f"trajectory[{index}].name",
+                f"{where}step {index} calls the tool {step.name!r}; a replay runs only the "
+                f"computer tool unless told otherwise ({why})",
+                field=f"{_prefix(key)}trajectory[{index}].name",
                 step=index,
             )
+
+
+def _ways(cache_file: CacheFile) -> list[tuple[str | None, CacheFile]]:
+    """The recorded trajectory (key ``None``) and each learned profile's (its key)."""
+    return [
+        (None, cache_file),
+        *((key, cache_file.for_profile(key)) for key in cache_file.profiles),
+    ]
+
+
+def _where(key: str | None) -> str:
+    """How a message names a step's trajectory (nothing for the recorded one)."""
+    return f"profile {key}: " if key is not None else ""
+
+
+def _prefix(key: str | None) -> str:
+    """The field path of a learned profile's trajectory (nothing for the recorded one)."""
+    return f"profiles[{key!r}]." if key is not None else ""
 
 
 def check_replayable(
@@ -69,7 +89,8 @@ def check_replayable(
 ) -> None:
     """Refuse ``cache_file`` unless every step may run in this replay, checked as recorded.
 
-    * every step calls a tool this run offers and allows: the computer tool's actions, and
+    * every step (of the recorded trajectory and of each learned screen profile's) calls a
+      tool this run offers and allows: the computer tool's actions, and
       others only when listed in ``settings.replay_tools``;
     * no step stores a hash the file cannot check (no validation set-up); with
       ``settings.unchecked_steps="refuse"``, every acting step can be checked (otherwise
@@ -98,16 +119,23 @@ def check_replayable(
     )
     register_secrets({key: values[key] for key in secrets if key in values})
     check_signature(cache_file, name, required=settings.require_signature)
-    _check_tools(cache_file, name, offered, settings)
-    if settings.skip_visual_validation:
-        return
+    for profile, way in _ways(cache_file):
+        _check_tools(way, name, offered, settings, profile)
+        if not settings.skip_visual_validation:
+            _check_checkable(way, name, settings, profile)
+
+
+def _check_checkable(
+    cache_file: CacheFile, name: str, settings: CacheExecutionSettings, key: str | None
+) -> None:
+    where = _where(key)
     config = cache_file.metadata.visual_validation
     hashed = [i for i, step in enumerate(cache_file.trajectory) if step.visual_representation]
     if config is None and hashed:
         raise CacheFileRefusedError(
             name,
-            f"step {hashed[0]} stores a hash but the file has no visual validation set-up "
-            "(metadata.visual_validation), so it cannot be checked",
+            f"{where}step {hashed[0]} stores a hash but the file has no visual validation "
+            "set-up (metadata.visual_validation), so it cannot be checked",
             field="metadata.visual_validation",
             step=hashed[0],
         )
@@ -119,9 +147,9 @@ def check_replayable(
         more = f" (and {len(unchecked) - 1} more)" if len(unchecked) > 1 else ""
         raise CacheFileRefusedError(
             name,
-            f"step {first.step} ({first.action}) cannot be checked before it runs: "
+            f"{where}step {first.step} ({first.action}) cannot be checked before it runs: "
             f"{first.why}{more}. Replay it with CacheExecutionSettings(unchecked_steps="
             "'hand_back') to stop before it, or 'run' to run it unchecked",
-            field=f"trajectory[{first.step}].visual_representation",
+            field=f"{_prefix(key)}trajectory[{first.step}].visual_representation",
             step=first.step,
         )

@@ -15,11 +15,13 @@ from dataclasses import dataclass
 from PIL import Image
 
 from askcache.actions import ToolShape, action_anchors
-from askcache.cachefile.format import CacheFile
+from askcache.cachefile.format import CacheFile, TrajectoryVariant
 from askcache.messages import ToolUseBlockParam
 from askcache.parameters import substitute
+from askcache.replay.profile import ProfileChoice
 from askcache.replay.result import ReplayResult
 from askcache.replay.step_view import StepView
+from askcache.scaling import SAME_SIZE_TOLERANCE, same_size
 from askcache.screen.state import Thumbnail
 from askcache.screen.windows import WindowFrame
 from askcache.settings import CacheExecutionSettings
@@ -111,19 +113,42 @@ class Stopped:
     effect again on a later screen."""
 
 
-OTHER_DENSITY_SCALE = 0.05
+OTHER_DENSITY_SCALE = SAME_SIZE_TOLERANCE
 """A screen counts as drawn at another pixel density when its size differs from the
 recorded one by more than this fraction in either direction."""
 
 
 def other_scale(size: tuple[int, int], recorded: tuple[int, int]) -> bool:
-    return any(
-        abs(now / then - 1) > OTHER_DENSITY_SCALE for now, then in zip(size, recorded, strict=True)
-    )
+    return not same_size(size, recorded)
+
+
+def _filled_variants(
+    cache_file: CacheFile, values: Mapping[str, str]
+) -> dict[int, list[TrajectoryVariant]]:
+    """The file's variants with their steps' parameters filled in."""
+    return {
+        index: [
+            variant.model_copy(
+                update={
+                    "steps": [
+                        step.model_copy(update={"input": substitute(step.input, values)})
+                        for step in variant.steps
+                    ]
+                }
+            )
+            for variant in variants
+        ]
+        for index, variants in cache_file.variants.items()
+    }
 
 
 class ReplayState:
-    """The state of one replay of one cache file."""
+    """The state of one replay of one cache file.
+
+    ``file`` is the file as this replay runs it (a learned screen profile's view when one
+    was chosen, :func:`~askcache.replay.profile.choose_profile`); ``profile`` says which
+    screen profile it runs on and which trajectory runs there.
+    """
 
     def __init__(
         self,
@@ -137,11 +162,13 @@ class ReplayState:
         capture: Callable[[], Image.Image] | None,
         display_size: tuple[int, int] | None = None,
         windows: Callable[[], list[WindowFrame] | None] | None = None,
+        profile: ProfileChoice | None = None,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.file = cache_file
         self.name = name
+        self.profile = profile or ProfileChoice()
         self.settings = settings
         self.tool_shape = tool_shape
         self.capture = capture
@@ -155,22 +182,7 @@ class ReplayState:
             step.model_copy(update={"input": substitute(step.input, parameter_values)})
             for step in cache_file.trajectory
         ]
-        self.variants = {
-            index: [
-                variant.model_copy(
-                    update={
-                        "steps": [
-                            step.model_copy(
-                                update={"input": substitute(step.input, parameter_values)}
-                            )
-                            for step in variant.steps
-                        ]
-                    }
-                )
-                for variant in variants
-            ]
-            for index, variants in cache_file.variants.items()
-        }
+        self.variants = _filled_variants(cache_file, parameter_values)
         """Step index -> the other ways through the trajectory from there (parameters
         filled in); see :class:`~askcache.cachefile.format.TrajectoryVariant`."""
         self.anchors = list(action_anchors(self.steps))

@@ -32,6 +32,7 @@ __all__ = [
     "EXIT_USAGE",
     "CacheFolderMissingError",
     "add_cache_dir",
+    "describe_profiles",
     "emit_json",
     "location",
     "open_run_ledger",
@@ -185,3 +186,15 @@ def redacted_output() -> Iterator[None]:
         yield
     finally:
         sys.stdout, sys.stderr = saved
+
+
+def describe_profiles(cache_file: CacheFile) -> str:
+    """The screen profiles a file replays on as it knows them, one line: the recorded one
+    and each learned one (docs/fleet.md, "Screens")."""
+    recorded = cache_file.profile
+    parts = [f"{recorded or 'unknown'} (recorded, {len(cache_file.trajectory)} steps)"]
+    parts += [
+        f"{key} (learned {learned.learned_at:%Y-%m-%d %H:%M}, {len(learned.trajectory)} steps)"
+        for key, learned in sorted(cache_file.profiles.items())
+    ]
+    return "screen profiles: " + ", ".join(parts)

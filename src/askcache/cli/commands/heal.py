@@ -76,7 +76,8 @@ def diff_lines(a: CacheFile, b: CacheFile) -> list[str]:
     """What changed from ``a`` to ``b``, one line per step: ``=`` the same step (same action
     and input; ``(fingerprint changed)`` when its stored fingerprint differs, ``(mask changed:
     ...)`` with what the new mask ignores when its learned mask differs), ``-`` only in ``a``,
-    ``+`` only in ``b``; then the variants."""
+    ``+`` only in ``b``; then the variants, and each screen profile learned, healed or
+    removed (its steps diffed the same way)."""
     lines: list[str] = []
     old, new = a.trajectory, b.trajectory
     matcher = difflib.SequenceMatcher(a=[_key(s) for s in old], b=[_key(s) for s in new])
@@ -97,7 +98,21 @@ def diff_lines(a: CacheFile, b: CacheFile) -> list[str]:
                 lines.append(
                     f"  variant {label} at step {index} (replaces {variant.replaces}): {steps}"
                 )
+    for key in sorted(a.profiles.keys() | b.profiles.keys()):
+        if key not in b.profiles:
+            lines.append(f"- screen profile {key} (learned trajectory removed)")
+        elif key not in a.profiles:
+            lines.append(f"+ screen profile {key}, learned:")
+            lines += [f"    {line}" for line in diff_lines(_empty(b), b.for_profile(key))]
+        elif a.profiles[key] != b.profiles[key]:
+            lines.append(f"  screen profile {key}, healed:")
+            lines += [f"    {line}" for line in diff_lines(a.for_profile(key), b.for_profile(key))]
     return lines
+
+
+def _empty(cache_file: CacheFile) -> CacheFile:
+    """``cache_file`` with no steps, variants or profiles (what a new profile is diffed from)."""
+    return cache_file.model_copy(update={"trajectory": [], "variants": {}, "profiles": {}})
 
 
 def _bits_png(hex_hash: str | None) -> str:

@@ -6,6 +6,7 @@ import argparse
 
 from askcache.cli.commands.common import (
     EXIT_OK,
+    describe_profiles,
     emit_json,
     location,
     open_run_ledger,
@@ -62,10 +63,12 @@ def run_list(args: argparse.Namespace) -> int:
                 "created_at": meta.created_at.isoformat(),
                 "replays": 0 if summary is None else summary.runs,
                 "completed": 0 if summary is None else summary.completed,
+                "profiles": [str(cache_file.profile or "unknown"), *sorted(cache_file.profiles)],
             }
         )
         if not args.json:
             print(describe_cache_file(name, cache_file, ledger), flush=True)
+            print(f"  {describe_profiles(cache_file)}", flush=True)
     ledger.close()
     if args.json:
         emit_json({"cache_dir": location(storage), "files": rows})

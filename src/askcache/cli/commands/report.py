@@ -33,6 +33,7 @@ from askcache.actions import ACTING_ACTIONS, action_anchors, parse_action
 from askcache.cachefile.format import CacheFile
 from askcache.cli.commands.common import (
     EXIT_OK,
+    describe_profiles,
     emit_json,
     open_run_ledger,
     open_storage,
@@ -230,6 +231,7 @@ def _facts(cache_file: CacheFile) -> list[str]:
                 for key, text in cache_file.cache_parameters.items()
             )
         )
+    facts.append("S" + describe_profiles(cache_file)[1:])
     if cache_file.variants:
         facts.append(f"Variants (other ways through) at steps {sorted(cache_file.variants)}")
     if cache_file.signature is not None:

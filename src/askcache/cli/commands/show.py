@@ -8,11 +8,13 @@ from askcache.actions import ACTING_ACTIONS, parse_action
 from askcache.cachefile.format import CacheFile, VisualValidationConfig
 from askcache.cli.commands.common import (
     EXIT_OK,
+    describe_profiles,
     emit_json,
     open_run_ledger,
     open_storage,
     resolve_name,
 )
+from askcache.messages import ToolUseBlockParam
 from askcache.storage.base import load_cache_file
 from askcache.storage.ledger import RunRecord, TrajectorySummary
 
@@ -71,6 +73,7 @@ def _lines(
         f"{name}: {meta.goal!r}",
         f"  recorded {meta.created_at:%Y-%m-%d %H:%M} at {meta.coordinate_space or 'unknown size'}",
     ]
+    lines.append(f"  {describe_profiles(cache_file)}")
     rec = meta.recording
     lines.append(
         f"  recording cost: {rec.model_calls} model calls, {rec.usage.total_tokens:,} tokens"
@@ -84,7 +87,19 @@ def _lines(
     for run in [r for r in runs if r.status != "completed"][-3:]:
         when = f"{run.started_at:%Y-%m-%d %H:%M}"
         lines.append(f"    {run.status} at step {run.stopped_at_step} ({when}): {run.reason}")
-    for index, step in enumerate(cache_file.trajectory):
+    lines += _step_lines(cache_file.trajectory)
+    for key, learned in sorted(cache_file.profiles.items()):
+        lines.append(
+            f"  screen profile {key}, learned {learned.learned_at:%Y-%m-%d %H:%M} "
+            f"({learned.coordinate_space} screenshots):"
+        )
+        lines += _step_lines(learned.trajectory)
+    return lines
+
+
+def _step_lines(steps: list[ToolUseBlockParam]) -> list[str]:
+    lines = []
+    for index, step in enumerate(steps):
         fingerprint = step.visual_representation or "-"
         if step.visual_detail:
             fingerprint += f" + {step.visual_detail[:16]}..."

@@ -159,6 +159,11 @@ class RunRecord(BaseModel):
     """With ``event="imported"``: the replays the old file counted."""
     user: str | None = Field(default_factory=_user)
     """Who ran it (the login name, when known)."""
+    profile: str | None = None
+    """The screen profile the run was on (``1280x800@2x``: the screenshot size and the
+    display's scale, :class:`~askcache.scaling.ScreenProfile`); with ``event="healed"`` or
+    ``"proposed"``, the learned profile whose trajectory was written. ``None``: not known,
+    or (for a heal) the recorded trajectory (entries written before this field)."""
     healed_steps: list[int] = Field(default_factory=list)
     """With ``event="healed"`` or ``"proposed"``: indexes of the new trajectory's steps that
     came from the model (the rest were replayed as recorded)."""

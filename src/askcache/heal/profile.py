@@ -1,0 +1,47 @@
+"""A heal on a screen profile other than the recorded one: kept as that profile's trajectory.
+
+A run on a screen the file was not recorded on (another screenshot size or display scale,
+:class:`~askcache.scaling.ScreenProfile`) replays either the trajectory the file learned for
+that profile or, the first time, the recorded one scaled
+(:func:`~askcache.replay.profile.choose_profile`). When such a run hands back and the model
+completes the task, the verified run becomes **that profile's trajectory**
+(:attr:`~askcache.cachefile.format.CacheFile.profiles`), fingerprinted on this profile's own
+screens: the recorded trajectory, and every other profile's, stay as they were.
+
+Why inside the one file, not a file per profile: a learned profile is then written exactly as
+any heal is, through the same versions (a new version of the one file, under its lock,
+crash-consistent), signed over the whole file, shown by ``askcache diff`` and undone by
+``askcache rollback``; a fleet's listing, ledger and invalidation stay one per task. The
+cost is that two machines learning two new profiles at the same moment race for one commit:
+the later one becomes a proposal (``the trajectory changed while this run healed it``) and
+its profile is learned again by its next run.
+"""
+
+from __future__ import annotations
+
+from askcache.cachefile.format import CacheFile, CoordinateSpace
+from askcache.cachefile.parse import parse_cache_file
+from askcache.replay.profile import ProfileChoice
+
+__all__ = ["into_profile", "profile_display"]
+
+
+def profile_display(choice: ProfileChoice) -> CoordinateSpace | None:
+    """The display size a trajectory learned on ``choice``'s screen stores."""
+    screen = choice.screen
+    if screen is None or screen.display is None:
+        return None
+    return CoordinateSpace(width=screen.display[0], height=screen.display[1])
+
+
+def into_profile(base: bytes, name: str, healed: CacheFile) -> tuple[CacheFile, str]:
+    """The file read as ``base`` with ``healed`` (a trajectory built on one profile's
+    screens) as that profile's trajectory, learned now; and the profile's key. Everything
+    else of the file (its recorded trajectory, the other profiles) is kept as it was; a
+    parameter the heal added (typed text stored as a secret) is declared."""
+    whole = parse_cache_file(base, name)
+    learned = whole.learned(healed)
+    key = learned.profile.id
+    whole.profiles = {**whole.profiles, key: learned}
+    whole.cache_parameters = {**whole.cache_parameters, **healed.cache_parameters}
+    return whole, key

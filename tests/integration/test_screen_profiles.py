@@ -21,7 +21,7 @@ from askcache import (
     CacheWritingSettings,
     CachingSettings,
     ComputerTool,
-    RunLedger,
+    open_ledger,
 )
 from askcache.cli.app import main
 from askcache.storage.base import LocalCacheStorage, load_cache_file
@@ -85,7 +85,7 @@ def test_a_new_screen_is_learned_once_and_the_others_keep_their_trajectory(
     assert str(profile.display_size) == "1280x800"
     assert "bob" not in storage.read("login.json").decode()  # parameters stay parameters
     assert TrajectoryVersions(storage, "login.json").numbers() == [1, 2]  # one new version
-    entries = [r for r in RunLedger(storage).records("login.json") if r.event == "healed"]
+    entries = [r for r in open_ledger(storage).records("login.json") if r.event == "healed"]
     assert [e.profile for e in entries] == ["1280x800@1x"]
 
     # The next runs on that profile replay its trajectory: no model call.
@@ -107,7 +107,7 @@ def test_a_new_screen_is_learned_once_and_the_others_keep_their_trajectory(
     assert other.heal.profile is None
     healed = load_cache_file(storage, "login.json")
     assert healed.profiles == learned.profiles  # and the learned profile kept as it was
-    replays = [r for r in RunLedger(storage).records("login.json") if r.event == "replay"]
+    replays = [r for r in open_ledger(storage).records("login.json") if r.event == "replay"]
     assert {r.profile for r in replays} == {"1280x800@1x", "640x400@1x"}
 
     # show, list and report name each profile.

@@ -8,6 +8,10 @@ from __future__ import annotations
 import asyncio
 import base64
 import io
+import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -367,3 +371,36 @@ def test_a_loop_that_stops_in_the_middle_ends_the_check_under_way(recorded: Path
     assert result.heal is None
     assert storage.read("login.json") == before
     assert [r.status for r in open_ledger(storage).records("login.json")] == ["handed_back"]
+
+
+@pytest.mark.parametrize("example", ["own_loop.py", "own_loop_async.py"])
+def test_the_own_loop_examples_run_offline_as_they_are(tmp_path: Path, example: str) -> None:
+    path = Path(__file__).parents[2] / "examples" / example
+    env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
+    done = subprocess.run(
+        [sys.executable, str(path), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=600,  # guards against a hang only
+        check=False,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("recorded: ")
+    assert lines[0].endswith("model calls -> save-contact.json")
+    assert re.fullmatch(r"replayed: [1-9]\d* steps, 0 model calls \(completed\)", lines[2])
+    assert "'name': 'Grace Hopper'" in lines[3]
+    assert (tmp_path / "save-contact.json").exists()
+
+
+def test_the_docs_page_adds_askcache_to_the_reference_loop_in_at_most_ten_lines() -> None:
+    page = (Path(__file__).parents[2] / "docs" / "own-loop.md").read_text()
+    loop = page.split("## The reference loop with askcache added", 1)[1].split("```python", 1)[1]
+    loop = loop.split("```", 1)[0]
+    added = [line for line in loop.splitlines() if line.endswith("# + askcache")]
+    assert len(added) == 9  # "at most about ten"
+    assert "nine of them" in page
+    used = set(re.findall(r"replay\.(\w+)", "\n".join(added)))
+    assert used == {"actions", "tool_result", "finished", "done"}
+    assert all(hasattr(AsyncLoopReplay, name) for name in used)

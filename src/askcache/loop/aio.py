@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Collection, Mapping
 from typing import Any
 
 from PIL import Image
@@ -40,6 +40,7 @@ class AsyncLoopReplay:
         storage: CacheStorage | None = None,
         model: str | None = None,
         display_size: tuple[int, int] | None = None,
+        tools: Collection[str] | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.replay = LoopReplay(
@@ -49,6 +50,7 @@ class AsyncLoopReplay:
             storage=storage,
             model=model,
             display_size=display_size,
+            tools=tools,
             sleep=sleep,
         )
         """The step object underneath."""

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from typing import Any
 
 from PIL import Image
@@ -79,6 +79,10 @@ class LoopReplay:
         model: The model your loop calls, stored with a recording.
         display_size: The real screen's size, when your runner knows it (a replay on a
             display of another size checks steps for another pixel density).
+        tools: The names of the tools your loop offers the model; default: the computer
+            tool. A replayed step calling another of them runs only when
+            ``CacheExecutionSettings.replay_tools`` names it too (otherwise the file is
+            refused, before any action).
         sleep: Used for the replay's waits (tests pass a no-op).
 
     Raises:
@@ -97,6 +101,7 @@ class LoopReplay:
         storage: CacheStorage | None = None,
         model: str | None = None,
         display_size: tuple[int, int] | None = None,
+        tools: Collection[str] | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self._history = History(messages)
@@ -109,6 +114,7 @@ class LoopReplay:
             model=model,
             screen=self._bridge.capture,
             display_size=display_size,
+            tools=tools,
             sleep=sleep,
         )
         self._status: LoopStatus = self._run.first_status()

@@ -6,7 +6,7 @@ same writes (:func:`~askcache.agent.run_record.finish_run`: ledger entries, heal
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from typing import Literal
 
 from PIL import Image
@@ -76,6 +76,7 @@ class LoopRun:
         model: str | None,
         screen: Callable[[], Image.Image],
         display_size: tuple[int, int] | None,
+        tools: Collection[str] | None,
         sleep: Callable[[float], None],
     ) -> None:
         self.name = name
@@ -103,6 +104,7 @@ class LoopRun:
             tool_shape=shape_of(cache_file) if cache_file is not None else "tool",
             screen=screen,
             display_size=display_size,
+            offered_tools=tools,
             sleep=sleep,
         )
         if cache_file is not None:

@@ -8,6 +8,8 @@
 #   x11-utils: xwininfo, which finds xcalc's buttons (the fault-injection tests), and
 #     xmessage, a real dialog the accuracy benchmark measures
 #   chromium: headless Chromium, which renders pages for parity checks
+#   postgresql: a real PostgreSQL server the run-ledger tests start in a temporary folder
+#     (askcache.testing.postgres; as root, it runs as nobody)
 # and, for the accuracy benchmark (ASKCACHE_BENCH_PACKAGES=1), besides the tests' packages:
 #   python3-doc, valgrind, nodejs, debian-reference-en: the HTML manuals those pages are
 #     (Sphinx, DocBook, Node's own generator, DocBook with its own stylesheet)
@@ -19,6 +21,7 @@ if [ "${ASKCACHE_TEST_PACKAGES:-0}" = 1 ]; then
     command -v xcalc >/dev/null 2>&1 || missing+=(x11-apps)
     command -v xwininfo >/dev/null 2>&1 || missing+=(x11-utils)
     command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+    compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || missing+=(postgresql)
 fi
 if [ "${ASKCACHE_BENCH_PACKAGES:-0}" = 1 ]; then
     [ -e /usr/share/doc/python3/html/library/json.html ] || missing+=(python3-doc)

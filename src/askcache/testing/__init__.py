@@ -1,4 +1,5 @@
-"""Helpers to test agents offline: a local Messages API stand-in and a simulated screen.
+"""Helpers to test agents offline: a local Messages API stand-in, a simulated screen, and a
+PostgreSQL server of its own (for the run ledger).
 
 Nothing here talks to the internet: the stand-in serves the Messages API on 127.0.0.1 to a
 real ``anthropic`` client, and the simulated form app renders real PNG screenshots.
@@ -15,6 +16,7 @@ from askcache.testing.messages_api import (
     tool_use_reply,
     validate_request,
 )
+from askcache.testing.postgres import PostgresServer
 from askcache.testing.simulated import (
     FormFillingScript,
     FormView,
@@ -31,6 +33,7 @@ __all__ = [
     "FormView",
     "Layout",
     "MessagesApiStandIn",
+    "PostgresServer",
     "Reply",
     "RequestRejectedError",
     "ScriptEntry",

@@ -28,6 +28,7 @@ __all__ = [
     "InvalidHashError",
     "InvalidScreenshotError",
     "InvalidSettingsError",
+    "LedgerUnavailableError",
     "LedgerUrlError",
     "MissingApiKeyError",
     "MissingDependencyError",
@@ -362,6 +363,24 @@ class LedgerUrlError(AskCacheError, ValueError):
             f"{source} {url!r}: {reason} (give sqlite:///PATH or postgresql://HOST/DB; "
             "docs/ledger.md)"
         )
+
+
+class LedgerUnavailableError(AskCacheError, OSError):
+    """A run-ledger database (PostgreSQL) did not answer in time, refused the connection or
+    failed a statement. An ``OSError``: a run's writer keeps the entry in the outbox, and
+    ``askcache sync`` or the next run sends it.
+
+    Attributes:
+        url: The ledger's URL, its password hidden.
+        operation: ``open``, ``write``, ``read`` or ``prune``.
+        reason: What the server or the network said.
+    """
+
+    def __init__(self, url: str, operation: str, reason: str) -> None:
+        self.url = url
+        self.operation = operation
+        self.reason = reason
+        super().__init__(f"run ledger {url}: could not {operation}: {reason}")
 
 
 class RemoteStorageError(AskCacheError, OSError):

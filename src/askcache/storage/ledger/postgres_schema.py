@@ -1,0 +1,143 @@
+"""The PostgreSQL run ledger's tables and statements (:mod:`askcache.storage.ledger.postgres`).
+
+Three tables, created on first use by :func:`create` (idempotent; under an advisory lock, so
+any number of processes starting at once create them once):
+
+* ``askcache_ledger_entries``: one row per entry: its id (the primary key: an entry sent twice
+  is stored once), trajectory, start time, event, status, the whole entry as JSONB, and a
+  sequence number (the order entries were stored in); indexed by (trajectory, start time) and
+  by start time (retention).
+* ``askcache_ledger_summaries``: one row per trajectory, its
+  :class:`~askcache.storage.ledger.summary.TrajectorySummary` as JSONB.
+* ``askcache_ledger_meta``: ``schema_version``, the version of these tables.
+
+To keep the tables in a schema of their own, give the URL a search path:
+``postgresql://.../db?options=-csearch_path%3Daskcache`` (the schema must exist).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, LiteralString
+
+from psycopg import Connection, sql
+
+from askcache.errors import LedgerUnavailableError
+
+__all__ = ["SCHEMA_VERSION", "create", "select_entries"]
+
+SCHEMA_VERSION = 1
+"""The version of the tables this askcache writes (``askcache_ledger_meta``)."""
+
+_LOCK_KEY = 0x61736B6C6564  # "askled": the advisory lock held while the tables are created
+
+_CREATE: list[LiteralString] = [
+    """CREATE TABLE IF NOT EXISTS askcache_ledger_meta (
+        key text PRIMARY KEY,
+        value text NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS askcache_ledger_entries (
+        entry_id text PRIMARY KEY,
+        seq bigint GENERATED ALWAYS AS IDENTITY,
+        trajectory text NOT NULL,
+        started_at timestamptz NOT NULL,
+        event text NOT NULL,
+        status text NOT NULL,
+        record jsonb NOT NULL,
+        stored_at timestamptz NOT NULL DEFAULT now())""",
+    """CREATE INDEX IF NOT EXISTS askcache_ledger_entries_by_trajectory
+        ON askcache_ledger_entries (trajectory, started_at)""",
+    """CREATE INDEX IF NOT EXISTS askcache_ledger_entries_by_time
+        ON askcache_ledger_entries (started_at)""",
+    """CREATE TABLE IF NOT EXISTS askcache_ledger_summaries (
+        trajectory text PRIMARY KEY,
+        summary jsonb NOT NULL,
+        updated_at timestamptz NOT NULL DEFAULT now())""",
+    """INSERT INTO askcache_ledger_meta (key, value) VALUES ('schema_version', %s)
+        ON CONFLICT (key) DO NOTHING""",
+]
+
+_VERSION = "SELECT value FROM askcache_ledger_meta WHERE key = 'schema_version'"
+
+INSERT_ENTRY = """INSERT INTO askcache_ledger_entries
+    (entry_id, trajectory, started_at, event, status, record)
+    VALUES (%s, %s, %s, %s, %s, %s::jsonb)
+    ON CONFLICT (entry_id) DO NOTHING
+    RETURNING seq"""
+"""Store an entry; returns its row only when it was not stored before."""
+
+ENSURE_SUMMARY = """INSERT INTO askcache_ledger_summaries (trajectory, summary)
+    VALUES (%s, %s::jsonb) ON CONFLICT (trajectory) DO NOTHING"""
+"""Give a trajectory its first (empty) summary, unless it has one (waits for a writer that is
+giving it one)."""
+
+LOCK_SUMMARY = "SELECT summary FROM askcache_ledger_summaries WHERE trajectory = %s FOR UPDATE"
+"""A trajectory's summary, locked until the transaction ends."""
+
+UPDATE_SUMMARY = """UPDATE askcache_ledger_summaries SET summary = %s::jsonb, updated_at = now()
+    WHERE trajectory = %s"""
+"""Write the trajectory's summary that :data:`LOCK_SUMMARY` locked."""
+
+SELECT_SUMMARY = "SELECT summary FROM askcache_ledger_summaries WHERE trajectory = %s"
+SELECT_SUMMARIES = "SELECT trajectory, summary FROM askcache_ledger_summaries"
+
+PRUNE_BATCH = """DELETE FROM askcache_ledger_entries WHERE entry_id IN (
+    SELECT entry_id FROM askcache_ledger_entries WHERE started_at < %s LIMIT %s)"""
+"""Delete up to a number of raw entries started before a time (summaries stay)."""
+
+SET_STATEMENT_TIMEOUT = "SELECT set_config('statement_timeout', %s, true)"
+"""This transaction's statement timeout."""
+
+
+def select_entries(
+    trajectory: str | None, since: datetime | None, limit: int | None
+) -> tuple[sql.Composed, list[Any]]:
+    """The query of :meth:`~askcache.storage.ledger.postgres.PostgresLedger.records`: rows of
+    (entry id, entry), oldest first; with ``limit``, the newest ``limit`` newest first."""
+    where: list[sql.Composable] = []
+    params: list[Any] = []
+    if trajectory is not None:
+        where.append(sql.SQL("trajectory = %s"))
+        params.append(trajectory)
+    if since is not None:
+        where.append(sql.SQL("started_at >= %s"))
+        params.append(since)
+    parts: list[sql.Composable] = [sql.SQL("SELECT entry_id, record FROM askcache_ledger_entries")]
+    if where:
+        parts += [sql.SQL(" WHERE "), sql.SQL(" AND ").join(where)]
+    if limit is None:
+        return sql.Composed([*parts, sql.SQL(" ORDER BY started_at, seq")]), params
+    parts.append(sql.SQL(" ORDER BY started_at DESC, seq DESC LIMIT %s"))
+    return sql.Composed(parts), [*params, limit]
+
+
+def create(connection: Connection[Any], url: str) -> None:
+    """Create the tables if they are missing (idempotent, safe with many processes at once).
+
+    Raises:
+        LedgerUnavailableError: the tables were made by a newer askcache (``url``, the
+            ledger's URL without its password, names it).
+    """
+    with connection.transaction():
+        exists = connection.execute("SELECT to_regclass('askcache_ledger_meta')").fetchone()
+        if exists is not None and exists[0] is not None:
+            found = connection.execute(_VERSION).fetchone()
+            if found is not None:
+                _check_version(int(found[0]), url)
+                return
+    with connection.transaction():
+        connection.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
+        for statement in _CREATE[:-1]:
+            connection.execute(statement)
+        connection.execute(_CREATE[-1], (str(SCHEMA_VERSION),))
+        found = connection.execute(_VERSION).fetchone()
+        _check_version(int(found[0]) if found else SCHEMA_VERSION, url)
+
+
+def _check_version(version: int, url: str) -> None:
+    if version > SCHEMA_VERSION:
+        raise LedgerUnavailableError(
+            url,
+            "open",
+            f"its tables are version {version}, this askcache knows up to {SCHEMA_VERSION}: "
+            "upgrade askcache",
+        )

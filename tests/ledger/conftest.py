@@ -1,0 +1,31 @@
+"""Fixtures: one real PostgreSQL server for the session, a fresh database for each test."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from askcache.testing.postgres import PostgresServer
+
+_databases = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """Debian's PostgreSQL in a temporary folder (fsync off: the tests never cut the power)."""
+    with PostgresServer(settings={"fsync": "off"}) as server:
+        yield server
+
+
+@pytest.fixture
+def postgres_url(postgres_server: PostgresServer) -> str:
+    """The URL (password included) of a new, empty database on the session's server."""
+    postgres_server.start()  # a test that stopped it and failed is not every later test's failure
+    name = f"ledger_{next(_databases)}"
+    with psycopg.connect(postgres_server.url, autocommit=True) as connection:
+        connection.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    return f"{postgres_server.url.rsplit('/', 1)[0]}/{name}"

@@ -139,8 +139,10 @@ class PostgresLedger(RunLedger):
         writers of one trajectory fold one after the other)."""
         name = record.trajectory
         empty = TrajectorySummary(trajectory=name)
-        cursor.execute(schema.ENSURE_SUMMARY, (name, empty.model_dump_json()))
         row = cursor.execute(schema.LOCK_SUMMARY, (name,)).fetchone()
+        if row is None:  # its first entry (or a writer is giving it its first summary now)
+            cursor.execute(schema.ENSURE_SUMMARY, (name, empty.model_dump_json()))
+            row = cursor.execute(schema.LOCK_SUMMARY, (name,)).fetchone()
         try:
             current = empty if row is None else TrajectorySummary.model_validate(row[0])
         except ValidationError as exc:  # kept in the outbox until the row is repaired

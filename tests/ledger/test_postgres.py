@@ -6,6 +6,7 @@ What every engine does (append, summaries, streak, retention) is in test_conform
 
 from __future__ import annotations
 
+import json
 import logging
 import subprocess
 import sys
@@ -16,9 +17,11 @@ import pytest
 from psycopg import sql
 
 from askcache.agent.sync import RunWriter, sync_outbox
+from askcache.cli.app import main
 from askcache.errors import LedgerUnavailableError
+from askcache.settings import CachingSettings
 from askcache.storage.base import LocalCacheStorage
-from askcache.storage.ledger import RunRecord
+from askcache.storage.ledger import RunRecord, open_ledger
 from askcache.storage.ledger.postgres import PostgresLedger, PostgresTimeouts
 from askcache.storage.ledger.summary import TrajectorySummary, fold_all
 from askcache.storage.outbox import Outbox
@@ -218,3 +221,37 @@ def test_the_tables_are_indexed_for_the_reads(postgres_url: str) -> None:
     assert any("(trajectory, started_at)" in index for index in indexes)
     assert any("(started_at)" in index for index in indexes)
     assert _count(postgres_url, "askcache_ledger_summaries") == 1
+
+
+def test_open_ledger_opens_postgres_for_the_setting_the_env_and_the_cli_without_showing_the_password(
+    postgres_server: PostgresServer,
+    postgres_url: str,
+    storage: LocalCacheStorage,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    settings = CachingSettings(cache_dir=storage.directory, ledger=postgres_url)
+    with open_ledger(storage, settings.ledger) as ledger:
+        assert isinstance(ledger, PostgresLedger)
+        ledger.append(RunRecord(trajectory="login.json", status="handed_back", stopped_at_step=2))
+    monkeypatch.setenv("ASKCACHE_LEDGER", postgres_url)
+    with open_ledger(storage) as ledger:
+        assert isinstance(ledger, PostgresLedger)
+        assert ledger.consecutive_failures("login.json") == (1, 2)
+    monkeypatch.delenv("ASKCACHE_LEDGER")
+    storage.directory.mkdir(parents=True, exist_ok=True)
+    assert (
+        main(["stats", "--cache-dir", str(storage.directory), "--ledger", postgres_url, "--json"])
+        == 0
+    )
+    printed = capsys.readouterr()
+    assert json.loads(printed.out)["total"]["handed_back"] == 1
+    postgres_server.stop()
+    try:
+        code = main(["stats", "--cache-dir", str(storage.directory), "--ledger", postgres_url])
+    finally:
+        postgres_server.start()
+    printed = capsys.readouterr()
+    assert code != 0
+    assert "could not read" in printed.err
+    assert postgres_server.password not in printed.out + printed.err

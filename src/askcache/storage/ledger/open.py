@@ -64,7 +64,6 @@ def open_ledger(
         LedgerUrlError: ``url`` names no engine askcache knows.
         MissingDependencyError: a PostgreSQL URL without ``askcache[postgres]`` installed.
     """
-    del retention_days  # the folder engine keeps every entry
     if url is None and os.environ.get(LEDGER_ENV):
         url, source = os.environ[LEDGER_ENV], f"${LEDGER_ENV}"
     if url is None:
@@ -73,4 +72,8 @@ def open_ledger(
     scheme = match.group(1).lower() if match else ""
     if scheme not in LEDGER_URL_SCHEMES:
         raise LedgerUrlError(redact_url(url), source, "not a ledger URL")
+    if scheme in ("postgresql", "postgres"):
+        from askcache.storage.ledger.postgres import PostgresLedger  # optional: askcache[postgres]
+
+        return PostgresLedger(url, retention_days=retention_days)
     raise LedgerUrlError(redact_url(url), source, f"the {scheme} engine is not available yet")

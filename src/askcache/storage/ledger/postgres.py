@@ -29,9 +29,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from askcache.errors import LedgerUnavailableError, MissingDependencyError
+from askcache.errors import LedgerUnavailableError, LedgerUrlError, MissingDependencyError
 from askcache.storage.ledger.engine import RunLedger
-from askcache.storage.ledger.open import redact_url
 from askcache.storage.ledger.records import RunRecord
 from askcache.storage.ledger.summary import TrajectorySummary, fold
 
@@ -82,7 +81,7 @@ class PostgresLedger(RunLedger):
 
     Args:
         url: ``postgresql://user:password@host:port/database?...`` (any libpq URL; the
-            password is never shown: messages carry :func:`redact_url`'s form).
+            password is never shown: messages carry :attr:`url`).
         retention_days: An append prunes raw entries older than that, at most once an hour
             per process; ``None`` keeps them for ever.
         timeouts: See :class:`PostgresTimeouts`.
@@ -97,14 +96,14 @@ class PostgresLedger(RunLedger):
         timeouts: PostgresTimeouts | None = None,
         pool_size: int = 4,
     ) -> None:
-        self.url = redact_url(url)
-        """The URL, password hidden."""
         self.retention_days = retention_days
         self.timeouts = timeouts or PostgresTimeouts()
         try:
             params = conninfo.conninfo_to_dict(url)
-        except psycopg.ProgrammingError as exc:
-            raise LedgerUnavailableError(self.url, "open", _clean(exc, None)) from exc
+        except psycopg.ProgrammingError:  # its message may quote the URL
+            raise LedgerUrlError("postgresql://...", "the ledger URL", "not a libpq URL") from None
+        self.url = _shown(params)
+        """The URL as messages show it: user, host, port and database, the password hidden."""
         self._password = str(params.get("password") or "")
         self._connect_errors: list[str] = []
         self._pool = ConnectionPool(
@@ -252,6 +251,17 @@ class PostgresLedger(RunLedger):
                 with self._pool.connection() as connection:
                     schema.create(connection, self.url)
                 self._schema_ready = True
+
+
+def _shown(params: dict[str, Any]) -> str:
+    """``postgresql://user:***@host:port/database``, from the parsed URL (so a password given
+    anywhere in it, ``?password=`` included, is never part of it)."""
+    user = str(params.get("user") or "")
+    secret = ":***" if params.get("password") else ""
+    who = f"{user}{secret}@" if user or secret else ""
+    host = str(params.get("host") or params.get("hostaddr") or "")
+    port = f":{params['port']}" if params.get("port") else ""
+    return f"postgresql://{who}{host}{port}/{params.get('dbname') or ''}"
 
 
 def _recording_failures(errors: list[str]) -> type[psycopg.Connection[Any]]:

@@ -33,7 +33,12 @@ from askcache.loop import (
 )
 from askcache.storage.base import LocalCacheStorage, load_cache_file
 from askcache.storage.versions import TrajectoryVersions
-from askcache.testing import FormFillingScript, MessagesApiStandIn, SimulatedFormApp
+from askcache.testing import (
+    FormFillingScript,
+    MessagesApiStandIn,
+    SimulatedFormApp,
+    tool_use_reply,
+)
 from askcache.testing.simulated import Layout
 
 pytestmark = pytest.mark.integration
@@ -404,3 +409,61 @@ def test_the_docs_page_adds_askcache_to_the_reference_loop_in_at_most_ten_lines(
     used = set(re.findall(r"replay\.(\w+)", "\n".join(added)))
     assert used == {"actions", "tool_result", "finished", "done"}
     assert all(hasattr(AsyncLoopReplay, name) for name in used)
+
+
+def test_after_the_model_acts_the_replay_re_joins_the_loop(recorded: Path) -> None:
+    # a notice over the form: the replay hands back before step 1; the model dismisses it
+    # (Escape), and at the next turn the re-join rules hold: the replay runs the rest itself
+    app = SimulatedFormApp(layout="banner")
+    with MessagesApiStandIn(
+        [tool_use_reply("computer", {"action": "key", "text": "Escape"})]
+    ) as api:
+        messages = _goal("bob")
+        replay = _replay(recorded, messages)
+        sampling_loop(api.client(), app, messages, replay)
+        assert replay.finished
+        result = replay.done(messages)
+    assert len(api.requests) == 1
+    assert result.model_calls == 1
+    run = result.replay
+    assert run is not None
+    assert run.handback_steps == [1]
+    assert run.rejoins == 1
+    assert [(d.step_index, d.rejoined) for d in run.rejoin_decisions] == [(1, True)]
+    assert run.status == "completed"
+    assert app.saved == [{"name": "bob", "email": ""}]
+    assert [r.status for r in open_ledger(LocalCacheStorage(recorded)).records("login.json")] == [
+        "completed"
+    ]
+
+
+def test_a_secret_typed_through_the_loop_is_never_written(tmp_path: Path) -> None:
+    def run(layout: Layout, secret: str) -> Any:
+        app = SimulatedFormApp(layout=layout)
+        settings = CachingSettings(
+            cache_dir=tmp_path,
+            writing_settings=CacheWritingSettings(secret_parameters={"user": secret}),
+            execution_settings=CacheExecutionSettings(
+                parameter_values={"user": secret}, settle_quiet_period=0.2, settle_timeout=1
+            ),
+        )
+        with MessagesApiStandIn(FormFillingScript(app, secret)) as api:
+            messages = _goal(secret)
+            replay = LoopReplay("login.json", messages, settings=settings)
+            sampling_loop(api.client(), app, messages, replay)
+            result = replay.done(messages)
+        assert app.saved == [{"name": secret, "email": ""}]
+        return result
+
+    recorded = run("original", "alice-s3cret-pw")
+    assert recorded.conversation.recorded_file == "login.json"
+    healed = run("banner", "bob-s3cret-pw")  # replayed, handed back, the model typed it
+    assert healed.replay is not None
+    assert healed.replay.handback_steps == [1]
+    assert healed.heal is not None
+    text = LocalCacheStorage(tmp_path).read("login.json").decode()
+    assert "{{secret:user}}" in text
+    written = [p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()]
+    assert len(written) > 3  # the file, its versions, the ledger
+    for secret in (b"alice-s3cret-pw", b"bob-s3cret-pw"):
+        assert not any(secret in data for data in written)

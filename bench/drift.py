@@ -59,7 +59,13 @@ from askcache import (
 )
 from askcache.actions import ACTING_ACTIONS, parse_action
 from askcache.messages import ToolUseBlockParam
-from askcache.testing import MessagesApiStandIn, VirtualDisplay, text_reply, tool_use_reply
+from askcache.testing import (
+    InputLog,
+    MessagesApiStandIn,
+    VirtualDisplay,
+    text_reply,
+    tool_use_reply,
+)
 from askcache.testing._process import stop_process
 from askcache.tools.base import ToolOutput
 from askcache.tools.desktop import DesktopBackend
@@ -305,8 +311,6 @@ class Task:
         if situation == "another file open":
             files = [self.other, self.file] if self.app is MOUSEPAD else [self.other]
         home = self.folder / f"home-{self.runs}"
-        from tests.integration.test_rejoin import InputLog
-
         with VirtualDisplay(*SCREEN) as screen, _backend(screen.display) as backend:
             log = InputLog(screen.display, SCREEN)
             process: subprocess.Popen[bytes] | None = None

@@ -5,9 +5,10 @@ and meant to stop, and right after that screenshot the replay took over again an
 Return on the screen it had flagged. Here each case records a task once through the real
 ``anthropic`` client and the local stand-in, replays it with ``strategy="execute"`` on the
 real desktop backend, and reads what reached the application from the X server itself: an
-XRecord log of every key and button event (:class:`InputLog`), the file xedit saved, and
-xcalc's display. Each re-join condition of :mod:`askcache.replay.rejoin` gets a case where it fails
-(the replay stays out) and where every condition holds (it takes over again).
+XRecord log of every key and button event (:class:`~askcache.testing.InputLog`), the file
+xedit saved, and xcalc's display. Each re-join condition of :mod:`askcache.replay.rejoin`
+gets a case where it fails (the replay stays out) and where every condition holds (it takes
+over again).
 
 xedit's fault is real: the application stops answering (``SIGSTOP``) as the replay clicks,
 so the click lands but nothing is drawn; the replay sees no effect and hands back; the
@@ -21,7 +22,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -48,6 +48,7 @@ from askcache.messages import ToolUseBlockParam
 from askcache.storage.base import LocalCacheStorage
 from askcache.testing import (
     FormFillingScript,
+    InputLog,
     MessagesApiStandIn,
     SimulatedFormApp,
     VirtualDisplay,
@@ -57,7 +58,7 @@ from askcache.testing import (
 )
 from askcache.testing._process import stop_process
 from askcache.tools.base import ToolOutput
-from askcache.tools.desktop import DesktopBackend, _quiet_xlib
+from askcache.tools.desktop import DesktopBackend
 
 pytestmark = pytest.mark.integration
 
@@ -75,97 +76,6 @@ SAVE = [55, 10]
 
 
 # What reaches the X server ---------------------------------------------------------------
-
-_KEY_AND_BUTTON = {2: "key_press", 3: "key_release", 4: "button_press", 5: "button_release"}
-
-
-class InputLog:
-    """Every key and button event the X server of ``display`` receives, in order (the XRecord
-    extension): what reached the applications, whoever sent it."""
-
-    def __init__(self, display: str, size: tuple[int, int] = SCREEN) -> None:
-        from Xlib import X
-        from Xlib import display as xdisplay
-        from Xlib.ext import record
-
-        self._X, self._record, self._size = X, record, size
-        with _quiet_xlib():
-            self._control = xdisplay.Display(display)
-            self._data = xdisplay.Display(display)
-        self._context = self._data.record_create_context(
-            0,
-            [record.AllClients],
-            [
-                {
-                    "core_requests": (0, 0),
-                    "core_replies": (0, 0),
-                    "ext_requests": (0, 0, 0, 0),
-                    "ext_replies": (0, 0, 0, 0),
-                    "delivered_events": (0, 0),
-                    "device_events": (X.KeyPress, X.MotionNotify),
-                    "errors": (0, 0),
-                    "client_started": False,
-                    "client_died": False,
-                }
-            ],
-        )
-        self._events: list[tuple[str, int]] = []
-        self._marks: dict[tuple[int, int], threading.Event] = {}
-        self._lock = threading.Lock()
-        self._thread = threading.Thread(
-            target=self._data.record_enable_context, args=(self._context, self._receive)
-        )
-        self._thread.start()
-        self._mark_count = 0
-        # the log is live once a mark comes through: the context may not be enabled yet
-        deadline = time.monotonic() + WAIT
-        while not self._mark(0.1):
-            assert time.monotonic() < deadline, "the X server's input log did not start"
-
-    def _receive(self, reply: Any) -> None:
-        from Xlib.protocol import rq
-
-        if reply.category != self._record.FromServer or reply.client_swapped:
-            return
-        data = reply.data
-        while data:
-            event, data = rq.EventField(None).parse_binary_value(
-                data, self._data.display, None, None
-            )
-            with self._lock:
-                if event.type in _KEY_AND_BUTTON:
-                    self._events.append((_KEY_AND_BUTTON[event.type], event.detail))
-                elif event.type == self._X.MotionNotify:
-                    mark = self._marks.get((event.root_x, event.root_y))
-                    if mark is not None:
-                        mark.set()
-
-    def events(self) -> list[tuple[str, int]]:
-        """The key and button events so far: a pointer move to a point used for nothing
-        else goes through the server after everything sent before it; once the log has seen
-        it, it holds everything before."""
-        assert self._mark(WAIT), "the X server's input log did not come through"
-        with self._lock:
-            return list(self._events)
-
-    def _mark(self, timeout: float) -> bool:
-        """Move the pointer to a point used for nothing else; True once the log saw it."""
-        from Xlib.ext import xtest
-
-        self._mark_count += 1
-        point = (self._size[0] - 1, self._size[1] - self._mark_count)
-        mark = self._marks[point] = threading.Event()
-        xtest.fake_input(self._control, self._X.MotionNotify, x=point[0], y=point[1])
-        self._control.sync()
-        return mark.wait(timeout)
-
-    def close(self) -> None:
-        self._control.record_disable_context(self._context)
-        self._control.flush()
-        self._thread.join(WAIT)
-        self._data.record_free_context(self._context)
-        self._control.close()
-        self._data.close()
 
 
 def _clicks_and_keys(events: list[tuple[str, int]]) -> list[str]:
@@ -332,7 +242,7 @@ class Xedit:
         ):
             tool = FreezingTool(backend, process)
             model = AfterHandBack(tool, replies)
-            log = InputLog(screen.display)
+            log = InputLog(screen.display, SCREEN)
             try:
                 with MessagesApiStandIn(model) as api:
                     result = Agent(api.client(), [tool], model="claude-test").act(

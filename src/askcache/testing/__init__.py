@@ -6,6 +6,7 @@ real ``anthropic`` client, and the simulated form app renders real PNG screensho
 """
 
 from askcache.testing._process import run_on_display
+from askcache.testing.input_log import InputLog
 from askcache.testing.messages_api import (
     MessagesApiStandIn,
     Reply,
@@ -31,6 +32,7 @@ from askcache.testing.xvfb import VirtualDisplay
 __all__ = [
     "FormFillingScript",
     "FormView",
+    "InputLog",
     "Layout",
     "MessagesApiStandIn",
     "PostgresServer",

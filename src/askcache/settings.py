@@ -520,6 +520,12 @@ class CacheExecutionSettings(SettingsModel):
     check_effects: bool = True
     """After each step, check it had the effect it had when recorded (files that recorded
     effects): an action that changed its area then but changes nothing now did not land."""
+    wait_for_start_screen: bool = True
+    """The trajectory's first action waits (up to ``settle_timeout``) until the whole screen
+    looks like the recording's screen before it, coarsely (files that recorded it:
+    ``metadata.start_state``), then hands back naming the differing area: its own region may
+    already match while the application is still drawing its window. Off: only the step's
+    own checks (for desktops that differ from the recording's away from the application)."""
     end_state: Literal["report", "hand_back", "off"] = "report"
     """After the last step, compare the screen with the recorded end state. ``report``: the
     replay ends ``completed`` only when it matches, ``completed_unverified`` otherwise;

@@ -9,6 +9,7 @@ itself (its events, its saved contacts).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,12 +31,12 @@ GOAL = "Type Ada Lovelace into the Name field and press Save"
 ADA = [{"name": "Ada Lovelace", "email": ""}]
 
 
-def _settings(cache: Path, strategy: str) -> CachingSettings:
+def _settings(cache: Path, strategy: str, **execution: Any) -> CachingSettings:
     return CachingSettings(
         strategy=strategy,  # type: ignore[arg-type]
         cache_dir=cache,
         writing_settings=CacheWritingSettings(filename="form.json"),
-        execution_settings=CacheExecutionSettings(delay_time_between_action=0),
+        execution_settings=CacheExecutionSettings(delay_time_between_action=0, **execution),
     )
 
 
@@ -50,13 +51,13 @@ def _record(cache: Path, at: tuple[int, int] = (0, 0)) -> None:
     assert screen.app.saved == ADA
 
 
-def _replay(cache: Path, screen: WindowedFormApp) -> tuple[int, str, int | None]:
+def _replay(cache: Path, screen: WindowedFormApp, **execution: Any) -> tuple[int, str, int | None]:
     stop = text_reply("The form does not look as expected; I stop here.")
     with MessagesApiStandIn([stop]) as api:
         agent = Agent(
             api.client(), [ComputerTool(screen)], model="claude-test", sleep=lambda s: None
         )
-        result = agent.act(GOAL, _settings(cache, "execute"))
+        result = agent.act(GOAL, _settings(cache, "execute", **execution))
     assert result.replay is not None
     return result.model_calls, result.replay.status, result.replay.stopped_at_step
 
@@ -119,8 +120,15 @@ def test_a_changed_form_on_a_moved_window_is_handed_back_before_the_click(
     tmp_path: Path,
 ) -> None:
     _record(tmp_path)
+    # the whole form, seen from its window, differs from the recording's before the first
+    # click: nothing runs
     moved = WindowedFormApp(app=SimulatedFormApp(layout="swapped"), at=(300, 250))
-    calls, status, step = _replay(tmp_path, moved)
+    calls, status, step = _replay(tmp_path, moved, settle_timeout=2)
+    assert (calls, status, step) == (1, "handed_back", 1)
+    assert _clicked(moved) == []
+    # without the start screen's wait, the Save click's own check stops it
+    moved = WindowedFormApp(app=SimulatedFormApp(layout="swapped"), at=(300, 250))
+    calls, status, step = _replay(tmp_path, moved, wait_for_start_screen=False)
     assert (calls, status) == (1, "handed_back")
     assert step == 3  # the Save click: Save and Clear swapped places
     assert _clicked(moved) == ["name"]  # Clear was never clicked

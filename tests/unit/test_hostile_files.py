@@ -618,3 +618,23 @@ def test_a_hash_for_other_densities_that_would_switch_the_check_off_is_refused(
     data = _data(storage)
     change(data["metadata"]["visual_validation"])
     _refused(data, fragment)
+
+
+@pytest.mark.parametrize(
+    ("start", "fragment"),
+    [
+        (
+            {"width": 10},
+            r"metadata\.start_state: is 10x50; the recorded screen's thumbnail is 80x50",
+        ),
+        ({"data": "AAAA"}, r"metadata\.start_state\.data: must be base64 of 4000 values"),
+    ],
+)
+def test_a_bad_start_screen_is_refused_naming_it(
+    storage: LocalCacheStorage, start: dict[str, Any], fragment: str
+) -> None:
+    data = _data(storage)
+    assert data["metadata"]["start_state"]["width"] == 80  # the 640x400 form at 1/8
+    data["metadata"]["start_state"].update(start)
+    error = _refused(data, fragment)
+    assert error.field == "metadata.start_state" + (".data" if "data" in start else "")

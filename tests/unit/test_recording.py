@@ -5,13 +5,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from PIL import Image, ImageDraw
 
-from askcache.cachefile.format import CoordinateSpace, DetailCheckConfig
+from askcache.cachefile.format import CacheFile, CoordinateSpace, DetailCheckConfig
 from askcache.cli.app import main
 from askcache.errors import CacheOverwriteRefusedError, InvalidScreenshotError, InvalidSettingsError
 from askcache.fingerprint.step import compute_hash, region_box
+from askcache.geometry import Point
 from askcache.messages import MessageParam, ToolUseBlockParam, Usage
+from askcache.record.looks import LOOK_INTERVAL, LOOK_SECONDS
 from askcache.record.recording import CacheManager, default_filename, steps_with_screens
+from askcache.screen.state import ScreenStateConfig
 from askcache.settings import (
     DEFAULT_DETAIL_BLUR,
     DEFAULT_DETAIL_NOISE_FLOOR,
@@ -23,6 +27,7 @@ from askcache.settings import (
 from askcache.storage.base import LocalCacheStorage, load_cache_file
 from askcache.storage.versions import TrajectoryVersions
 from askcache.testing import SimulatedFormApp
+from askcache.tools import ComputerTool, ToolCollection
 from tests.helpers import GOAL, computer_call, form_calls, record_form, run_history, screenshot_in
 
 
@@ -335,3 +340,87 @@ def test_a_recording_over_a_trajectory_that_keeps_changing_is_kept_as_a_proposal
     assert len(proposals) == 1  # the recording is not lost
     assert b"Grace Hopper" in LocalCacheStorage(tmp_path).read(proposals[0])
     assert storage.reads >= 5
+
+
+class CaretApp(SimulatedFormApp):
+    """The form with a text caret in the focused field, which blinks: the screenshot right
+    after a click catches it off, later looks catch it on."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.off_looks = 0
+        self.looks = 0
+
+    def click(self, point: Point | None, button: str, count: int, modifiers: str | None) -> None:
+        super().click(point, button, count, modifiers)
+        self.off_looks = 1
+
+    def caret(self) -> tuple[int, int]:
+        assert self.focus is not None
+        left, top, _, _ = self.widget(self.focus).box
+        return (left + 8, top + 6)
+
+    def screenshot(self) -> Image.Image:
+        self.looks += 1
+        image = super().screenshot()
+        if self.off_looks:
+            self.off_looks -= 1
+        elif self.focus is not None:
+            x, y = self.caret()
+            ImageDraw.Draw(image).line([(x, y), (x, y + 18)], fill="black")
+        return image
+
+
+def _record_with_caret(storage: LocalCacheStorage, *, looking: bool) -> tuple[CaretApp, CacheFile]:
+    """Record the form on :class:`CaretApp` as the agent does (``before_tool`` before each
+    call), with the computer tool's screen when ``looking``."""
+    app = CaretApp()
+    tool = ComputerTool(app)
+    now = [0.0]
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds
+
+    manager = CacheManager(
+        storage,
+        CacheWritingSettings(filename="caret.json"),
+        capture=tool.capture if looking else None,
+        clock=lambda: now[0],
+        sleep=sleep,
+    )
+    manager.start_recording(GOAL)
+    tools = ToolCollection([tool])
+    messages = [MessageParam(role="user", content=GOAL)]
+    for call in form_calls(app):
+        manager.before_tool(call, messages)
+        messages.append(MessageParam(role="assistant", content=[call]))
+        messages.append(MessageParam(role="user", content=[tools.run(call)[0]]))
+    return app, manager.build_cache_file(messages)
+
+
+def _tile(point: tuple[int, int], config: ScreenStateConfig, width: int) -> int:
+    columns = -(-width // config.tile_pixels)
+    return point[1] // config.tile_pixels * columns + point[0] // config.tile_pixels
+
+
+def test_a_caret_off_in_the_screenshot_after_a_click_is_seen_by_looking_again(
+    storage: LocalCacheStorage,
+) -> None:
+    # the click's screenshot shows the field focused but its caret blinked off: from it
+    # alone, the click's recorded effect misses the caret
+    app, blind = _record_with_caret(storage, looking=False)
+    config = blind.metadata.screen_state
+    assert config is not None
+    caret = _tile(app.caret(), config, app.width)
+    click = blind.trajectory[1].effect
+    assert click is not None
+    assert caret not in click.tiles
+    # the change was faint (a focus ring), so the recorder looked again before typing and
+    # caught the caret on; the typing (text: not faint) was not looked at again
+    app, seen = _record_with_caret(storage, looking=True)
+    click = seen.trajectory[1].effect
+    assert click is not None
+    assert caret in click.tiles
+    assert set(blind.trajectory[1].effect.tiles) < set(click.tiles)  # type: ignore[union-attr]
+    looks_after_click = round(LOOK_SECONDS / LOOK_INTERVAL) + 1
+    assert 4 + looks_after_click <= app.looks <= 4 + looks_after_click + 1  # looked once

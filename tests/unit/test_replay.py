@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 from PIL import Image
@@ -110,14 +111,17 @@ def test_changed_screen_hands_back_before_the_step(storage: LocalCacheStorage) -
 def test_threshold_override_lets_a_changed_screen_through_and_the_click_misses(
     storage: LocalCacheStorage,
 ) -> None:
-    # hashes only: the tone and the whole target would see the moved form too
+    # hashes only: the tone and the whole target would see the moved form too, and so
+    # would the whole screen before the first action
     record_form(storage, visual_validation_tone=False, visual_validation_target=False)
     app = SimulatedFormApp(layout="banner")
     executor, agent, _ = _replay(
         storage,
         app,
         execution_settings=CacheExecutionSettings(
-            visual_validation_threshold=63, visual_validation_detail_threshold=255
+            visual_validation_threshold=63,
+            visual_validation_detail_threshold=255,
+            wait_for_start_screen=False,
         ),
     )
     result = executor.result
@@ -819,6 +823,7 @@ def test_a_format_2_file_replays_as_recorded(storage: LocalCacheStorage) -> None
     for step in data["trajectory"]:
         del step["visual_tone"], step["visual_target"], step["effect"]
     del data["metadata"]["screen_state"], data["metadata"]["end_state"]
+    del data["metadata"]["start_state"]
     storage.write("old.json", json.dumps(data).encode())
     assert load_cache_file(storage, "old.json").version == 2  # loading never upgrades
     app = SimulatedFormApp(values={"name": "alice", "email": ""})
@@ -827,3 +832,97 @@ def test_a_format_2_file_replays_as_recorded(storage: LocalCacheStorage) -> None
     assert result is not None
     assert result.status == "completed"
     assert app.saved == [{"name": "aliceAda Lovelace", "email": ""}]
+
+
+class HalfDrawnApp(SimulatedFormApp):
+    """A form still being drawn: its first ``blank`` screenshots show the lower part of the
+    window empty (the buttons and the status line not drawn yet), the Name field as it will
+    be. Remembers how many screenshots were taken when the first click came."""
+
+    def __init__(self, blank: int) -> None:
+        super().__init__()
+        self.blank = blank
+        self.frames = 0
+        self.frames_at_click: int | None = None
+
+    def screenshot(self) -> Image.Image:
+        self.frames += 1
+        image = super().screenshot()
+        if self.frames <= self.blank:
+            image.paste((236, 239, 244), (0, 200, self.width, self.height))
+        return image
+
+    def click(self, point: Point | None, button: str, count: int, modifiers: str | None) -> None:
+        if self.frames_at_click is None:
+            self.frames_at_click = self.frames
+        super().click(point, button, count, modifiers)
+
+
+def _replay_on(
+    storage: LocalCacheStorage, app: SimulatedFormApp, name: str = "form.json", **settings: Any
+) -> tuple[CacheExecutor, FinishingSpeaker]:
+    now = [0.0]
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds
+
+    tool = ComputerTool(app)
+    executor = CacheExecutor(screen=tool.capture, sleep=sleep, clock=lambda: now[0])
+    executor.activate_cache_execution(
+        load_cache_file(storage, name),
+        name,
+        execution_settings=CacheExecutionSettings(settle_quiet_period=0.5, **settings),
+    )
+    agent = FinishingSpeaker()
+    Conversation([executor, agent], ToolCollection([tool]), first_speaker=executor.name).run(GOAL)
+    return executor, agent
+
+
+def test_the_first_action_waits_until_the_whole_screen_looks_as_recorded(
+    storage: LocalCacheStorage,
+) -> None:
+    # the first click's own region (the Name field) is drawn from the start; the rest of
+    # the window comes 100 looks (2 s) later: the click waits for it
+    cache_file = record_form(storage)
+    assert cache_file.metadata.start_state is not None
+    app = HalfDrawnApp(blank=100)
+    executor, agent = _replay_on(storage, app, settle_timeout=10)
+    result = executor.result
+    assert result is not None
+    assert (result.status, agent.turns) == ("completed", [])
+    assert app.frames_at_click is not None
+    assert app.frames_at_click > app.blank
+    assert result.steps[1].waited_seconds > 1.5  # past the quiet period: the start-up wait
+    assert app.saved == [{"name": "Ada Lovelace", "email": ""}]
+
+
+def test_a_start_screen_that_never_comes_hands_back_naming_it_and_the_timeout(
+    storage: LocalCacheStorage,
+) -> None:
+    record_form(storage)
+    app = HalfDrawnApp(blank=10_000)
+    executor, agent = _replay_on(storage, app, settle_timeout=3)
+    result = executor.result
+    assert result is not None
+    assert (result.status, result.stopped_at_step) == ("handed_back", 1)
+    reason = result.reason or ""
+    assert "does not look like the recording's screen before its first action" in reason
+    assert "waited 3.0 s (settle_timeout 3 s)" in reason
+    assert app.events == []
+    assert len(agent.turns) == 1
+
+
+def test_without_a_recorded_start_screen_the_first_action_waits_only_for_its_region(
+    storage: LocalCacheStorage,
+) -> None:
+    # a file recorded before the start state (or with the check turned off) replays as
+    # before: the click goes as soon as its own checks pass, the window half drawn
+    record_form(storage)
+    data = json.loads(storage.read("form.json"))
+    del data["metadata"]["start_state"]
+    storage.write("older.json", json.dumps(data).encode())
+    for name, settings in (("older.json", {}), ("form.json", {"wait_for_start_screen": False})):
+        app = HalfDrawnApp(blank=100)
+        _replay_on(storage, app, name, settle_timeout=10, **settings)
+        assert app.frames_at_click is not None, name
+        assert app.frames_at_click <= app.blank, name

@@ -51,7 +51,7 @@ def _learned(storage: LocalCacheStorage) -> CacheFile:
     view.metadata.display_size = view.metadata.coordinate_space.model_copy(  # type: ignore[union-attr]
         update={"width": 2560, "height": 1600}
     )
-    view.metadata.end_state = None
+    view.metadata.start_state = view.metadata.end_state = None
     for step in view.trajectory:
         step.effect = None
     cache_file.profiles = {"1280x800@2x": cache_file.learned(view)}

@@ -33,7 +33,7 @@ from askcache.errors import CacheFileCorruptError, CacheFileLimitError
 from askcache.messages import ToolUseBlockParam
 from askcache.parameters import PARAMETER_NAME, PLACEHOLDER, text_problem
 from askcache.screen.elsewhere import HASH_SIZE, ChangeElsewhere
-from askcache.screen.state import Thumbnail
+from askcache.screen.state import ScreenStateConfig, ScreenThumbnail, Thumbnail
 
 if TYPE_CHECKING:
     from askcache.cachefile.format import CacheFile, CoordinateSpace, VisualValidationConfig
@@ -430,13 +430,14 @@ def _check_screen_state(cache_file: CacheFile) -> None:
         for i, s in enumerate(cache_file.trajectory)
         if s.effect and (s.effect.tiles or s.effect.elsewhere)
     ]
+    screens = [name for name in ("start_state", "end_state") if getattr(meta, name) is not None]
     if config is None:
-        if stored or meta.end_state is not None:
-            field = f"trajectory[{stored[0]}].effect" if stored else "metadata.end_state"
+        if stored or screens:
+            field = f"trajectory[{stored[0]}].effect" if stored else f"metadata.{screens[0]}"
             raise _ProblemError(field, "stored without metadata.screen_state: cannot be checked")
         return
     if space is None:
-        if stored or meta.end_state is not None:
+        if stored or screens:
             raise _ProblemError("metadata.coordinate_space", "needed by the effects: missing")
         return
     width = -(-space.width // config.block)
@@ -466,24 +467,32 @@ def _check_screen_state(cache_file: CacheFile) -> None:
         effect = cache_file.trajectory[index].effect
         assert effect is not None
         _check_elsewhere(effect.elsewhere, f"trajectory[{index}].effect", space)
+    if meta.start_state is not None:
+        _check_thumbnail(meta.start_state, "metadata.start_state", (width, height), config)
     end = meta.end_state
     if end is not None:
-        if (end.width, end.height) != (width, height):
-            raise _ProblemError(
-                "metadata.end_state",
-                f"is {end.width}x{end.height}; the recorded screen's thumbnail is {width}x{height}",
-            )
-        if len(end.data) != 4 * -(-width * height // 3):
-            raise _ProblemError(
-                "metadata.end_state.data", f"must be base64 of {width * height} values"
-            )
-        try:
-            Thumbnail.from_end_state(end, config)
-        except ValueError as exc:
-            raise _ProblemError("metadata.end_state.data", str(exc)) from None
+        _check_thumbnail(end, "metadata.end_state", (width, height), config)
         for part in ("volatile", "parameter_tiles"):
             if not all(0 <= t < tiles for t in getattr(end, part)):
                 raise _ProblemError(f"metadata.end_state.{part}", f"tiles must be below {tiles}")
+
+
+def _check_thumbnail(
+    state: ScreenThumbnail, field: str, size: tuple[int, int], config: ScreenStateConfig
+) -> None:
+    """A stored screen must be the recorded screen's thumbnail, in base64."""
+    width, height = size
+    if (state.width, state.height) != (width, height):
+        raise _ProblemError(
+            field,
+            f"is {state.width}x{state.height}; the recorded screen's thumbnail is {width}x{height}",
+        )
+    if len(state.data) != 4 * -(-width * height // 3):
+        raise _ProblemError(f"{field}.data", f"must be base64 of {width * height} values")
+    try:
+        Thumbnail.from_end_state(state, config)
+    except ValueError as exc:
+        raise _ProblemError(f"{field}.data", str(exc)) from None
 
 
 def _check_elsewhere(places: list[ChangeElsewhere], where: str, space: CoordinateSpace) -> None:

@@ -20,7 +20,7 @@ from askcache import limits
 from askcache.messages import ToolUseBlockParam, Usage
 from askcache.redaction import redact, redact_value
 from askcache.scaling import ScreenProfile
-from askcache.screen.state import EndState, ScreenStateConfig
+from askcache.screen.state import EndState, ScreenStateConfig, StartState
 
 __all__ = [
     "FORMAT_VERSION",
@@ -229,6 +229,11 @@ class CacheMetadata(_FileModel):
     screen_state: ScreenStateConfig | None = None
     """How steps' effects and the end state were recorded; ``None``: neither was (files
     before version 3, or ``record_screen_state=False``)."""
+    start_state: StartState | None = None
+    """The screen just before the first acting step, coarsely: a replay's first action waits
+    until the screen looks like it (the application may still be starting). ``None`` when
+    not recorded (files written before it, or ``record_screen_state=False``): the first
+    action then waits only for its own checks."""
     end_state: EndState | None = None
     """The screen at the end of the recorded run; ``None`` when not recorded."""
     recording: RecordingStats = Field(default_factory=RecordingStats)
@@ -290,6 +295,9 @@ class ProfileTrajectory(_FileModel):
     :attr:`CacheFile.trajectory`."""
     variants: dict[int, list[TrajectoryVariant]] = Field(default_factory=dict)
     """Its own variants, as :attr:`CacheFile.variants`."""
+    start_state: StartState | None = None
+    """The screen before the learned run's first acting step; ``None`` when not recorded
+    (its first action then waits for its own checks only)."""
     end_state: EndState | None = None
     """The screen at the end of the learned run; ``None`` when not recorded."""
     learned_at: datetime = Field(default_factory=_now)
@@ -353,13 +361,14 @@ class CacheFile(_FileModel):
 
     def for_profile(self, key: str) -> CacheFile:
         """The file as a replay on profile ``key`` sees it: that profile's trajectory,
-        variants, sizes and end state in place of the recorded ones (no profiles of its own,
+        variants, sizes, start and end state in place of the recorded ones (no profiles of its own,
         no signature: a view, never written)."""
         learned = self.profiles[key]
         metadata = self.metadata.model_copy(
             update={
                 "coordinate_space": learned.coordinate_space,
                 "display_size": learned.display_size,
+                "start_state": learned.start_state,
                 "end_state": learned.end_state,
             }
         )
@@ -383,6 +392,7 @@ class CacheFile(_FileModel):
             display_size=view.metadata.display_size,
             trajectory=view.trajectory,
             variants=view.variants,
+            start_state=view.metadata.start_state,
             end_state=view.metadata.end_state,
         )
 

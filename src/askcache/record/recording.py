@@ -21,7 +21,6 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-import numpy as np
 from PIL import Image
 
 from askcache.actions import ACTING_ACTIONS, CLICK_ACTIONS, action_anchors, parse_action
@@ -33,13 +32,16 @@ from askcache.cachefile.format import (
     dump_cache_file,
 )
 from askcache.cachefile.signing import sign_cache_file
-from askcache.errors import CacheNotFoundError, CacheOverwriteRefusedError
+from askcache.errors import (
+    CacheNotFoundError,
+    CacheOverwriteRefusedError,
+    InvalidScreenshotError,
+)
 from askcache.fingerprint.step import (
     compute_step_representation,
     decode_screenshot,
     validation_config,
 )
-from askcache.geometry import Point
 from askcache.messages import ImageBlockParam, MessageParam, ToolUseBlockParam, Usage
 from askcache.parameters import (
     SECRET_DESCRIPTION,
@@ -47,9 +49,10 @@ from askcache.parameters import (
     parameterize_input,
     unsafe_typed_text,
 )
+from askcache.record.looks import Looks
+from askcache.record.tracker import StateTracker
 from askcache.redaction import register_secrets
-from askcache.screen.elsewhere import ELEMENT_RADIUS, changed_blocks, changes_elsewhere, prune
-from askcache.screen.state import EndState, ScreenStateConfig, StepEffect, Thumbnail, effect_of
+from askcache.screen.state import ScreenStateConfig
 from askcache.screen.windows import WindowFrame, window_at
 from askcache.settings import CacheWritingSettings
 from askcache.storage.base import CacheStorage
@@ -156,6 +159,10 @@ class CacheManager:
             screen cannot list them). Asked before each acting step: the window under the
             step's point is stored on it (``ToolUseBlockParam.window``), so a replay can find
             the window where it is then.
+        clock, sleep: Time, for tests.
+
+    With ``capture``, an action whose change near its point was too faint to tell from a
+    blinking caret is looked at again before the next call runs (:mod:`askcache.record.looks`).
     """
 
     def __init__(
@@ -169,6 +176,7 @@ class CacheManager:
         keep_versions: int = 10,
         clock: Callable[[], float] = time.monotonic,
         windows: Callable[[], list[WindowFrame] | None] | None = None,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.storage = storage
         self.keep_versions = keep_versions
@@ -182,6 +190,9 @@ class CacheManager:
         self._captured: dict[str, Image.Image] = {}
         self.windows = windows
         self._windows: dict[str, list[WindowFrame]] = {}
+        self._looks: Looks | None = None
+        if capture is not None and self.settings.record_screen_state:
+            self._looks = Looks(capture, ScreenStateConfig(), clock=clock, sleep=sleep)
 
     def start_recording(self, goal: str, *, timed: bool = True) -> None:
         """Remember the goal and the start time; check that the file can be written.
@@ -202,11 +213,15 @@ class CacheManager:
         self._started = self._clock() if timed else None
         self._captured = {}
         self._windows = {}
+        if self._looks is not None:
+            self._looks.clear()
 
     def before_tool(self, call: ToolUseBlockParam, messages: Sequence[MessageParam]) -> None:
-        """Called before ``call`` runs: when it acts, list the windows (the one under its
-        point is stored with it), and when no screenshot precedes it in ``messages``, take
-        one now, so no acting step is recorded blind."""
+        """Called before ``call`` runs: when the call before it acted and changed little
+        (:mod:`askcache.record.looks`), look at the screen again; when ``call`` acts, list
+        the windows (the one under its point is stored with it), and when no screenshot
+        precedes it in ``messages``, take one now, so no acting step is recorded blind."""
+        self._look_after_last(messages)
         action = parse_action(call)
         if action is None or action.name not in ACTING_ACTIONS:
             return
@@ -228,6 +243,28 @@ class CacheManager:
         if listed is not None:
             self._windows[call_id] = listed
 
+    def _look_after_last(self, messages: Sequence[MessageParam]) -> None:
+        """Let :attr:`_looks` look again after the last call of ``messages``, when it acted
+        and its screenshots before and after can be read (a screenshot that cannot is
+        named when the file is built)."""
+        if self._looks is None:
+            return
+        recorded = steps_with_screens(messages)
+        last = recorded[-1] if recorded else None
+        action = parse_action(last.call) if last is not None else None
+        if last is None or last.after is None or action is None:
+            return
+        if action.name not in ACTING_ACTIONS:
+            return
+        try:
+            before = _Screens(self._captured).before(last, "")
+            after = decode_screenshot(last.after.source.data)
+        except InvalidScreenshotError:
+            return
+        if before is not None:
+            anchor = list(action_anchors(step.call for step in recorded))[-1]
+            self._looks.after(last.call.id, before, after, anchor)
+
     def build_cache_file(self, messages: Sequence[MessageParam]) -> CacheFile:
         """The cache file for ``messages``, without writing it."""
         goal = self._goal
@@ -241,7 +278,7 @@ class CacheManager:
         anchors = action_anchors(step.call for step in recorded)
         screens = _Screens(self._captured)
         trajectory: list[ToolUseBlockParam] = []
-        tracker = _StateTracker(self.settings)
+        tracker = StateTracker(self.settings)
         for step, anchor in zip(recorded, anchors, strict=True):
             where = f"the screenshot before step {len(trajectory)}"
             before = screens.before(step, where)
@@ -279,6 +316,7 @@ class CacheManager:
                 acting=action is not None and action.name in ACTING_ACTIONS,
                 typed_parameter=inputs != step.call.input,
                 clicked=action is not None and action.name in CLICK_ACTIONS,
+                later=self._looks.of(step.call.id) if self._looks is not None else [],
             )
             trajectory.append(
                 ToolUseBlockParam(
@@ -317,6 +355,7 @@ class CacheManager:
             ),
             visual_validation=config,
             screen_state=tracker.config,
+            start_state=tracker.start_state,
             end_state=tracker.end_state(final),
             recording=stats,
         )
@@ -403,81 +442,3 @@ class _Screens:
         if self.space is None:
             self.space = CoordinateSpace(width=image.width, height=image.height)
         return image
-
-
-class _StateTracker:
-    """Per step, the effect near its point; over the run, which tiles changed where (for the
-    end state's volatile and parameter tiles)."""
-
-    def __init__(self, settings: CacheWritingSettings) -> None:
-        self.config = ScreenStateConfig() if settings.record_screen_state else None
-        self.volatile: set[int] = set()
-        self.parameter_tiles: set[int] = set()
-        self.volatile_blocks: np.ndarray | None = None
-        """Blocks that changed while nothing acted (:mod:`askcache.screen.elsewhere`)."""
-        self._after_parameter = False
-
-    def step(
-        self,
-        before: Image.Image | None,
-        after: Image.Image | None,
-        anchor: Point | None,
-        *,
-        acting: bool,
-        typed_parameter: bool,
-        clicked: bool = False,
-    ) -> StepEffect | None:
-        """The effect of one step (``None`` when not recorded or not comparable)."""
-        if self.config is None or before is None or after is None:
-            self._after_parameter = self._after_parameter or typed_parameter
-            return None
-        first, second = Thumbnail.of(before, self.config), Thumbnail.of(after, self.config)
-        changed = first.changed_tiles(second)
-        shown_before = set(self.parameter_tiles)
-        self._after_parameter = self._after_parameter or typed_parameter
-        if self._after_parameter:
-            self.parameter_tiles.update(changed)
-        if not acting:
-            self.volatile.update(changed)
-            if before.size == after.size:
-                blocks = changed_blocks(before, after)
-                known = self.volatile_blocks
-                self.volatile_blocks = blocks if known is None else known | blocks
-            return None
-        self.volatile.update(set(changed) - set(first.near(changed, anchor)))
-        effect = effect_of(
-            first,
-            second,
-            anchor,
-            parameter_before=shown_before,
-            parameter_after=self.parameter_tiles,
-        )
-        if effect is not None and not self._after_parameter:
-            # what a step changes elsewhere after a typed parameter may show its value
-            effect.elsewhere = changes_elsewhere(before, after, anchor, self._radius(clicked))
-        return effect
-
-    def _radius(self, clicked: bool) -> int:
-        """How far from the point a change must lie to be a place elsewhere: for a click,
-        anything but the element clicked (a keypad's display may lie within the effect
-        radius, and the near tiles do not see one digit replaced by another); for typing
-        and other actions, beyond the effect radius (the text typed, with its blinking
-        caret, is the near effect's)."""
-        assert self.config is not None
-        return ELEMENT_RADIUS if clicked else self.config.effect_radius
-
-    def prune(self, effect: StepEffect | None) -> StepEffect | None:
-        """``effect`` without the places elsewhere that also changed while nothing acted."""
-        if effect is None or not effect.elsewhere:
-            return effect
-        kept = prune(effect.elsewhere, self.volatile_blocks)
-        return effect.model_copy(update={"elsewhere": kept})
-
-    def end_state(self, final: Image.Image | None) -> EndState | None:
-        """The end state from the last screenshot (``None`` when not recorded)."""
-        if self.config is None or final is None:
-            return None
-        thumbnail = Thumbnail.of(final, self.config)
-        return thumbnail.to_end_state(
-            volatile=sorted(self.volatile), parameter_tiles=sorted(self.parameter_tiles)
-        )

@@ -122,12 +122,16 @@ def check(
         outcome = _check(
             state, step, action, screen.moved(anchor.offset), pointer=pointer, keep_view=keep_view
         )
-        if isinstance(outcome, Checked):
-            record = outcome.record
-            record.note = f"{record.note or 'checked'}; {anchor.describe()}"
-            return Checked(record, outcome.screen, outcome.thumbnail, anchor=anchor)
-        return replace(outcome, problem=f"{outcome.problem} (checked {anchor.describe()})")
-    return _check(state, step, action, screen, pointer=pointer, keep_view=keep_view)
+        if not isinstance(outcome, Checked):
+            return replace(outcome, problem=f"{outcome.problem} (checked {anchor.describe()})")
+        record = outcome.record
+        record.note = f"{record.note or 'checked'}; {anchor.describe()}"
+        outcome = Checked(record, outcome.screen, outcome.thumbnail, anchor=anchor)
+    else:
+        outcome = _check(state, step, action, screen, pointer=pointer, keep_view=keep_view)
+    if isinstance(outcome, Checked) and pointer is None and state.index == state.start.step:
+        return _check_start_screen(state, outcome)
+    return outcome
 
 
 def _check(
@@ -195,6 +199,36 @@ def _check(
             f"the screen around the action point no longer matches the recording ({record.note})",
         )
     return _check_affected_area(state, step, record, screen)
+
+
+def _check_start_screen(state: ReplayState, checked: Checked) -> Checked | Refused:
+    """The trajectory's first acting step runs only once the whole screen looks like the
+    recording's before it (:attr:`~askcache.cachefile.format.CacheMetadata.start_state`):
+    the step's own region may already match while the window is half drawn. Where the
+    step's window moved, the screen is compared as seen from it, inside its frame."""
+    config, start = state.file.metadata.screen_state, state.start.thumbnail
+    if config is None or start is None or not state.settings.wait_for_start_screen:
+        return checked
+    if checked.screen is None or not checked.record.validated:
+        return checked
+    now = checked.screen.thumbnail(config)
+    skip = set(state.start.skip)
+    anchor = checked.anchor
+    if anchor is not None and anchor.frame is not None:
+        frame = anchor.frame
+        skip |= set(start.tiles_outside((frame.x, frame.y, frame.width, frame.height)))
+    differing = [i for i in now.differing_tiles(start) if i not in skip]
+    if not differing:
+        return checked
+    boxes = [list(now.tile_box(i)) for i in differing[:3]]
+    checked.record.matched = False
+    where = f" (checked {anchor.describe()})" if anchor is not None else ""
+    return Refused(
+        checked.record,
+        "the screen does not look like the recording's screen before its first action: "
+        f"{len(differing)} of {now.rows * now.columns - len(skip)} tiles differ "
+        f"(at {', '.join(map(str, boxes))}){where}",
+    )
 
 
 def _check_affected_area(

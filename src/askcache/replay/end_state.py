@@ -13,8 +13,6 @@ from askcache.replay.observe import Screen, current
 from askcache.replay.result import EndStateVerdict
 from askcache.replay.state import CaptureFailedError, ReplayState
 from askcache.replay.wait import watch
-from askcache.screen.state import Thumbnail
-from askcache.screen.windows import WindowFrame
 
 __all__ = ["finish"]
 
@@ -39,7 +37,8 @@ def _compare_end(state: ReplayState, messages: list[MessageParam], *, wait: bool
     skip = set(recorded.volatile) | set(recorded.parameter_tiles)
     anchor = state.last_anchor
     if anchor is not None and anchor.frame is not None:
-        skip |= set(_outside(end, anchor.frame))
+        frame = anchor.frame
+        skip |= set(end.tiles_outside((frame.x, frame.y, frame.width, frame.height)))
 
     def evaluate(seen: Screen) -> EndStateVerdict:
         if anchor is not None:
@@ -60,14 +59,3 @@ def _compare_end(state: ReplayState, messages: list[MessageParam], *, wait: bool
     return Finished(
         verdict, hand_back=not verdict.matched and state.settings.end_state == "hand_back"
     )
-
-
-def _outside(end: Thumbnail, frame: WindowFrame) -> list[int]:
-    """The tiles of ``end`` that do not lie wholly inside ``frame``."""
-    right, bottom = frame.x + frame.width, frame.y + frame.height
-    outside = []
-    for index in range(end.rows * end.columns):
-        left, top, tile_right, tile_bottom = end.tile_box(index)
-        if left < frame.x or top < frame.y or tile_right > right or tile_bottom > bottom:
-            outside.append(index)
-    return outside

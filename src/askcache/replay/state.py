@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 
 from PIL import Image
 
-from askcache.actions import ToolShape, action_anchors
+from askcache.actions import ACTING_ACTIONS, ToolShape, action_anchors, parse_action
 from askcache.cachefile.format import CacheFile, TrajectoryVariant
 from askcache.messages import ToolUseBlockParam
 from askcache.parameters import substitute
@@ -116,6 +116,37 @@ class Stopped:
 OTHER_DENSITY_SCALE = SAME_SIZE_TOLERANCE
 """A screen counts as drawn at another pixel density when its size differs from the
 recorded one by more than this fraction in either direction."""
+
+
+@dataclass(frozen=True)
+class StartScreen:
+    """The recorded screen the trajectory's first action waits for
+    (:attr:`~askcache.cachefile.format.CacheMetadata.start_state`)."""
+
+    step: int | None
+    """The index of the trajectory's first acting step (``None``: none acts, or a variant
+    replaced it)."""
+    thumbnail: Thumbnail | None
+    """The screen before it when recorded (``None``: not recorded)."""
+    skip: frozenset[int]
+    """Tiles not compared: those that changed by themselves while recorded (a clock)."""
+
+    @classmethod
+    def of(cls, cache_file: CacheFile, steps: Sequence[ToolUseBlockParam]) -> StartScreen:
+        meta = cache_file.metadata
+        first = next(
+            (
+                index
+                for index, step in enumerate(steps)
+                if (action := parse_action(step)) is not None and action.name in ACTING_ACTIONS
+            ),
+            None,
+        )
+        thumbnail = None
+        if meta.screen_state is not None and meta.start_state is not None:
+            thumbnail = Thumbnail.from_end_state(meta.start_state, meta.screen_state)
+        skip = frozenset(meta.end_state.volatile if meta.end_state is not None else ())
+        return cls(first, thumbnail, skip)
 
 
 def other_scale(size: tuple[int, int], recorded: tuple[int, int]) -> bool:
@@ -237,6 +268,7 @@ class ReplayState:
         self.end_state = meta.end_state
         if meta.screen_state is not None and meta.end_state is not None:
             self.end = Thumbnail.from_end_state(meta.end_state, meta.screen_state)
+        self.start = StartScreen.of(cache_file, self.steps)  # what the first action waits for
 
     def can_watch(self) -> bool:
         return self.settings.auto_wait and self.capture is not None
@@ -260,5 +292,6 @@ class ReplayState:
         }
         self.result.steps_total = len(self.steps)
         self.result.variants_used.append(index)
+        self.start = replace(self.start, step=None)  # the start screen was not the variant's
         logger.info("replay of %s takes variant %d at step %d", self.name, number, index)
         return self.steps[index]

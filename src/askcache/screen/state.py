@@ -30,10 +30,11 @@ its values moved further than a level. Two levels serve two questions:
 
 What is stored: for each acting step, the tiles near its point that it changed (their values
 before and after) and, hashed, the places away from it that it changed
-(:mod:`askcache.screen.elsewhere`), and for the file, the final screen's thumbnail. A 1/8-scale grey
-thumbnail shows the layout but no readable text at ordinary font sizes (a 16 px line becomes
-2 pixels); recording it is the ``record_screen_state`` setting (on by default, documented in
-docs/caching.md).
+(:mod:`askcache.screen.elsewhere`), and for the file, the thumbnails of the screen before the
+first acting step (:class:`StartState`) and of the final screen (:class:`EndState`). A
+1/8-scale grey thumbnail shows the layout but no readable text at ordinary font sizes (a
+16 px line becomes 2 pixels); recording it is the ``record_screen_state`` setting (on by
+default, documented in docs/caching.md).
 """
 
 from __future__ import annotations
@@ -58,11 +59,14 @@ __all__ = [
     "DEFAULT_TILE",
     "EndState",
     "ScreenStateConfig",
+    "ScreenThumbnail",
+    "StartState",
     "StepEffect",
     "Thumbnail",
     "TileComparison",
     "compare_tiles",
     "effect_of",
+    "faint_change",
 ]
 
 DEFAULT_BLOCK = 8
@@ -129,8 +133,8 @@ class StepEffect(_Model):
     must look as recorded after the replayed action. Empty in files recorded before."""
 
 
-class EndState(_Model):
-    """The screen at the end of the recorded run, and which of its tiles are not compared."""
+class ScreenThumbnail(_Model):
+    """A whole screen, stored as its :class:`Thumbnail`."""
 
     width: int = Field(gt=0)
     """Thumbnail width."""
@@ -138,6 +142,18 @@ class EndState(_Model):
     """Thumbnail height."""
     data: str
     """Base64 of the thumbnail's ``width * height`` grey values, row by row."""
+
+
+class StartState(ScreenThumbnail):
+    """The screen just before the recorded run's first acting step. A replay's first action
+    waits until the whole screen looks like it (across runs: ``match_level``,
+    ``match_mean``; tiles the end state calls volatile are not compared), up to
+    ``settle_timeout``: the application may still be starting, its window half drawn."""
+
+
+class EndState(ScreenThumbnail):
+    """The screen at the end of the recorded run, and which of its tiles are not compared."""
+
     volatile: list[int] = Field(default_factory=list)
     """Tiles that changed during the recording away from any action (a clock, a spinner)."""
     parameter_tiles: list[int] = Field(default_factory=list)
@@ -160,8 +176,8 @@ class Thumbnail:
         return cls(np.asarray(image.convert("L").reduce(config.block)), config)
 
     @classmethod
-    def from_end_state(cls, state: EndState, config: ScreenStateConfig) -> Thumbnail:
-        """The recorded final screen.
+    def from_end_state(cls, state: ScreenThumbnail, config: ScreenStateConfig) -> Thumbnail:
+        """A recorded screen (the end state, or the start state).
 
         Raises:
             ValueError: the stored data is not base64 of ``width * height`` bytes.
@@ -169,11 +185,9 @@ class Thumbnail:
         try:
             raw = base64.b64decode(state.data, validate=True)
         except binascii.Error as exc:
-            raise ValueError(f"end_state.data is not base64: {exc}") from exc
+            raise ValueError(f"data is not base64: {exc}") from exc
         if len(raw) != state.width * state.height:
-            raise ValueError(
-                f"end_state.data holds {len(raw)} values, expected {state.width}x{state.height}"
-            )
+            raise ValueError(f"data holds {len(raw)} values, expected {state.width}x{state.height}")
         values = np.frombuffer(raw, dtype=np.uint8).reshape(state.height, state.width)
         return cls(values, config)
 
@@ -243,6 +257,17 @@ class Thumbnail:
         moved = np.abs(self.tile_values(index).astype(np.int16) - stored.astype(np.int16))
         return bool(moved.max() > self.config.match_level or moved.mean() > self.config.match_mean)
 
+    def tiles_outside(self, box: tuple[int, int, int, int]) -> list[int]:
+        """The tiles that do not lie wholly inside ``box`` (``x``, ``y``, width, height in
+        screen pixels: a window's frame)."""
+        x, y, width, height = box
+        outside = []
+        for index in range(self.rows * self.columns):
+            left, top, right, bottom = self.tile_box(index)
+            if left < x or top < y or right > x + width or bottom > y + height:
+                outside.append(index)
+        return outside
+
     def near(self, tiles: Iterable[int], point: tuple[int, int] | None) -> list[int]:
         """The ``tiles`` within the effect radius of ``point`` (all of them without a point)."""
         if point is None:
@@ -257,6 +282,13 @@ class Thumbnail:
             if max(dx, dy) <= radius:
                 found.append(index)
         return sorted(found)
+
+    def to_start_state(self) -> StartState:
+        """This thumbnail as the file's start state."""
+        height, width = self.values.shape
+        return StartState(
+            width=width, height=height, data=base64.b64encode(self.values.tobytes()).decode()
+        )
 
     def to_end_state(self, *, volatile: Sequence[int], parameter_tiles: Sequence[int]) -> EndState:
         """This thumbnail as the file's end state."""
@@ -320,6 +352,18 @@ def compare_tiles(
     return TileComparison(differing, compared)
 
 
+def faint_change(before: Thumbnail, after: Thumbnail, point: tuple[int, int] | None) -> bool:
+    """True when what changed near ``point`` between two screens of one run is too faint to
+    tell from a blinking caret: no tile there that changed (``change_level``) differs as
+    another run's screen would (``match_level``, ``match_mean``), or none changed at all. A
+    caret moved by a click, shown or hidden by its blink, is such a change: one screenshot
+    may catch it on or off."""
+    if before.values.shape != after.values.shape:
+        return False
+    near = before.near(before.changed_tiles(after), point)
+    return not set(near) & set(before.differing_tiles(after))
+
+
 def effect_of(
     before: Thumbnail,
     after: Thumbnail,
@@ -327,18 +371,27 @@ def effect_of(
     *,
     parameter_before: Collection[int] = (),
     parameter_after: Collection[int] = (),
+    later: Sequence[Thumbnail] = (),
 ) -> StepEffect | None:
     """What an action at ``point`` changed near it, from the screens before and after it;
     ``None`` when the two screens are of different sizes (nothing comparable).
     ``parameter_before`` and ``parameter_after`` are the tiles showing a typed parameter
-    before and after the action."""
+    before and after the action.
+
+    ``later``: more looks at the screen after ``after``, with nothing acting in between
+    (the recorder takes them when the change was faint, :func:`faint_change`). A tile that
+    changed from ``before`` in any look is part of the effect (a caret that had blinked off
+    in ``after`` shows in a later look), and the values stored after the action are the
+    last look's."""
     if before.values.shape != after.values.shape:
         return None
-    tiles = before.near(before.changed_tiles(after), point)
+    looks = [after, *(look for look in later if look.values.shape == after.values.shape)]
+    changed = {tile for look in looks for tile in before.changed_tiles(look)}
+    tiles = before.near(changed, point)
     return StepEffect(
         tiles=tiles,
         before=before.tiles_hex(tiles),
-        after=after.tiles_hex(tiles),
+        after=looks[-1].tiles_hex(tiles),
         parameter_before=sorted(set(tiles) & set(parameter_before)),
         parameter_after=sorted(set(tiles) & set(parameter_after)),
     )

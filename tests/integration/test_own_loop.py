@@ -467,3 +467,28 @@ def test_a_secret_typed_through_the_loop_is_never_written(tmp_path: Path) -> Non
     assert len(written) > 3  # the file, its versions, the ledger
     for secret in (b"alice-s3cret-pw", b"bob-s3cret-pw"):
         assert not any(secret in data for data in written)
+
+
+def test_the_loop_tells_the_display_size_and_the_screen_profile(tmp_path: Path) -> None:
+    def run(user: str) -> Any:
+        app = SimulatedFormApp()
+        with MessagesApiStandIn(FormFillingScript(app, user)) as api:
+            messages = _goal(user)
+            replay = LoopReplay(
+                "login.json",
+                messages,
+                settings=_settings(tmp_path, user),
+                display_size=(1280, 800),
+                screen_size=(640, 400),
+            )
+            sampling_loop(api.client(), app, messages, replay)
+            return replay.done(messages), len(api.requests)
+
+    run("alice")
+    metadata = load_cache_file(LocalCacheStorage(tmp_path), "login.json").metadata
+    assert metadata.display_size is not None
+    assert (metadata.display_size.width, metadata.display_size.height) == (1280, 800)
+    again, calls = run("bob")  # the same screen profile: the recorded steps, as recorded
+    assert calls == 0
+    assert again.replay is not None
+    assert again.replay.status == "completed"

@@ -40,6 +40,7 @@ class AsyncLoopReplay:
         storage: CacheStorage | None = None,
         model: str | None = None,
         display_size: tuple[int, int] | None = None,
+        screen_size: tuple[int, int] | None = None,
         tools: Collection[str] | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
@@ -50,6 +51,7 @@ class AsyncLoopReplay:
             storage=storage,
             model=model,
             display_size=display_size,
+            screen_size=screen_size,
             tools=tools,
             sleep=sleep,
         )

@@ -78,7 +78,11 @@ class LoopReplay:
         storage: Where trajectories live; default: ``settings.cache_dir``.
         model: The model your loop calls, stored with a recording.
         display_size: The real screen's size, when your runner knows it (a replay on a
-            display of another size checks steps for another pixel density).
+            display of another size checks steps for another pixel density; a recording
+            stores it).
+        screen_size: The size of the screenshots your loop gives the model, when it knows
+            it: with ``display_size``, this run's screen profile, which chooses the
+            trajectory a file learned for this screen (:mod:`askcache.replay.profile`).
         tools: The names of the tools your loop offers the model; default: the computer
             tool. A replayed step calling another of them runs only when
             ``CacheExecutionSettings.replay_tools`` names it too (otherwise the file is
@@ -101,6 +105,7 @@ class LoopReplay:
         storage: CacheStorage | None = None,
         model: str | None = None,
         display_size: tuple[int, int] | None = None,
+        screen_size: tuple[int, int] | None = None,
         tools: Collection[str] | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
@@ -114,6 +119,7 @@ class LoopReplay:
             model=model,
             screen=self._bridge.capture,
             display_size=display_size,
+            screen_size=screen_size,
             tools=tools,
             sleep=sleep,
         )

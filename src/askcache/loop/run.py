@@ -76,6 +76,7 @@ class LoopRun:
         model: str | None,
         screen: Callable[[], Image.Image],
         display_size: tuple[int, int] | None,
+        screen_size: tuple[int, int] | None,
         tools: Collection[str] | None,
         sleep: Callable[[float], None],
     ) -> None:
@@ -104,6 +105,7 @@ class LoopRun:
             tool_shape=shape_of(cache_file) if cache_file is not None else "tool",
             screen=screen,
             display_size=display_size,
+            screen_size=screen_size,
             offered_tools=tools,
             sleep=sleep,
         )
@@ -115,7 +117,11 @@ class LoopRun:
         elif strategy == CacheStrategy.RECORD:
             writing = settings.writing_settings.model_copy(update={"filename": name})
             self.recorder = CacheManager(
-                self.storage, writing, model=model, keep_versions=settings.keep_versions
+                self.storage,
+                writing,
+                model=model,
+                display_size=display_size,
+                keep_versions=settings.keep_versions,
             )
             self.recorder.start_recording(goal_of(history))
 

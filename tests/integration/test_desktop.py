@@ -10,6 +10,8 @@ from __future__ import annotations
 import importlib.util
 import re
 import socket
+import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -28,6 +30,7 @@ from askcache import (
     ComputerTool,
 )
 from askcache.fingerprint.step import compute_hash, hamming_distance
+from askcache.replay.observe import POLL_SECONDS
 from askcache.storage.base import LocalCacheStorage, load_cache_file
 from askcache.testing import (
     FormFillingScript,
@@ -508,3 +511,60 @@ def test_a_display_counts_as_reachable_only_when_its_server_answers(tmp_path: Pa
         stale.unlink(missing_ok=True)
     assert not accepts_connections("otherhost:0")
     assert not accepts_connections("")
+
+
+def test_a_replay_sleeps_only_to_watch_the_screen_and_leaves_pyautogui_as_the_user_set_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No fixed sleep in a replayed step (pyautogui's pause, a click interval, a delay):
+    every sleep of the replaying thread is one of the replay's looks at the screen. And
+    pyautogui's settings, which the user's own code may rely on, are as the user set them
+    before the desktop backend was made."""
+    script = FormFillingScript(SimulatedFormApp(), "Ada Lovelace")
+    with MessagesApiStandIn(script) as api, desktop(1280, 800) as (display, recorder):
+        _act(api, script, (display, recorder), tmp_path, "record")
+        import pyautogui
+
+        monkeypatch.setattr(pyautogui, "PAUSE", 0.25)
+        monkeypatch.setattr(pyautogui, "FAILSAFE", True)
+        users_connection = pyautogui._pyautogui_x11._display
+        backend = DesktopBackend(display)
+        sleeps: list[tuple[float, bool]] = []  # (seconds, one of the replay's looks)
+        watching = threading.local()
+        recording = threading.Event()
+        replaying = threading.get_ident()
+
+        def audit(event: str, args: tuple[Any, ...]) -> None:  # a hook stays: it is gated
+            if event == "time.sleep" and recording.is_set() and threading.get_ident() == replaying:
+                sleeps.append((float(args[0]), getattr(watching, "now", False)))
+
+        def watch(seconds: float) -> None:
+            watching.now = True
+            try:
+                time.sleep(seconds)
+            finally:
+                watching.now = False
+
+        sys.addaudithook(audit)
+        try:
+            with TkFormApp(display, tmp_path / "state.json") as app:
+                tool = ComputerTool(backend, settle_delay=0.3)
+                script.app, script.to_model = app, tool.from_screen
+                agent = Agent(api.client(), [tool], model="claude-test", sleep=watch)
+                recording.set()
+                try:
+                    replayed = agent.act(GOAL, _settings(tmp_path / "cache", "execute"))
+                finally:
+                    recording.clear()
+                assert app.settled()["saved"] == ADA
+        finally:
+            backend.close()
+        assert replayed.replay is not None
+        assert replayed.replay.status == "completed"
+        assert replayed.model_calls == 0
+        fixed = [seconds for seconds, watched in sleeps if seconds > 0 and not watched]
+        assert fixed == []
+        assert {seconds for seconds, watched in sleeps if watched} <= {POLL_SECONDS}
+        assert pyautogui.PAUSE == 0.25
+        assert pyautogui.FAILSAFE is True
+        assert pyautogui._pyautogui_x11._display is users_connection

@@ -8,6 +8,13 @@ screenshots. Both are optional dependencies, imported only when a backend is cre
 Key names follow the computer tool's convention (xdotool keysyms such as ``Return``,
 ``ctrl+s``, ``Page_Down``) and are translated to pyautogui's; a key or character pyautogui
 cannot produce is an error, never silently dropped.
+
+No action sleeps: every pyautogui call passes ``_pause=False`` (pyautogui otherwise sleeps
+``pyautogui.PAUSE``, 0.1 s by default, after each call), clicks come with no interval between
+them, and a drag moves in steps without a duration. Whoever acts waits for the screen itself
+(a replay watches it; the computer tool has its ``settle_delay``). pyautogui's own settings
+are left as the program set them: its fail-safe is off and its X connection is this backend's
+only for the length of one action, then both are put back.
 """
 
 from __future__ import annotations
@@ -31,6 +38,9 @@ from askcache.tools.windows import list_windows
 __all__ = ["DesktopBackend", "translate_key"]
 
 _IMPORT_CONNECTIONS: list[Any] = []
+
+DRAG_STEPS = 8
+"""Pointer moves between a drag's press and release."""
 
 _INSTALL_HINT = "the desktop backend needs pyautogui and mss: pip install 'askcache[desktop]'"
 
@@ -122,8 +132,6 @@ def _load(display: str) -> tuple[ModuleType, ModuleType]:
     # Backends rebind pyautogui's X connection to their own display; keep the one it opened
     # at import alive, or it is collected with its socket open.
     _IMPORT_CONNECTIONS.append(pyautogui._pyautogui_x11._display)
-    pyautogui.FAILSAFE = False  # a click at (0, 0) is a legitimate action here
-    pyautogui.PAUSE = 0.0
     return pyautogui, mss
 
 
@@ -157,10 +165,19 @@ class DesktopBackend:
             if isinstance(key, str) and code
         }
 
-    def _use(self) -> Any:
-        """pyautogui, pointed at this backend's display (its X11 layer keeps one global)."""
-        self._gui._pyautogui_x11._display = self._xdisplay
-        return self._gui
+    @contextlib.contextmanager
+    def _driving(self) -> Iterator[Any]:
+        """pyautogui for one action: pointed at this backend's display (its X11 layer keeps
+        one global) with its fail-safe off (a click at (0, 0) is a legitimate action here);
+        both put back afterwards, for whoever else uses pyautogui in this process."""
+        gui: Any = self._gui
+        x11 = gui._pyautogui_x11
+        display, failsafe = x11._display, gui.FAILSAFE
+        x11._display, gui.FAILSAFE = self._xdisplay, False
+        try:
+            yield gui
+        finally:
+            x11._display, gui.FAILSAFE = display, failsafe
 
     @property
     def size(self) -> tuple[int, int]:
@@ -173,54 +190,63 @@ class DesktopBackend:
         return Image.frombytes("RGB", shot.size, shot.rgb)
 
     def click(self, point: Point | None, button: str, count: int, modifiers: str | None) -> None:
-        gui = self._use()
         held = [translate_key(k, self._keys) for k in modifiers.split("+")] if modifiers else []
-        for key in held:
-            gui.keyDown(key)
-        try:
-            x, y = point if point is not None else self.pointer()
-            gui.click(x=x, y=y, clicks=count, interval=0.05, button=button)
-        finally:
-            for key in reversed(held):
-                gui.keyUp(key)
+        x, y = point if point is not None else self.pointer()
+        with self._driving() as gui:
+            for key in held:
+                gui.keyDown(key, _pause=False)
+            try:
+                gui.click(x=x, y=y, clicks=count, button=button, _pause=False)
+            finally:
+                for key in reversed(held):
+                    gui.keyUp(key, _pause=False)
 
     def drag(self, start: Point, end: Point) -> None:
-        gui = self._use()
-        gui.moveTo(*start)
-        gui.mouseDown(button="left")
-        gui.moveTo(*end, duration=0.2)
-        gui.mouseUp(button="left")
+        with self._driving() as gui:
+            gui.moveTo(*start, _pause=False)
+            gui.mouseDown(button="left", _pause=False)
+            try:
+                # motion events on the way, as a hand makes them (some toolkits start a drag
+                # only after the pointer moved a few pixels with the button down); no sleep
+                for step in range(1, DRAG_STEPS + 1):
+                    x = start[0] + (end[0] - start[0]) * step // DRAG_STEPS
+                    y = start[1] + (end[1] - start[1]) * step // DRAG_STEPS
+                    gui.moveTo(x, y, _pause=False)
+            finally:
+                gui.mouseUp(button="left", _pause=False)
 
     def mouse_button(self, down: bool) -> None:
-        gui = self._use()
-        (gui.mouseDown if down else gui.mouseUp)(button="left")
+        with self._driving() as gui:
+            (gui.mouseDown if down else gui.mouseUp)(button="left", _pause=False)
 
     def move(self, point: Point) -> None:
-        self._use().moveTo(*point)
+        with self._driving() as gui:
+            gui.moveTo(*point, _pause=False)
 
     def type_text(self, text: str) -> None:
         untypable = sorted({c for c in text if c not in self._keys})
         if untypable:
             raise ValueError(f"cannot type {''.join(untypable)!r} on this keyboard")
-        self._use().write(text, interval=self.type_interval)
+        with self._driving() as gui:
+            gui.write(text, interval=self.type_interval, _pause=False)
 
     def key(self, combo: str, repeat: int) -> None:
         keys = [translate_key(part, self._keys) for part in combo.split("+") if part]
         if not keys:
             raise ValueError(f"no key in {combo!r}")
-        gui = self._use()
-        for _ in range(repeat):
-            gui.hotkey(*keys)
+        with self._driving() as gui:
+            for _ in range(repeat):
+                gui.hotkey(*keys, _pause=False)
 
     def scroll(self, point: Point | None, direction: str, amount: int) -> None:
-        gui = self._use()
-        x, y = point if point is not None else self.pointer()
-        if direction in ("up", "down"):
-            gui.vscroll(amount if direction == "up" else -amount, x=x, y=y)
-        elif direction in ("left", "right"):
-            gui.hscroll(amount if direction == "right" else -amount, x=x, y=y)
-        else:
+        if direction not in ("up", "down", "left", "right"):
             raise ValueError(f"unknown scroll direction {direction!r}")
+        x, y = point if point is not None else self.pointer()
+        with self._driving() as gui:
+            if direction in ("up", "down"):
+                gui.vscroll(amount if direction == "up" else -amount, x=x, y=y, _pause=False)
+            else:
+                gui.hscroll(amount if direction == "right" else -amount, x=x, y=y, _pause=False)
 
     def pointer(self) -> Point:
         data = self._xdisplay.screen().root.query_pointer()._data

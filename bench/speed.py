@@ -28,7 +28,6 @@ from bench._common import machine, write_section
 from askcache.actions import make_tool_use
 from askcache.cachefile.format import VisualValidationConfig
 from askcache.conversation.loop import Conversation, SpeakerResult
-from askcache.fingerprint.screenshots import _decode
 from askcache.fingerprint.step import (
     check_step_representation,
     compute_step_representation,
@@ -37,6 +36,7 @@ from askcache.fingerprint.step import (
 from askcache.messages import MessageParam
 from askcache.record.recording import CacheManager
 from askcache.replay import CacheExecutor
+from askcache.screen.png import decode_png, forget_images
 from askcache.settings import (
     DEFAULT_DETAIL_BLUR,
     DEFAULT_DETAIL_NOISE_FLOOR,
@@ -83,11 +83,11 @@ def per_step(width: int, height: int) -> dict[str, float]:
     click = make_tool_use("left_click", "tool", coordinate=list(app.widget("save").center))  # type: ignore[attr-defined]
 
     def decode() -> object:
-        _decode.cache_clear()
-        return _decode(data)
+        forget_images()
+        return decode_png(data)
 
     results = {"decode": timed(decode, 30)}
-    image = _decode(data)
+    image = decode_png(data)
     for method in METHODS:
         config = VisualValidationConfig(method=method, hash_size=8, region_size=100, threshold=10)
         stored = compute_step_representation(image, click, config)
@@ -149,14 +149,14 @@ def recording_per_step(width: int, height: int, steps: int = 40) -> tuple[float,
         messages.append(MessageParam(role="user", content=[tool.run(call)[0]]))
     with tempfile.TemporaryDirectory() as folder:
         manager = CacheManager(LocalCacheStorage(folder), CacheWritingSettings(filename="b.json"))
-        _decode.cache_clear()
+        forget_images()
         started = time.perf_counter()
         manager.finish_recording(messages)
         total = time.perf_counter() - started
-    _decode.cache_clear()
+    forget_images()
     started = time.perf_counter()
     for message in messages[2::2][:-1]:  # each step's "before" screenshot
-        _decode(message.tool_results[0].content[1].source.data)  # type: ignore[union-attr,index]
+        decode_png(message.tool_results[0].content[1].source.data)  # type: ignore[union-attr,index]
     decode_only = time.perf_counter() - started
     return total / steps, decode_only / steps
 

@@ -541,6 +541,11 @@ class CacheExecutionSettings(SettingsModel):
     invalidate_after: int | None = Field(3, ge=1, le=1000)
     """Mark a file invalid once this many replays in a row handed back at the same step
     (counted in the run ledger); ``None``: never."""
+    keep_step_views: bool = False
+    """Keep, per checked step, what it was checked on (the region around its point and a
+    small copy of the whole screen, about 0.2 MiB a step) for an HTML report
+    (``ActResult.views``, ``CacheExecutor.views``). Off: a replay keeps no image of a step,
+    and its memory does not grow with each image."""
 
     @field_validator("parameter_values")
     @classmethod

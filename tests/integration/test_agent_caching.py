@@ -15,6 +15,7 @@ import anthropic.types as sdk
 import pytest
 
 from askcache import (
+    ActResult,
     Agent,
     CacheExecutionSettings,
     CacheWritingSettings,
@@ -22,6 +23,7 @@ from askcache import (
     ComputerTool,
     open_ledger,
 )
+from askcache.messages import ImageBlockParam
 from askcache.storage.base import LocalCacheStorage, load_cache_file
 from askcache.testing import (
     FormFillingScript,
@@ -184,3 +186,36 @@ def test_execute_with_a_missing_file_is_a_clear_error(tmp_path: Path) -> None:
         pytest.raises(FileNotFoundError, match=r"'form\.json' not found"),
     ):
         _agent(api, SimulatedFormApp()).act(GOAL, _settings(tmp_path, "execute"))
+
+
+def _screenshots(result: ActResult) -> int:
+    return sum(
+        isinstance(block, ImageBlockParam)
+        for message in result.conversation.messages
+        for tool_result in message.tool_results
+        if not isinstance(tool_result.content, str)
+        for block in tool_result.content
+    )
+
+
+def test_a_read_only_replay_keeps_one_screenshot_and_one_that_may_heal_keeps_all(
+    tmp_path: Path,
+) -> None:
+    app = SimulatedFormApp()
+    script = FormFillingScript(app, "Ada Lovelace")
+    with MessagesApiStandIn(script) as api:
+        _agent(api, app).act(GOAL, _settings(tmp_path, "record"))
+        runs = {}
+        for strategy in ("execute", "auto"):  # heal off under execute, auto under auto
+            replay_app = SimulatedFormApp()
+            script.app = replay_app
+            runs[strategy] = _agent(api, replay_app).act(GOAL, _settings(tmp_path, strategy))
+            assert replay_app.saved == [{"name": "Ada Lovelace", "email": ""}]
+    execute, auto = runs["execute"], runs["auto"]
+    assert execute.replay is not None
+    assert auto.replay is not None
+    assert execute.replay.status == auto.replay.status == "completed"
+    assert (execute.model_calls, auto.model_calls) == (0, 0)
+    assert _screenshots(execute) == 1
+    assert _screenshots(auto) == len(auto.conversation.messages) // 2 == 4
+    assert execute.views == auto.views == {}  # no report asked for

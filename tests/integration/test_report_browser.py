@@ -33,7 +33,7 @@ def test_the_report_shows_every_part_and_nothing_overflows(tmp_path: Path) -> No
         strategy="record",
         cache_dir=tmp_path,
         writing_settings=CacheWritingSettings(filename="form.json"),
-        execution_settings=CacheExecutionSettings(),
+        execution_settings=CacheExecutionSettings(keep_step_views=True),
     )
     with MessagesApiStandIn(script) as api:
         record = Agent(api.client(), [ComputerTool(app)]).act(GOAL, settings)

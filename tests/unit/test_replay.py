@@ -339,8 +339,34 @@ def test_auto_wait_goes_as_soon_as_the_screen_matches(storage: LocalCacheStorage
     assert app.saved == [{"name": "Ada Lovelace", "email": ""}]
     first_click = result.steps[1]
     assert 0 < first_click.waited_seconds < 1.0  # two polls, not a quiet period
-    assert sorted(executor.regions) == [1, 2, 3]
+    assert executor.regions == {}  # no report asked for: no image of a step kept
+
+
+def test_with_step_views_kept_each_checked_step_keeps_its_region_and_screen(
+    storage: LocalCacheStorage,
+) -> None:
+    record_form(storage)
+    app = SimulatedFormApp(layout="banner")
+    tool = ComputerTool(app)
+    now = [0.0]
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds
+
+    executor = CacheExecutor(screen=tool.capture, sleep=sleep, clock=lambda: now[0])
+    executor.activate_cache_execution(
+        load_cache_file(storage, "form.json"),
+        "form.json",
+        execution_settings=CacheExecutionSettings(keep_step_views=True, settle_timeout=0.2),
+    )
+    Conversation(
+        [executor, FinishingSpeaker()], ToolCollection([tool]), first_speaker=executor.name
+    ).run(GOAL)
+    assert executor.result is not None
+    assert executor.result.status == "handed_back"
+    assert sorted(executor.regions) == [1]  # the step it stopped at, as it was checked
     assert executor.regions[1].size == (100, 100)
+    assert executor.views[1].screen.width == 320
 
 
 class ChangesAfterTheFirstClick(SimulatedFormApp):

@@ -34,7 +34,7 @@ def test_report_shows_both_regions_of_every_checked_step(
     executor.activate_cache_execution(
         cache_file,
         "form.json",
-        execution_settings=CacheExecutionSettings(delay_time_between_action=0),
+        execution_settings=CacheExecutionSettings(keep_step_views=True),
     )
     changed = SimulatedFormApp(layout="banner")
     Conversation(

@@ -86,10 +86,12 @@ class ActResult:
     strategy: CacheStrategy
     """The strategy applied (``auto`` resolved to what it did)."""
     regions: dict[int, Image.Image] = field(default_factory=dict)
-    """Per checked step of the last replay, the screen region it was checked on."""
+    """Per checked step of the last replay, the screen region it was checked on (kept only
+    with ``CacheExecutionSettings.keep_step_views``)."""
     views: dict[int, StepView] = field(default_factory=dict)
     """Per checked step of the last replay, what it was checked on (region, action point,
-    the whole screen), for reports."""
+    the whole screen), for reports (kept only with
+    ``CacheExecutionSettings.keep_step_views``)."""
     ledger_entries: list[str] = field(default_factory=list)
     """Names of the run-ledger entries this call wrote (one per replay)."""
     heal: HealOutcome | None = None
@@ -252,6 +254,7 @@ class Agent:
         resume = ResumeCachedTrajectory(executor)
         if strategy == CacheStrategy.EXECUTE or filename is None:
             tools.add(resume)
+        executor.keep_replayed_screenshots = _rebuilds_from_history(recorder, base, settings)
         conversation = Conversation(
             [agent, executor],
             tools,
@@ -293,6 +296,15 @@ class Agent:
             return
         tools.add(ListCachedTrajectories(storage, ledger))
         tools.add(ExecuteCachedTrajectory(storage, executor, settings.execution_settings))
+
+
+def _rebuilds_from_history(
+    recorder: CacheManager | None, base: bytes | None, settings: CachingSettings
+) -> bool:
+    """True when a trajectory may be built from this run's history after it: a recording,
+    or a heal of the replayed file. Those need every replayed step's screenshot; any other
+    run keeps only the latest (:mod:`askcache.replay.history`)."""
+    return recorder is not None or (base is not None and settings.heal_mode != HealMode.OFF)
 
 
 def _before_tool(recorder: CacheManager | None, redact_typed_text: str) -> BeforeTool:

@@ -172,7 +172,7 @@ def run_demo(
                     strategy=strategy,
                     cache_dir=output_dir,
                     writing_settings=CacheWritingSettings(filename=CACHE_NAME),
-                    execution_settings=CacheExecutionSettings(),
+                    execution_settings=CacheExecutionSettings(keep_step_views=True),
                     heal=heal,
                 )
                 started = time.monotonic()

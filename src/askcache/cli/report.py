@@ -9,7 +9,8 @@ beside it, the whole screen with the region boxed (:func:`view_figures`).
 * :func:`write_html_report`: replays that just ran (the demo). The cache file stores only
   hashes and thumbnails, so the recorded regions come from the recording's own message
   history (its screenshots), and the current ones from the executor, which keeps what it
-  checked each step on (:attr:`askcache.replay.CacheExecutor.views`). Each replay's section
+  checked each step on (:attr:`askcache.replay.CacheExecutor.views`, kept when the replay ran
+  with ``CacheExecutionSettings.keep_step_views``). Each replay's section
   also says how it ended (the end-state verdict), what the model did after taking over, each
   time the replay considered taking over again and why it did or did not
   (:func:`rejoin_lines`), and what the replay saved.

@@ -2,30 +2,22 @@
 
 from __future__ import annotations
 
-import base64
 import binascii
-import io
 from collections.abc import Sequence
-from functools import lru_cache
 
 from PIL import Image, UnidentifiedImageError
 
 from askcache.errors import InvalidScreenshotError
 from askcache.messages import ImageBlockParam, MessageParam
+from askcache.screen.png import decode_png
 
 __all__ = ["decode_screenshot", "find_recent_screenshot", "find_recent_screenshot_block"]
 
 
-@lru_cache(maxsize=8)
-def _decode(data: str) -> Image.Image:
-    raw = base64.b64decode(data, validate=True)
-    image = Image.open(io.BytesIO(raw))
-    image.load()
-    return image
-
-
 def decode_screenshot(data: str, where: str = "a screenshot") -> Image.Image:
-    """Decode a base64 image once; later calls with the same string reuse the image.
+    """Decode a base64 image once; later calls with the same string reuse the image, and a
+    screenshot this process encoded to keep (the computer tool's) is not decoded at all
+    (:func:`askcache.screen.png.decode_png`).
 
     The returned image is shared: crop or copy it, never draw on it.
 
@@ -33,7 +25,7 @@ def decode_screenshot(data: str, where: str = "a screenshot") -> Image.Image:
         InvalidScreenshotError: not base64, or not an image Pillow can read.
     """
     try:
-        return _decode(data)
+        return decode_png(data)
     except (binascii.Error, ValueError) as exc:
         raise InvalidScreenshotError(where, f"not base64 ({exc})") from exc
     except UnidentifiedImageError as exc:

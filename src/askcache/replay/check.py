@@ -113,9 +113,9 @@ def check(
 ) -> Checked | Refused:
     """Whether ``step`` may run on ``screen`` (``pointer``: the pointer's position
     before it, when ``step`` is not the trajectory's step at this index; ``keep_view``:
-    remember what it was checked on, for reports). Where its window is now decides where
-    it is checked (:mod:`.anchor`); ``anchor``: check it there instead (a match the search
-    found, :mod:`.search`)."""
+    remember what it was checked on, for reports, when the settings keep step views).
+    Where its window is now decides where it is checked (:mod:`.anchor`); ``anchor``: check
+    it there instead (a match the search found, :mod:`.search`)."""
     if anchor is None:
         anchor = window_anchor(state, step, action, screen)
     if anchor is not None:
@@ -189,7 +189,7 @@ def _check(
     record.detail_distance = result.detail_distance
     record.detail_threshold = result.detail_threshold
     record.note = result.describe()
-    if result.box is not None and keep_view:
+    if result.box is not None and keep_view and state.settings.keep_step_views:
         state.views[state.index] = StepView.of(
             screen.recorded, result.box, state.anchors[state.index] or _point(action)
         )

@@ -28,6 +28,7 @@ from askcache.parameters import placeholders_in
 from askcache.replay.commands import Emit, Finished, HandBack
 from askcache.replay.guard import check_replayable
 from askcache.replay.handback import finished_text, hand_back_text
+from askcache.replay.history import LatestReplayedScreenshot
 from askcache.replay.profile import ProfileChoice, choose_profile
 from askcache.replay.rejoin import RESUME_TOOL_NAME
 from askcache.replay.result import ReplayResult
@@ -70,6 +71,10 @@ class CacheExecutor:
         offered_tools: Names of the tools this run offers; a file with a step calling a
             tool outside them (or, other than the computer tool, outside
             ``CacheExecutionSettings.replay_tools``) is refused. ``None``: the computer tool.
+        keep_replayed_screenshots: Keep the screenshot of every replayed step's result in
+            the history (for a run recorded or healed from its history). ``False``: only
+            the latest replayed result keeps its screenshot (:mod:`.history`), so a replay's
+            memory does not grow with its steps.
         sleep, clock: Injected for tests.
     """
 
@@ -84,6 +89,7 @@ class CacheExecutor:
         windows: Callable[[], list[WindowFrame] | None] | None = None,
         screen_size: tuple[int, int] | None = None,
         offered_tools: Collection[str] | None = None,
+        keep_replayed_screenshots: bool = True,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -95,6 +101,8 @@ class CacheExecutor:
         self.display_size = display_size
         self.windows = windows
         self.screen_size = screen_size
+        self.keep_replayed_screenshots = keep_replayed_screenshots
+        self._latest_screenshot = LatestReplayedScreenshot()
         self._sleep = sleep
         self._clock = clock
         self.session: ReplaySession | None = None
@@ -120,12 +128,14 @@ class CacheExecutor:
 
     @property
     def views(self) -> dict[int, StepView]:
-        """Per checked step of the current (or last) replay: what it was checked on."""
+        """Per checked step of the current (or last) replay: what it was checked on (kept
+        only with ``CacheExecutionSettings.keep_step_views``)."""
         return self.session.views if self.session is not None else {}
 
     @property
     def regions(self) -> dict[int, Image.Image]:
-        """Per checked step of the current (or last) replay: the region it was checked on."""
+        """Per checked step of the current (or last) replay: the region it was checked on
+        (kept only with ``CacheExecutionSettings.keep_step_views``)."""
         return self.session.regions if self.session is not None else {}
 
     @property
@@ -214,8 +224,10 @@ class CacheExecutor:
         return self.turn(conversation.messages)
 
     def turn(self, messages: list[MessageParam]) -> SpeakerResult:
-        """One turn of the replay on ``messages`` (the history so far, not changed): a tool
-        call to run (``continue``), a hand-back message (``switch_speaker``), or the end.
+        """One turn of the replay on ``messages`` (the history so far, not changed unless
+        ``keep_replayed_screenshots`` is off: then an older replayed result's screenshot is
+        dropped, :mod:`.history`): a tool call to run (``continue``), a hand-back message
+        (``switch_speaker``), or the end.
         Whoever owns the loop runs the call and appends its result: the
         :class:`~askcache.conversation.loop.Conversation` of an ``Agent``, or the user's own
         loop (:mod:`askcache.loop`)."""
@@ -224,8 +236,11 @@ class CacheExecutor:
             return SpeakerResult(
                 "switch_speaker", next_speaker=self.agent_speaker, reason="no active replay"
             )
+        if not self.keep_replayed_screenshots:
+            self._latest_screenshot.arrived(messages)
         command = session.next(messages)
         if isinstance(command, Emit):
+            self._latest_screenshot.emitted(command.call.id)
             return SpeakerResult(
                 "continue", [MessageParam(role="assistant", content=[command.call])]
             )

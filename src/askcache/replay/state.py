@@ -222,7 +222,8 @@ class ReplayState:
             cache_file=name, steps_total=len(self.steps), start_step=start_step
         )
         self.views: dict[int, StepView] = {}
-        """Per checked step: what it was checked on (recorded space), for reports."""
+        """Per checked step: what it was checked on (recorded space), for reports; empty
+        unless the settings keep step views (``keep_step_views``)."""
         self.suspended = False
         """True after a hand-back: the replay may re-join later."""
         self.emitted: dict[str, ToolUseBlockParam] = {}

@@ -14,8 +14,6 @@ recording store the window each step acted in, and a replay find it where it is 
 
 from __future__ import annotations
 
-import base64
-import io
 import time
 from collections.abc import Callable
 from typing import Any, Literal, Protocol
@@ -32,6 +30,7 @@ from askcache.messages import (
     ToolUseBlockParam,
 )
 from askcache.scaling import Size, api_resolution, scale_point
+from askcache.screen.png import encode_png
 from askcache.screen.windows import WindowFrame, WindowSource
 from askcache.tools.base import Tool, ToolOutput
 
@@ -93,14 +92,6 @@ class ComputerBackend(Protocol):
     def pointer(self) -> Point:
         """Where the pointer is."""
         ...
-
-
-def encode_png(image: Image.Image) -> str:
-    """Base64 text of ``image`` as PNG (fastest compression: a screenshot is taken after
-    every action, and the model's tokens depend on its pixels, not its bytes)."""
-    buffer = io.BytesIO()
-    image.save(buffer, format="PNG", compress_level=1)
-    return base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
 _CLICKS: dict[str, tuple[MouseButton, int]] = {
@@ -209,10 +200,13 @@ class ComputerTool(Tool):
         return self.observe(summary)
 
     def observe(self, summary: str) -> ToolOutput:
-        """A tool output with ``summary`` and a fresh screenshot."""
+        """A tool output with ``summary`` and a fresh screenshot (its image kept with its
+        text: a replay reading the result back needs no decoding,
+        :func:`askcache.screen.png.decode_png`)."""
+        data = encode_png(self.capture(), keep=True)
         content: list[ToolResultContent] = [
             TextBlockParam(text=summary),
-            ImageBlockParam(source=Base64ImageSource(data=encode_png(self.capture()))),
+            ImageBlockParam(source=Base64ImageSource(data=data)),
         ]
         return ToolOutput(content)
 

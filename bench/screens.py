@@ -307,6 +307,26 @@ def table(runs: list[Run]) -> str:
     return "\n".join(rows)
 
 
+def totals(runs: list[Run]) -> str:
+    """The table in one paragraph: dangerous failures apart from needless hand-backs."""
+    learning = [r for r in runs if r.kind == "learn"]
+    changed = {c.name: c for c in CHANGES}
+    unavoidable = sum(
+        min(len(r.wrong), changed[r.kind].unavoidable) for r in runs if r.kind in changed
+    )
+    wrong = sum(len(r.wrong) for r in runs) - unavoidable
+    after = [r for r in runs if r.kind not in changed and r.kind != "learn"]
+    return (
+        f"**In all**: {wrong} wrong actions a check could have prevented, {unavoidable} that "
+        f"none can (a key rebound with its label unchanged: the replay stopped right after "
+        f"it); learning took one run per screen ({', '.join(str(r.model_calls) for r in learning)} "
+        f"model calls), with {sum(len(r.wrong) for r in learning)} wrong clicks; after it, "
+        f"{sum(r.handbacks for r in after)} needless hand-backs and "
+        f"{sum(r.model_calls for r in after)} model calls in {len(after)} runs on unchanged "
+        "screens (the learned ones and the recorded one)."
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--no-write", action="store_true", help="print, do not write the docs")
@@ -319,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
             f"calls {run.model_calls}, clicked {run.clicked}, wrong {run.wrong}; {run.reason}",
             flush=True,
         )
-    text = table(runs)
+    text = table(runs) + "\n\n" + totals(runs)
     print(text)
     if not args.no_write:
         from bench._common import machine, write_section

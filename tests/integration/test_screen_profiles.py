@@ -10,9 +10,12 @@ docs/benchmarks.md), judging every click against the key boxes xwininfo gives.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
+from bench.faults import CALC_KEYS, record_xcalc
+from bench.screens import ALL_CLEAR, CHANGES, SCREENS, Screen, run_on
 
 from askcache import (
     ActResult,
@@ -140,3 +143,44 @@ def test_a_learned_profile_is_rolled_back_with_its_version(tmp_path: Path) -> No
     again = _on((1280, 800), "banner", "carol", tmp_path)  # learned again
     assert again.heal is not None
     assert again.heal.profile == "1280x800@1x"
+
+
+# xcalc under Xvfb: a 2x display and a smaller screen ------------------------------------
+
+
+@pytest.fixture(scope="module")
+def xcalc_recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """12+30= recorded once on xcalc on a 1280x800 screen."""
+    folder = tmp_path_factory.mktemp("xcalc")
+    record_xcalc(folder)
+    return folder / "xcalc.json"
+
+
+@pytest.mark.parametrize("screen", SCREENS, ids=[s.profile for s in SCREENS])
+def test_xcalc_on_another_screen_is_learned_once_without_a_wrong_click(
+    screen: Screen, xcalc_recording: Path, tmp_path: Path
+) -> None:
+    shutil.copy(xcalc_recording, tmp_path / "xcalc.json")
+    # The learning run: the recorded steps tried scaled; the first click does not pass its
+    # check, so nothing is clicked before the hand-back; the model presses AC and 1 2 + 3 0 =
+    # where the keys are; the verified run becomes the profile's trajectory.
+    learning = run_on(screen, tmp_path, "learn")
+    assert learning.wrong == [], learning.clicked
+    assert learning.handbacks == 1
+    assert learning.clicked == [ALL_CLEAR, *CALC_KEYS]  # every click on the key it meant
+    assert not any(learning.replayed)
+    assert learning.profile == screen.profile
+    # The next run on that screen: the learned trajectory, no model call, every click on
+    # the key the task needs there.
+    again = run_on(screen, tmp_path, "replay")
+    assert (again.status, again.model_calls, again.handbacks) == ("completed", 0, 0)
+    assert again.wrong == []
+    assert again.clicked == [ALL_CLEAR, *CALC_KEYS]
+    assert all(again.replayed)
+    # Key 3 relabelled 7 on the learned screen: handed back before it is clicked.
+    relabelled = next(c for c in CHANGES if c.name == "xcalc: key 3 relabelled 7")
+    changed = run_on(screen, tmp_path, relabelled.name, relabelled)
+    assert changed.status == "handed_back"
+    assert changed.wrong == []
+    assert changed.clicked == [ALL_CLEAR, 47, 48, 50]  # AC 1 2 +, and not the 3
+    assert changed.handed_back_at == 5

@@ -17,7 +17,9 @@ to the model as 1280x800 screenshots; a 1024x640 screen):
 
 and finally the recorded screen again (its trajectory must be untouched by the learning).
 
-Every click is judged before it reaches X against the button boxes xwininfo gives: a click
+Every click is judged before it reaches X against the button boxes xwininfo gives, and the
+X server's own log of button presses (XRecord, :class:`~askcache.testing.InputLog`) must hold
+exactly the judged clicks: a click
 outside the intended key (in the learning run and the unchanged replays: the sequence the
 task needs; on a changed xcalc: a replayed click on the changed key) is a **wrong action**
 (dangerous), counted apart from **needless hand-backs** (an unchanged screen handed back).
@@ -58,7 +60,13 @@ from bench.faults import (
 from askcache import ActResult, Agent, CacheWritingSettings, CachingSettings
 from askcache.actions import Action
 from askcache.messages import ToolUseBlockParam
-from askcache.testing import MessagesApiStandIn, VirtualDisplay, run_on_display, text_reply
+from askcache.testing import (
+    InputLog,
+    MessagesApiStandIn,
+    VirtualDisplay,
+    run_on_display,
+    text_reply,
+)
 from askcache.testing.messages_api import tool_use_reply
 from askcache.tools.desktop import DesktopBackend
 
@@ -167,6 +175,9 @@ class Run:
     reason: str | None = None
     profile: str | None = None
     """The profile the heal wrote, when the run healed."""
+    presses: int = 0
+    """Button presses the X server received in the run (XRecord): each must be one of the
+    judged clicks."""
 
 
 class ScriptedModel:
@@ -229,15 +240,20 @@ def run_on(screen: Screen, cache_dir: Path, kind: str, change: Fault | None = No
 
         tool.before = judge
         model = ScriptedModel(tool, boxes, stop=kind != "learn")
-        with MessagesApiStandIn(model) as api:
-            result = Agent(api.client(), [tool], model="claude-test").act(
-                CALC_GOAL,
-                CachingSettings(
-                    strategy="auto",  # heals: a verified run after a hand-back is kept
-                    cache_dir=cache_dir,
-                    writing_settings=CacheWritingSettings(filename="xcalc.json"),
-                ),
-            )
+        log = InputLog(display, screen.size)
+        try:
+            with MessagesApiStandIn(model) as api:
+                result = Agent(api.client(), [tool], model="claude-test").act(
+                    CALC_GOAL,
+                    CachingSettings(
+                        strategy="auto",  # heals: a verified run after a hand-back is kept
+                        cache_dir=cache_dir,
+                        writing_settings=CacheWritingSettings(filename="xcalc.json"),
+                    ),
+                )
+            run.presses = sum(kind == "button_press" for kind, _ in log.events())
+        finally:
+            log.close()
     _summarise(run, result, change)
     return run
 

@@ -168,6 +168,7 @@ def test_xcalc_on_another_screen_is_learned_once_without_a_wrong_click(
     assert learning.wrong == [], learning.clicked
     assert learning.handbacks == 1
     assert learning.clicked == [ALL_CLEAR, *CALC_KEYS]  # every click on the key it meant
+    assert learning.presses == len(learning.clicked)  # and nothing else reached X
     assert not any(learning.replayed)
     assert learning.profile == screen.profile
     # The next run on that screen: the learned trajectory, no model call, every click on
@@ -176,6 +177,7 @@ def test_xcalc_on_another_screen_is_learned_once_without_a_wrong_click(
     assert (again.status, again.model_calls, again.handbacks) == ("completed", 0, 0)
     assert again.wrong == []
     assert again.clicked == [ALL_CLEAR, *CALC_KEYS]
+    assert again.presses == len(again.clicked)
     assert all(again.replayed)
     # Key 3 relabelled 7 on the learned screen: handed back before it is clicked.
     relabelled = next(c for c in CHANGES if c.name == "xcalc: key 3 relabelled 7")
@@ -183,4 +185,5 @@ def test_xcalc_on_another_screen_is_learned_once_without_a_wrong_click(
     assert changed.status == "handed_back"
     assert changed.wrong == []
     assert changed.clicked == [ALL_CLEAR, 47, 48, 50]  # AC 1 2 +, and not the 3
+    assert changed.presses == 4  # what reached X: those four, nothing more
     assert changed.handed_back_at == 5

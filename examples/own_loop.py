@@ -118,16 +118,16 @@ def main(cache_dir: Path) -> None:
     real = bool(os.environ.get("ANTHROPIC_API_KEY") and os.environ.get("DISPLAY"))
     form: Any
     screen: Screen
-    with ExitStack() as stack:
-        for person in ("Ada Lovelace", "Grace Hopper"):
+    for number, person in enumerate(("Ada Lovelace", "Grace Hopper")):
+        with ExitStack() as stack:  # a fresh form for each run, closed after it
             if real:
                 from askcache.testing import TkFormApp
                 from askcache.tools.desktop import DesktopBackend
 
-                form = stack.enter_context(
-                    TkFormApp(os.environ["DISPLAY"], cache_dir / f"form-{len(person)}.json")
-                )
+                state = cache_dir / f"form-{number}.json"
+                form = stack.enter_context(TkFormApp(os.environ["DISPLAY"], state))
                 client, screen = anthropic.Anthropic(), DesktopBackend()
+                stack.callback(screen.close)
             else:
                 from askcache.testing import FormFillingScript, MessagesApiStandIn
                 from askcache.testing import SimulatedFormApp as Form

@@ -339,7 +339,10 @@ def test_calling_on_after_a_hand_back_is_an_error(recorded: Path) -> None:
     with pytest.raises(ReplayOverError, match="handed back"):
         replay.tool_result(last)
     assert replay.next_action() is None  # no model turn since: it does not re-join
-    replay.done(status="failed")
+    assert replay.next_action() is None
+    result = replay.done(status="failed")
+    assert result.replay is not None
+    assert result.replay.rejoin_decisions == []  # no turn of the model: nothing to decide
 
 
 def test_messages_that_are_not_a_history_and_a_missing_file_are_refused(

@@ -126,6 +126,8 @@ class LoopReplay:
         self._status: LoopStatus = self._run.first_status()
         self._waiting: _Waiting | None = None
         self._answered: set[str] = set()
+        self._asked_at = 0
+        """The history's length when the re-join rules were last asked."""
         self._result: ActResult | None = None
 
     @property
@@ -173,10 +175,13 @@ class LoopReplay:
                 f"the result of {self._waiting.call.id!r} ({self._waiting.label}) was not "
                 "handed to tool_result() yet: hand it in before asking for the next action"
             )
-        history = self._history.follow(messages)
-        if self._bridge.running:
+        if self._bridge.running:  # a check under way: it reads the history, leave it be
             return self._step()
+        history = self._history.follow(messages)
         if self._status == "handed_back":
+            if len(history) == self._asked_at:
+                return None  # no turn since the last decision: it stands
+            self._asked_at = len(history)
             self._bridge.start(lambda: self._run.executor.rejoins(history))
             return self._step()
         if self._status != "replaying":

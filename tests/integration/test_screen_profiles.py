@@ -27,6 +27,7 @@ from askcache import (
     open_ledger,
 )
 from askcache.cli.app import main
+from askcache.heal.trajectory import PreparedHeal, apply_heal
 from askcache.storage.base import LocalCacheStorage, load_cache_file
 from askcache.storage.versions import TrajectoryVersions
 from askcache.testing import FormFillingScript, MessagesApiStandIn, SimulatedFormApp
@@ -143,6 +144,45 @@ def test_a_learned_profile_is_rolled_back_with_its_version(tmp_path: Path) -> No
     again = _on((1280, 800), "banner", "carol", tmp_path)  # learned again
     assert again.heal is not None
     assert again.heal.profile == "1280x800@1x"
+
+
+def test_two_screens_learned_at_the_same_time_are_both_kept(tmp_path: Path) -> None:
+    # Two machines replay the same recorded file and each learns its own screen; the later
+    # commit finds the file changed (the other profile learned) and makes its heal again
+    # on it, instead of leaving a proposal. The same profile learned twice stays a proposal.
+    first, second = tmp_path / "a", tmp_path / "b"
+    _act(first, SimulatedFormApp(), "alice", "record")
+    second.mkdir()
+    shutil.copy(first / "login.json", second / "login.json")
+    recorded = (first / "login.json").read_bytes()
+    _on((1280, 800), "banner", "bob", first)
+    _on((960, 600), "banner", "carol", second)
+    theirs = LocalCacheStorage(second)
+    storage = LocalCacheStorage(first)
+    late = PreparedHeal(
+        name="login.json",
+        base=recorded,
+        new=theirs.read("login.json"),
+        mode="auto",
+        keep=10,
+        healed_steps=[1, 2, 3],
+        verified_by="model_completion",
+        proposal=TrajectoryVersions(storage, "login.json").proposal_name(),
+        profile="960x600@1x",
+    )
+    outcome = apply_heal(storage, late)
+    assert outcome.event == "healed"
+    both = load_cache_file(storage, "login.json")
+    assert sorted(both.profiles) == ["1280x800@1x", "960x600@1x"]
+    assert (
+        both.profiles["960x600@1x"] == load_cache_file(theirs, "login.json").profiles["960x600@1x"]
+    )
+    for size, user in (((1280, 800), "dave"), ((960, 600), "erin")):
+        assert _on(size, "banner", user, first).model_calls == 0
+    twice = late.model_copy(
+        update={"proposal": TrajectoryVersions(storage, "login.json").proposal_name()}
+    )
+    assert apply_heal(storage, twice).event == "proposed"
 
 
 # xcalc under Xvfb: a 2x display and a smaller screen ------------------------------------

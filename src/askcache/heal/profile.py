@@ -11,19 +11,22 @@ screens: the recorded trajectory, and every other profile's, stay as they were.
 Why inside the one file, not a file per profile: a learned profile is then written exactly as
 any heal is, through the same versions (a new version of the one file, under its lock,
 crash-consistent), signed over the whole file, shown by ``askcache diff`` and undone by
-``askcache rollback``; a fleet's listing, ledger and invalidation stay one per task. The
-cost is that two machines learning two new profiles at the same moment race for one commit:
-the later one becomes a proposal (``the trajectory changed while this run healed it``) and
-its profile is learned again by its next run.
+``askcache rollback``; a fleet's listing, ledger and invalidation stay one per task. Two
+machines learning two new profiles at the same moment race for one commit: the later heal
+is made again on the file the earlier one wrote (:func:`merge_profile`: that file with this
+profile's trajectory) and committed, as long as the file changed in nothing but its other
+profiles; otherwise (the same profile healed twice, the trajectory re-recorded or healed) it
+becomes a proposal, as any heal that lost a race.
 """
 
 from __future__ import annotations
 
 from askcache.cachefile.format import CacheFile, CoordinateSpace
 from askcache.cachefile.parse import parse_cache_file
+from askcache.cachefile.signing import parse_verified
 from askcache.replay.profile import ProfileChoice
 
-__all__ = ["into_profile", "profile_display"]
+__all__ = ["into_profile", "merge_profile", "profile_display"]
 
 
 def profile_display(choice: ProfileChoice) -> CoordinateSpace | None:
@@ -45,3 +48,28 @@ def into_profile(base: bytes, name: str, healed: CacheFile) -> tuple[CacheFile, 
     whole.profiles = {**whole.profiles, key: learned}
     whole.cache_parameters = {**whole.cache_parameters, **healed.cache_parameters}
     return whole, key
+
+
+def merge_profile(current: bytes, base: bytes, new: bytes, name: str, key: str) -> CacheFile | None:
+    """The heal of profile ``key`` (``new``, made from ``base``) made again on ``current``,
+    the file as it is now: ``current`` with ``new``'s trajectory for that profile, when
+    ``current`` differs from ``base`` in other profiles only; ``None`` otherwise (that
+    profile was healed or learned meanwhile, or the rest of the file changed).
+
+    Raises:
+        AskCacheError: ``current`` does not load or does not verify as a heal requires
+            (:func:`~askcache.cachefile.signing.parse_verified`).
+    """
+    now = parse_verified(current, name, resign=True)
+    before = parse_cache_file(base, name)
+    healed = parse_cache_file(new, name)
+    if now.profiles.get(key) != before.profiles.get(key) or _rest(now) != _rest(before):
+        return None
+    now.profiles = {**now.profiles, key: healed.profiles[key]}
+    now.cache_parameters = {**now.cache_parameters, **healed.cache_parameters}
+    return now
+
+
+def _rest(cache_file: CacheFile) -> CacheFile:
+    """Everything of a file but its learned profiles and its signature."""
+    return cache_file.model_copy(update={"profiles": {}, "signature": None})

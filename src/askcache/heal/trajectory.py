@@ -59,7 +59,7 @@ from askcache.cachefile.signing import parse_verified, sign_cache_file
 from askcache.conversation.loop import ConversationResult
 from askcache.errors import AskCacheError, CacheNotFoundError
 from askcache.fingerprint.step import decode_screenshot
-from askcache.heal.profile import into_profile, profile_display
+from askcache.heal.profile import into_profile, merge_profile, profile_display
 from askcache.messages import ImageBlockParam, MessageParam, ToolUseBlockParam
 from askcache.parameters import (
     SECRET_DESCRIPTION,
@@ -579,6 +579,8 @@ def apply_heal(storage: CacheStorage, heal: PreparedHeal, *, again: bool = False
     reason = heal.reason
     if heal.mode == "auto" and reason is None:
         number = versions.commit(heal.base, heal.new)
+        if number is None and heal.profile is not None:
+            number = _commit_profile_again(storage, versions, heal)
         if number is not None:
             logger.warning(
                 "%s healed: version %d (steps %s from the model)",
@@ -592,6 +594,29 @@ def apply_heal(storage: CacheStorage, heal: PreparedHeal, *, again: bool = False
         logger.warning("%s: the heal is a proposal: %s", heal.name, reason)
     proposal = versions.propose(heal.new, name=heal.proposal)
     return _outcome("proposed", proposal, heal, reason)
+
+
+def _commit_profile_again(
+    storage: CacheStorage, versions: TrajectoryVersions, heal: PreparedHeal
+) -> int | None:
+    """A heal of a screen profile that lost the race to another heal (another machine
+    learning another profile) made again on the file as it is now and committed, once
+    (:func:`~askcache.heal.profile.merge_profile`); ``None``: it cannot be (a proposal)."""
+    assert heal.profile is not None
+    try:
+        current = storage.read(heal.name)
+        merged = merge_profile(
+            current, heal.base, heal.new, storage.describe(heal.name), heal.profile
+        )
+    except AskCacheError as exc:
+        logger.info("%s: the heal of profile %s not made again: %s", heal.name, heal.profile, exc)
+        return None
+    if merged is None:
+        return None
+    logger.info(
+        "%s: the heal of profile %s made again on the current file", heal.name, heal.profile
+    )
+    return versions.commit(current, healed_bytes(merged))
 
 
 def _written_before(

@@ -372,8 +372,8 @@ class CaretApp(SimulatedFormApp):
 
 
 def _record_with_caret(storage: LocalCacheStorage, *, looking: bool) -> tuple[CaretApp, CacheFile]:
-    """Record the form on :class:`CaretApp` as the agent does (``before_tool`` before each
-    call), with the computer tool's screen when ``looking``."""
+    """Record the form on :class:`CaretApp` as the agent's conversation does (each call's
+    message, ``before_tool``, the call), with the computer tool's screen when ``looking``."""
     app = CaretApp()
     tool = ComputerTool(app)
     now = [0.0]
@@ -392,8 +392,8 @@ def _record_with_caret(storage: LocalCacheStorage, *, looking: bool) -> tuple[Ca
     tools = ToolCollection([tool])
     messages = [MessageParam(role="user", content=GOAL)]
     for call in form_calls(app):
-        manager.before_tool(call, messages)
         messages.append(MessageParam(role="assistant", content=[call]))
+        manager.before_tool(call, messages)  # as the conversation calls it: the call is in
         messages.append(MessageParam(role="user", content=[tools.run(call)[0]]))
     return app, manager.build_cache_file(messages)
 

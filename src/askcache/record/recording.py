@@ -221,7 +221,7 @@ class CacheManager:
         (:mod:`askcache.record.looks`), look at the screen again; when ``call`` acts, list
         the windows (the one under its point is stored with it), and when no screenshot
         precedes it in ``messages``, take one now, so no acting step is recorded blind."""
-        self._look_after_last(messages)
+        self._look_after_last(call, messages)
         action = parse_action(call)
         if action is None or action.name not in ACTING_ACTIONS:
             return
@@ -243,14 +243,17 @@ class CacheManager:
         if listed is not None:
             self._windows[call_id] = listed
 
-    def _look_after_last(self, messages: Sequence[MessageParam]) -> None:
-        """Let :attr:`_looks` look again after the last call of ``messages``, when it acted
-        and its screenshots before and after can be read (a screenshot that cannot is
-        named when the file is built)."""
+    def _look_after_last(self, call: ToolUseBlockParam, messages: Sequence[MessageParam]) -> None:
+        """Let :attr:`_looks` look again after the call before ``call`` (``messages`` may
+        already hold ``call``), when it acted and its screenshots before and after can be
+        read (a screenshot that cannot is named when the file is built). A call in the
+        same message as ``call`` has no result yet: nothing to look after."""
         if self._looks is None:
             return
         recorded = steps_with_screens(messages)
-        last = recorded[-1] if recorded else None
+        ids = [step.call.id for step in recorded]
+        position = ids.index(call.id) if call.id in ids else len(recorded)
+        last = recorded[position - 1] if position > 0 else None
         action = parse_action(last.call) if last is not None else None
         if last is None or last.after is None or action is None:
             return
@@ -262,7 +265,7 @@ class CacheManager:
         except InvalidScreenshotError:
             return
         if before is not None:
-            anchor = list(action_anchors(step.call for step in recorded))[-1]
+            anchor = list(action_anchors(step.call for step in recorded[:position]))[-1]
             self._looks.after(last.call.id, before, after, anchor)
 
     def build_cache_file(self, messages: Sequence[MessageParam]) -> CacheFile:

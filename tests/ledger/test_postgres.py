@@ -18,7 +18,7 @@ from psycopg import sql
 
 from askcache.agent.sync import RunWriter, sync_outbox
 from askcache.cli.app import main
-from askcache.errors import LedgerUnavailableError
+from askcache.errors import LedgerUnavailableError, LedgerUrlError
 from askcache.settings import CachingSettings
 from askcache.storage.base import LocalCacheStorage
 from askcache.storage.ledger import RunRecord, open_ledger
@@ -255,3 +255,20 @@ def test_open_ledger_opens_postgres_for_the_setting_the_env_and_the_cli_without_
     assert code != 0
     assert "could not read" in printed.err
     assert postgres_server.password not in printed.out + printed.err
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://fleet:Sec%zzret@db.internal/agents",  # libpq quotes the bad token
+        "postgresql://fleet:Secret-99@[db.internal/agents",  # and here the whole URL
+        "postgresql://fleet:Secret-99@db.internal/agents?nosuchoption=1",
+        "postgresql://fleet:Secret-99@db.internal:fivefour/agents",
+    ],
+)
+def test_a_malformed_url_is_refused_naming_the_setting_and_never_its_password(url: str) -> None:
+    with pytest.raises(LedgerUrlError, match=r"^--ledger ") as refused:
+        open_ledger(LocalCacheStorage("unused"), url, source="--ledger")
+    for text in (str(refused.value), repr(refused.value), refused.value.url):
+        assert "Secret-99" not in text
+        assert "zzret" not in text

@@ -75,5 +75,5 @@ def open_ledger(
     if scheme in ("postgresql", "postgres"):
         from askcache.storage.ledger.postgres import PostgresLedger  # optional: askcache[postgres]
 
-        return PostgresLedger(url, retention_days=retention_days)
+        return PostgresLedger(url, retention_days=retention_days, source=source)
     raise LedgerUrlError(redact_url(url), source, f"the {scheme} engine is not available yet")

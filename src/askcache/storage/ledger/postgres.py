@@ -86,7 +86,13 @@ class PostgresLedger(RunLedger):
             per process; ``None`` keeps them for ever.
         timeouts: See :class:`PostgresTimeouts`.
         pool_size: Connections kept open at most (they are opened when needed).
+        source: The setting ``url`` came from, for errors (``--ledger``).
+
+    Raises:
+        LedgerUrlError: ``url`` is not a URL libpq reads.
     """
+
+    supports_retention = True
 
     def __init__(
         self,
@@ -95,13 +101,19 @@ class PostgresLedger(RunLedger):
         retention_days: int | None = None,
         timeouts: PostgresTimeouts | None = None,
         pool_size: int = 4,
+        source: str = "the ledger URL",
     ) -> None:
         self.retention_days = retention_days
         self.timeouts = timeouts or PostgresTimeouts()
         try:
             params = conninfo.conninfo_to_dict(url)
-        except psycopg.ProgrammingError:  # its message may quote the URL
-            raise LedgerUrlError("postgresql://...", "the ledger URL", "not a libpq URL") from None
+        except psycopg.ProgrammingError as exc:
+            what = str(exc).split(":", 1)[0]  # what libpq quotes after it may hold the password
+            reason = f"not a PostgreSQL URL ({what})"
+            raise LedgerUrlError("postgresql://...", source, reason) from None
+        ports = str(params.get("port") or "0").split(",")
+        if not all(port.strip().isdigit() for port in ports):
+            raise LedgerUrlError(_shown(params), source, "its port is not a number")
         self.url = _shown(params)
         """The URL as messages show it: user, host, port and database, the password hidden."""
         self._password = str(params.get("password") or "")

@@ -65,7 +65,7 @@ class PostgresTimeouts(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
-    connect: float = 5.0
+    connect: float = 3.0
     """Seconds to get a connection (libpq's ``connect_timeout``, and the pool's wait)."""
     statement: float = 5.0
     """Seconds one statement may run (the server's ``statement_timeout``; ``lock_timeout``

@@ -4,7 +4,9 @@
 
 Waits for a line on stdin (so that every writer starts at once), then opens the ledger (the
 first use creates its tables) and appends ENTRIES entries, alternating between two
-trajectories, and prints how many it appended.
+trajectories, and prints how many it appended. Its timeouts are long: this writer checks that
+concurrent appends lose nothing, on a machine that may be loaded; what a timeout does is
+test_postgres.py's concern.
 """
 
 from __future__ import annotations
@@ -12,12 +14,12 @@ from __future__ import annotations
 import sys
 
 from askcache.storage.ledger import RunRecord
-from askcache.storage.ledger.postgres import PostgresLedger
+from askcache.storage.ledger.postgres import PostgresLedger, PostgresTimeouts
 
 
 def main(url: str, index: int, entries: int) -> int:
     sys.stdin.readline()
-    with PostgresLedger(url) as ledger:
+    with PostgresLedger(url, timeouts=PostgresTimeouts(connect=120, statement=300)) as ledger:
         for run in range(entries):
             status = "handed_back" if run % 3 else "completed"
             record = RunRecord(

@@ -77,6 +77,7 @@ def test_a_new_screen_is_learned_once_and_the_others_keep_their_trajectory(
     learning = _on((1280, 800), "banner", "bob", tmp_path)
     assert learning.replay is not None
     assert learning.replay.handback_steps == [1]
+    assert (learning.replay.profile, learning.replay.learning) == ("1280x800@1x", True)
     assert learning.model_calls > 0
     assert learning.heal is not None
     assert (learning.heal.event, learning.heal.profile) == ("healed", "1280x800@1x")
@@ -96,6 +97,8 @@ def test_a_new_screen_is_learned_once_and_the_others_keep_their_trajectory(
     for user in ("carol", "dave"):
         again = _on((1280, 800), "banner", user, tmp_path)
         assert (again.model_calls, again.heal) == (0, None)
+        assert again.replay is not None
+        assert (again.replay.profile, again.replay.learning) == ("1280x800@1x", False)
         assert again.replay is not None
         assert again.replay.status == "completed"
     # The recorded screen replays its own trajectory, as before.

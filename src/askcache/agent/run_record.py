@@ -103,7 +103,7 @@ def run_record(session: ReplaySession, outcome: ConversationResult, *, last: boo
         saved_tokens=round(recording.usage.total_tokens * share) - tokens,
         saved_seconds=saved_seconds,
         model=recording.model,
-        profile=session.profile.screen.id if session.profile.screen is not None else None,
+        profile=result.profile,
     )
 
 

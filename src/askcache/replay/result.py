@@ -103,6 +103,12 @@ class ReplayResult(BaseModel):
     """Steps in the trajectory."""
     start_step: int = 0
     """Index of the first replayed step."""
+    profile: str | None = None
+    """This run's screen profile (``1280x800@2x``), when the computer tool reports its
+    sizes (docs/fleet.md, "Screens")."""
+    learning: bool = False
+    """True when the file had no trajectory for this screen profile: the recorded steps ran
+    scaled, and a verified heal is kept as this profile's trajectory."""
     steps_run: int = 0
     """Steps emitted for execution."""
     validated: int = 0

@@ -219,7 +219,11 @@ class ReplayState:
         self.anchors = list(action_anchors(self.steps))
         self.index = start_step
         self.result = ReplayResult(
-            cache_file=name, steps_total=len(self.steps), start_step=start_step
+            cache_file=name,
+            steps_total=len(self.steps),
+            start_step=start_step,
+            profile=self.profile.screen.id if self.profile.screen is not None else None,
+            learning=self.profile.learning,
         )
         self.views: dict[int, StepView] = {}
         """Per checked step: what it was checked on (recorded space), for reports; empty

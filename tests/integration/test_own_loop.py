@@ -495,3 +495,33 @@ def test_the_loop_tells_the_display_size_and_the_screen_profile(tmp_path: Path) 
     assert calls == 0
     assert again.replay is not None
     assert again.replay.status == "completed"
+
+
+def test_the_troubleshooting_page_shows_the_loop_errors_as_printed(recorded: Path) -> None:
+    page = (Path(__file__).parents[2] / "docs" / "troubleshooting.md").read_text()
+    app = SimulatedFormApp()
+    replay = _replay(recorded)
+    action = replay.next_action()
+    assert action is not None
+    printed: list[str] = []
+
+    def catch(call: Any) -> None:
+        with pytest.raises(LoopUsageError) as raised:
+            call()
+        printed.append(f"{type(raised.value).__name__}: {raised.value}")
+
+    catch(lambda: replay.tool_result({**run_tool(app, action), "tool_use_id": "toolu_x"}))
+    catch(lambda: replay.tool_result({"type": "text"}))
+    result = run_tool(app, action)
+    replay.tool_result(result)
+    catch(lambda: replay.tool_result(result))
+    look = replay.next_action()
+    assert look is not None
+    catch(lambda: replay.tool_result({"type": "tool_result", "tool_use_id": look["id"]}))
+    catch(replay.done)
+    replay.done(status="failed")
+    catch(replay.next_action)
+    catch(lambda: _replay(recorded, []))
+    catch(lambda: _replay(recorded, [{"role": "robot", "content": "hi"}]))
+    for line in printed:
+        assert re.sub(r"'toolu_\w+'", "'toolu_…'", line) in page, line

@@ -6,6 +6,8 @@ Each error names the problem and, where there is one, the action it concerns; al
 
 from __future__ import annotations
 
+from pydantic import ValidationError
+
 from askcache.errors import AskCacheError
 
 __all__ = [
@@ -15,7 +17,18 @@ __all__ = [
     "ReplayOverError",
     "ToolResultOrderError",
     "UnknownToolResultError",
+    "one_line",
 ]
+
+
+def one_line(error: Exception) -> str:
+    """What is wrong, on one line: each field of a validation error with its problem."""
+    if not isinstance(error, ValidationError):
+        return str(error)
+    return "; ".join(
+        f"{'.'.join(str(part) for part in item['loc']) or 'the value'}: {item['msg']}"
+        for item in error.errors()
+    )
 
 
 class LoopUsageError(AskCacheError, RuntimeError):
@@ -52,7 +65,7 @@ class UnknownToolResultError(InvalidToolResultError):
 class NotAScreenshotError(InvalidToolResultError):
     """The result's screenshot is missing where one was asked for, or is not an image."""
 
-    def __init__(self, tool_use_id: str, problem: str) -> None:
-        super().__init__(f"the tool result for {tool_use_id!r}: {problem}")
+    def __init__(self, tool_use_id: str, message: str) -> None:
+        super().__init__(message)
         self.tool_use_id = tool_use_id
         """The ``tool_use_id`` of the result."""

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from askcache.loop.errors import LoopUsageError
+from askcache.loop.errors import LoopUsageError, one_line
 from askcache.messages import MessageParam, Usage
 
 __all__ = ["History", "MessageLike", "parse_messages"]
@@ -36,7 +36,9 @@ def parse_message(message: MessageLike, where: str) -> MessageParam:
     try:
         parsed = MessageParam.model_validate(dict(message))
     except (ValidationError, TypeError, ValueError) as exc:
-        raise LoopUsageError(f"{where} is not a message of the Messages API: {exc}") from exc
+        raise LoopUsageError(
+            f"{where} is not a message of the Messages API: {one_line(exc)}"
+        ) from exc
     if parsed.role == "assistant" and parsed.usage is None:
         parsed = parsed.model_copy(update={"usage": Usage()})
     return parsed

@@ -51,6 +51,9 @@ __all__ = ["LoopReplay", "LoopStatus"]
 logger = logging.getLogger(__name__)
 
 
+_OVER = {"handed_back": "handed back", "finished": "finished", "done": "is over (done())"}
+
+
 class _Waiting:
     """An action given to the loop whose result has not come back yet."""
 
@@ -242,9 +245,8 @@ class LoopReplay:
         if waiting is None:
             if self._status in ("handed_back", "finished", "done"):
                 raise ReplayOverError(
-                    f"the replay is {self._status.replace('_', ' ')}: tool_result() takes "
-                    "only the results of the actions askcache gives; the model's go into "
-                    "your messages"
+                    f"the replay {_OVER[self._status]}: tool_result() takes only the results "
+                    "of the actions askcache gives; the model's go into your messages"
                 )
             again = " again" if block.tool_use_id in self._answered else ""
             raise ToolResultOrderError(
@@ -257,8 +259,8 @@ class LoopReplay:
         if waiting.screen and image is None and not block.is_error:
             raise NotAScreenshotError(
                 block.tool_use_id,
-                "askcache asked for a screenshot and the result holds no image (a screenshot "
-                "that failed says so with is_error)",
+                f"the tool result for {block.tool_use_id!r} holds no image, and askcache asked "
+                "for a screenshot (a screenshot that failed says so with is_error)",
             )
         self._waiting = None
         self._answered.add(block.tool_use_id)

@@ -8,7 +8,7 @@ from typing import Any
 from PIL import Image
 
 from askcache.fingerprint.screenshots import decode_screenshot
-from askcache.loop.errors import InvalidToolResultError, NotAScreenshotError
+from askcache.loop.errors import InvalidToolResultError, NotAScreenshotError, one_line
 from askcache.messages import ImageBlockParam, ToolResultBlockParam
 
 __all__ = ["as_given", "parse_result", "screenshot_of", "text_of"]
@@ -20,7 +20,7 @@ def parse_result(result: Mapping[str, Any] | ToolResultBlockParam) -> ToolResult
     try:
         return ToolResultBlockParam.model_validate(dict(result))
     except (ValueError, TypeError) as exc:
-        raise InvalidToolResultError(f"not a tool_result block: {exc}") from exc
+        raise InvalidToolResultError(f"not a tool_result block: {one_line(exc)}") from exc
 
 
 def as_given(result: Mapping[str, Any] | ToolResultBlockParam) -> Any:
@@ -39,10 +39,11 @@ def screenshot_of(block: ToolResultBlockParam) -> Image.Image | None:
     images = [item for item in block.content if isinstance(item, ImageBlockParam)]
     if not images:
         return None
+    where = f"the tool result for {block.tool_use_id!r}"
     try:
         for image in images[:-1]:
-            decode_screenshot(image.source.data, f"the result of {block.tool_use_id}")
-        return decode_screenshot(images[-1].source.data, f"the result of {block.tool_use_id}")
+            decode_screenshot(image.source.data, where)
+        return decode_screenshot(images[-1].source.data, where)
     except ValueError as exc:
         raise NotAScreenshotError(block.tool_use_id, str(exc)) from exc
 

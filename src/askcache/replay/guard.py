@@ -9,13 +9,14 @@ calls it when it is activated; a refused file raises before anything is executed
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterator, Mapping
 
 from askcache.actions import COMPUTER_TOOL_NAME
 from askcache.cachefile.checks import unchecked_steps
 from askcache.cachefile.format import CacheFile
 from askcache.cachefile.signing import check_signature
 from askcache.errors import CacheFileRefusedError
+from askcache.messages import ToolUseBlockParam
 from askcache.parameters import parameter_value_problem, secret_placeholders_in
 from askcache.redaction import register_secrets
 from askcache.settings import CacheExecutionSettings
@@ -24,6 +25,22 @@ __all__ = ["DEFAULT_OFFERED_TOOLS", "check_replayable"]
 
 DEFAULT_OFFERED_TOOLS = frozenset({COMPUTER_TOOL_NAME})
 """What a replay may call when the caller does not say: the computer tool's actions."""
+
+
+def _steps(cache_file: CacheFile) -> Iterator[tuple[int, str, str, ToolUseBlockParam]]:
+    """Every step a replay of ``cache_file`` may run: the trajectory's and its variants'
+    (the trajectory step index, how a message names it, its field path, the step)."""
+    for index, step in enumerate(cache_file.trajectory):
+        yield index, f"step {index}", f"trajectory[{index}]", step
+    for at, variants in sorted(cache_file.variants.items()):
+        for number, variant in enumerate(variants):
+            for position, step in enumerate(variant.steps):
+                yield (
+                    at,
+                    f"step {position} of variant {number} at step {at}",
+                    f"variants[{at}][{number}].steps[{position}]",
+                    step,
+                )
 
 
 def _check_tools(
@@ -35,14 +52,14 @@ def _check_tools(
 ) -> None:
     where = _where(key)
     allowed_others = set(settings.replay_tools) & set(offered)
-    for index, step in enumerate(cache_file.trajectory):
+    for index, label, field, step in _steps(cache_file):
         computer = COMPUTER_TOOL_NAME in (step.toolset_name, step.name)
         if computer:
             if COMPUTER_TOOL_NAME not in offered:
                 raise CacheFileRefusedError(
                     name,
-                    f"{where}step {index} uses the computer tool, which this run does not offer",
-                    field=f"{_prefix(key)}trajectory[{index}].name",
+                    f"{where}{label} uses the computer tool, which this run does not offer",
+                    field=f"{_prefix(key)}{field}.name",
                     step=index,
                 )
             continue
@@ -54,9 +71,9 @@ def _check_tools(
             )
             raise CacheFileRefusedError(
                 name,
-                f"{where}step {index} calls the tool {step.name!r}; a replay runs only the "
+                f"{where}{label} calls the tool {step.name!r}; a replay runs only the "
                 f"computer tool unless told otherwise ({why})",
-                field=f"{_prefix(key)}trajectory[{index}].name",
+                field=f"{_prefix(key)}{field}.name",
                 step=index,
             )
 
@@ -89,8 +106,8 @@ def check_replayable(
 ) -> None:
     """Refuse ``cache_file`` unless every step may run in this replay, checked as recorded.
 
-    * every step (of the recorded trajectory and of each learned screen profile's) calls a
-      tool this run offers and allows: the computer tool's actions, and
+    * every step (of the recorded trajectory, of each learned screen profile's, and of
+      their variants) calls a tool this run offers and allows: the computer tool's actions, and
       others only when listed in ``settings.replay_tools``;
     * no step stores a hash the file cannot check (no validation set-up); with
       ``settings.unchecked_steps="refuse"``, every acting step can be checked (otherwise

@@ -136,6 +136,33 @@ def test_a_new_screen_is_learned_once_and_the_others_keep_their_trajectory(
     assert "screen profile 1280x800@1x&#x27;s trajectory" in page
 
 
+def test_a_learned_profile_heals_on_its_own_screen_and_keeps_the_old_way(
+    tmp_path: Path,
+) -> None:
+    # The application changes on the learned screen (its buttons swapped): that profile's
+    # trajectory heals, its old way kept as its variant; the recorded trajectory is untouched.
+    _act(tmp_path, SimulatedFormApp(), "alice", "record")
+    storage = LocalCacheStorage(tmp_path)
+    recorded = load_cache_file(storage, "login.json")
+    _on((1280, 800), "banner", "bob", tmp_path)
+    learned = load_cache_file(storage, "login.json").profiles["1280x800@1x"]
+    changed = _on((1280, 800), "swapped", "carol", tmp_path)
+    assert changed.replay is not None
+    assert (changed.replay.profile, changed.replay.learning) == ("1280x800@1x", False)
+    assert changed.replay.handback_steps == [1]
+    assert changed.heal is not None
+    assert changed.heal.profile == "1280x800@1x"
+    healed = load_cache_file(storage, "login.json")
+    assert healed.trajectory == recorded.trajectory
+    assert healed.profiles["1280x800@1x"].trajectory != learned.trajectory
+    assert healed.profiles["1280x800@1x"].variants  # the banner way, kept
+    for layout, user in (("swapped", "dave"), ("banner", "erin")):
+        again = _on((1280, 800), layout, user, tmp_path)
+        assert again.model_calls == 0
+        assert again.replay is not None
+        assert again.replay.status == "completed"
+
+
 def test_a_learned_profile_is_rolled_back_with_its_version(tmp_path: Path) -> None:
     _act(tmp_path, SimulatedFormApp(), "alice", "record")
     storage = LocalCacheStorage(tmp_path)

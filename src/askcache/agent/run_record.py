@@ -26,7 +26,8 @@ from askcache.messages import Usage
 from askcache.replay.executor import CacheExecutor
 from askcache.replay.session import ReplaySession
 from askcache.settings import CacheExecutionSettings, CachingSettings, HealMode
-from askcache.storage.base import CacheStorage, load_cache_file, save_cache_file
+from askcache.storage.base import CacheStorage, load_cache_file
+from askcache.storage.index import save_indexed
 from askcache.storage.ledger import RunLedger, RunRecord, RunStatus
 
 __all__ = ["finish_run", "heal_after", "record_runs", "run_record"]
@@ -175,7 +176,7 @@ def _maybe_invalidate(
         return
     reason = f"the last {count} replays handed back at step {step}"
     cache_file.invalidate(reason)
-    save_cache_file(storage, name, cache_file)
+    save_indexed(storage, name, cache_file)
     ledger.append(RunRecord(trajectory=name, event="invalidated", status="refused", reason=reason))
     logger.warning("%s marked invalid: %s", name, reason)
 

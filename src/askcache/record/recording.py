@@ -56,6 +56,7 @@ from askcache.screen.state import ScreenStateConfig
 from askcache.screen.windows import WindowFrame, window_at
 from askcache.settings import CacheWritingSettings
 from askcache.storage.base import CacheStorage
+from askcache.storage.index import write_cache_file
 from askcache.storage.versions import TrajectoryVersions
 
 __all__ = [
@@ -383,7 +384,7 @@ class CacheManager:
         name = self.settings.filename or default_filename(self._goal or "trajectory")
         data = dump_cache_file(cache_file)
         if not self.storage.exists(name):
-            self.storage.write(name, data)
+            write_cache_file(self.storage, name, data)
         elif self.keep_versions == 0:
             raise CacheOverwriteRefusedError(name, self.storage.describe(name))
         else:
@@ -401,7 +402,7 @@ class CacheManager:
             try:
                 old = self.storage.read(name)
             except CacheNotFoundError:  # deleted meanwhile: nothing to keep
-                self.storage.write(name, data)
+                write_cache_file(self.storage, name, data)
                 return
             number = versions.commit(old, data)
             if number is not None:

@@ -19,6 +19,8 @@ import stat
 import tempfile
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from askcache.cachefile.format import CacheFile, dump_cache_file
@@ -38,6 +40,7 @@ __all__ = [
     "STALE_TEMP_SECONDS",
     "CacheStorage",
     "LocalCacheStorage",
+    "ObjectInfo",
     "load_cache_file",
     "read_cache_file",
     "save_cache_file",
@@ -46,6 +49,22 @@ __all__ = [
 STALE_TEMP_SECONDS = 3600.0
 """Age after which a temporary file of a write (``.<name>.<random>.tmp``) counts as left
 behind by a killed process and is removed."""
+
+
+@dataclass(frozen=True)
+class ObjectInfo:
+    """What a listing tells about one stored object without reading it: enough to tell
+    whether a record made from its bytes earlier (:mod:`askcache.storage.index`) still
+    describes it."""
+
+    size: int | None = None
+    """Its size in bytes (``None``: unknown)."""
+    tag: str | None = None
+    """Changes whenever the object is replaced: the ETag on S3, the modification time,
+    size and inode of a local file (``None``: the storage cannot tell)."""
+    md5: str | None = None
+    """The MD5 of its bytes when the storage knows it without reading them (the ETag of
+    an S3 object written in one request); ``None`` otherwise."""
 
 
 class CacheStorage(ABC):
@@ -92,6 +111,35 @@ class CacheStorage(ABC):
     @abstractmethod
     def describe(self, name: str) -> str:
         """Where ``name`` lives, for messages (a path for local storage)."""
+
+    def read_many(self, names: Iterable[str]) -> dict[str, bytes]:
+        """The bytes stored under each of ``names``; a name nothing is stored under is left
+        out. The default reads one name after another; a remote storage overrides it to
+        read them concurrently (a ledger's entries, the index's records).
+
+        Raises:
+            CachePathError: a name is not acceptable to this storage.
+        """
+        found: dict[str, bytes] = {}
+        for name in names:
+            with contextlib.suppress(CacheNotFoundError):
+                found[name] = self.read(name)
+        return found
+
+    def list_info(self) -> dict[str, ObjectInfo]:
+        """The cache files of :meth:`list_names`, with what the listing tells about each
+        (:class:`ObjectInfo`). The default knows nothing beyond the names, so every record
+        made of a file is re-checked by reading it."""
+        return {name: ObjectInfo() for name in self.list_names()}
+
+    def delete_many(self, names: Iterable[str]) -> None:
+        """:meth:`delete` each of ``names`` (a remote storage deletes them in batches).
+
+        Raises:
+            NotImplementedError: this storage cannot delete.
+        """
+        for name in names:
+            self.delete(name)
 
     def destination(self) -> str:
         """What tells this storage apart from others: the key of its writes kept in the
@@ -278,14 +326,23 @@ class LocalCacheStorage(CacheStorage):
         return removed
 
     def list_names(self) -> list[str]:
-        if not self.directory.is_dir():
-            return []
-        found = []
-        for path in self.directory.rglob("*.json"):
-            relative = path.relative_to(self.directory)
-            if path.is_file() and not any(part.startswith(".") for part in relative.parts):
-                found.append(relative.as_posix())
-        return sorted(found)
+        return list(self.list_info())
+
+    def list_info(self) -> dict[str, ObjectInfo]:
+        found: dict[str, ObjectInfo] = {}
+        for folder, subfolders, files in os.walk(self.directory):
+            subfolders[:] = sorted(d for d in subfolders if not d.startswith("."))
+            for file in files:
+                if file.startswith(".") or not file.endswith(".json"):
+                    continue
+                path = Path(folder, file)
+                with contextlib.suppress(OSError):
+                    info = path.stat()
+                    if stat.S_ISREG(info.st_mode):
+                        tag = f"{info.st_mtime_ns}:{info.st_size}:{info.st_ino}"
+                        name = path.relative_to(self.directory).as_posix()
+                        found[name] = ObjectInfo(size=info.st_size, tag=tag)
+        return dict(sorted(found.items()))
 
     def list_prefix(self, prefix: str) -> list[str]:
         folder = self.path_for(prefix)

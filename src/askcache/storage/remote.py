@@ -42,7 +42,7 @@ import os
 import re
 import tempfile
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -54,7 +54,7 @@ from askcache.errors import (
     RemoteStorageError,
     StorageUnwritableError,
 )
-from askcache.storage.base import CacheStorage, LocalCacheStorage
+from askcache.storage.base import CacheStorage, LocalCacheStorage, ObjectInfo
 
 if TYPE_CHECKING:
     from fsspec import AbstractFileSystem
@@ -268,18 +268,72 @@ class FsspecCacheStorage(CacheStorage):
         self.fs.invalidate_cache(path)
         return bool(self._call("exists", name, lambda: self.fs.isfile(path)))
 
+    def read_many(self, names: Iterable[str]) -> dict[str, bytes]:
+        """Every object's bytes fetched concurrently (fsspec's ``cat`` of a list of paths),
+        never from the read-through copy; missing ones are left out."""
+        paths = {self.path_for(name): name for name in names}
+        if not paths:
+            return {}
+        found = self._call("read", "", lambda: self.fs.cat(list(paths), on_error="return"))
+        result: dict[str, bytes] = {}
+        for path, data in found.items():
+            name = paths.get(str(path)) or paths.get(self.fs._strip_protocol(str(path)), "")
+            if isinstance(data, FileNotFoundError) or not name:
+                continue
+            if isinstance(data, BaseException):
+                with self._remote("read", name):
+                    raise data
+            result[name] = bytes(data)
+        self.remote_reads += len(result)
+        return result
+
+    def delete_many(self, names: Iterable[str]) -> None:
+        """One ``DeleteObjects`` request per thousand names."""
+        paths = [self.path_for(name) for name in names]
+        if paths:
+            try:
+                with contextlib.suppress(CacheNotFoundError), self._remote("delete", paths[0]):
+                    self.fs.rm(paths)
+            finally:
+                for path in paths:
+                    self.fs.invalidate_cache(path)
+
     def _find(self, folder: str) -> list[str]:
         self.fs.invalidate_cache()  # other machines write too: always list afresh
         found = self.fs.find(folder)
         return sorted(self._name(str(path)) for path in found)
 
+    def _walk_visible(self, folder: str, found: dict[str, ObjectInfo]) -> None:
+        """The objects under ``folder``, skipping hidden folders (the run ledger, versions,
+        the index) without listing what is inside them."""
+        for info in self.fs.ls(folder, detail=True, refresh=True):
+            path = str(info["name"]).rstrip("/")
+            if path.rsplit("/", 1)[-1].startswith(".") or path == folder:
+                continue
+            if info.get("type") == "directory":
+                with contextlib.suppress(FileNotFoundError):  # emptied meanwhile
+                    self._walk_visible(path, found)
+            elif path.endswith(".json"):
+                etag = str(info.get("ETag") or info.get("etag") or "").strip('"').lower()
+                size = info.get("size")
+                found[self._name(path)] = ObjectInfo(
+                    size=None if size is None else int(size),
+                    tag=etag or None,
+                    md5=etag if _MD5.match(etag) else None,
+                )
+
+    def list_info(self) -> dict[str, ObjectInfo]:
+        found: dict[str, ObjectInfo] = {}
+        with self._remote("list", ""):
+            try:
+                self._walk_visible(self.root, found)
+            except FileNotFoundError:  # an empty prefix, or no bucket (an error)
+                if not self.fs.exists(self.root.split("/", 1)[0] or "/"):
+                    raise
+        return dict(sorted(found.items()))
+
     def list_names(self) -> list[str]:
-        names = self._call("list", "", lambda: self._find(self.root))
-        return [
-            name
-            for name in names
-            if name.endswith(".json") and not any(part.startswith(".") for part in name.split("/"))
-        ]
+        return list(self.list_info())
 
     def list_prefix(self, prefix: str) -> list[str]:
         folder = self.path_for(prefix)

@@ -57,6 +57,7 @@ from askcache.errors import (
     StorageLockBusyError,
 )
 from askcache.storage.base import CacheStorage
+from askcache.storage.index import CacheFileIndex
 from askcache.storage.lock import LOCK_LEASE_SECONDS, StorageLock
 
 __all__ = [
@@ -384,6 +385,7 @@ class TrajectoryVersions:
         self._delete(self.journal)
         _point("cleared")
         self._prune()
+        CacheFileIndex(self.storage).update(self.name, new)
         return number
 
     def _check_held(self) -> None:

@@ -14,7 +14,8 @@ from askcache.cachefile.signing import (
 )
 from askcache.cli.commands.common import EXIT_OK, emit_json, open_storage, resolve_name
 from askcache.errors import AskCacheError
-from askcache.storage.base import load_cache_file, save_cache_file
+from askcache.storage.base import load_cache_file
+from askcache.storage.index import save_indexed
 
 __all__ = ["add_signing_commands"]
 
@@ -41,7 +42,7 @@ def _sign(args: argparse.Namespace) -> int:
     cache_file = load_cache_file(storage, name)
     if not sign_cache_file(cache_file, keys):
         raise AskCacheError(f"set {SIGNING_KEY_ENV}='<key_id>:<secret>' to sign")
-    save_cache_file(storage, name, cache_file)
+    save_indexed(storage, name, cache_file)
     assert cache_file.signature is not None
     key = cache_file.signature.key_id
     if args.json:
@@ -73,7 +74,7 @@ def _upgrade(args: argparse.Namespace) -> int:
     old = cache_file.version
     upgraded = upgrade_cache_file(cache_file)
     if upgraded:
-        save_cache_file(storage, name, cache_file)
+        save_indexed(storage, name, cache_file)
     if args.json:
         emit_json({"name": name, "from": old, "to": cache_file.version, "upgraded": upgraded})
     elif upgraded:

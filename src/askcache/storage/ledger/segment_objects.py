@@ -1,0 +1,163 @@
+"""The objects of the S3 ledger engine (:mod:`askcache.storage.ledger.segments`) and how one
+trajectory's are read.
+
+Per trajectory ``T``, in three hidden folders of the cache storage:
+
+- ``.ledger/T/<UTC time>-<id>.json``: a *loose* entry, one per run, created and never
+  rewritten (the folder engine's format, so a ledger written by an older askcache is read as
+  it is);
+- ``.ledger-segments/T/segment-<generation>-<random>.json``: a :class:`Segment`, the entries
+  one compaction folded, kept for the retention period;
+- ``.ledger-summaries/T/summary-<generation>.json``: a :class:`Generation`, the summary of
+  every entry folded up to that compaction, which entries that compaction folded, and the
+  table of kept segments. Each generation is created exclusively (``If-None-Match: *`` on
+  S3), so of two compactions of the same trajectory at once exactly one commits.
+
+A trajectory's summary is its newest generation's plus the loose entries it does not hold:
+one listing of each folder and a few reads, whatever the number of runs.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from askcache.storage.ledger.engine import LEDGER_FOLDER
+from askcache.storage.ledger.records import RunRecord
+from askcache.storage.ledger.summary import TrajectorySummary
+
+__all__ = [
+    "SEGMENTS_FOLDER",
+    "SUMMARIES_FOLDER",
+    "Generation",
+    "Segment",
+    "SegmentRow",
+    "TrajectoryObjects",
+    "group_listing",
+    "loose_folder",
+    "segment_name",
+    "stem_of",
+    "summary_name",
+]
+
+SEGMENTS_FOLDER = ".ledger-segments"
+"""Folder of the segments (entries folded by a compaction)."""
+
+SUMMARIES_FOLDER = ".ledger-summaries"
+"""Folder of the generations (summaries)."""
+
+_SUMMARY = re.compile(r"^summary-(\d{8})\.json$")
+
+
+class SegmentRow(BaseModel):
+    """One kept segment, as a :class:`Generation` lists it."""
+
+    model_config = ConfigDict(extra="ignore", use_attribute_docstrings=True)
+
+    generation: int
+    """The compaction that wrote it."""
+    segment: str
+    """Its storage name."""
+    first: str
+    """The smallest entry stem (``<UTC time>-<id>``) it holds."""
+    last: str
+    """The largest entry stem it holds."""
+    entries: int
+    """How many entries it holds."""
+
+    def covers(self, stem: str) -> bool:
+        """True when an entry named ``stem`` may be in this segment."""
+        return self.first <= stem <= self.last
+
+
+class Generation(BaseModel):
+    """``summary-<generation>.json``: what every compaction of a trajectory so far adds up to."""
+
+    model_config = ConfigDict(extra="ignore", use_attribute_docstrings=True)
+
+    generation: int = Field(ge=1)
+    """1 for the first compaction, then one more each time."""
+    summary: TrajectorySummary
+    """Every entry folded by this generation and the ones before it."""
+    folded: list[str]
+    """The stems of the entries this generation folded (their loose objects are deleted after
+    it is written; a reader ignores the ones still there)."""
+    segments: list[SegmentRow]
+    """The segments kept (raw entries within the retention period), oldest first."""
+    created_at: datetime
+    """When it was written (UTC, the writer's clock)."""
+
+
+class Segment(BaseModel):
+    """``segment-<generation>-<random>.json``: the entries one compaction folded, in order."""
+
+    model_config = ConfigDict(extra="ignore", use_attribute_docstrings=True)
+
+    generation: int
+    """The compaction that wrote it."""
+    entries: dict[str, RunRecord]
+    """The entries by stem, in the order they were folded."""
+
+
+def stem_of(name: str) -> str:
+    """An entry's stem (``<UTC time>-<id>``) from its storage name."""
+    return name.rsplit("/", 1)[-1].removesuffix(".json")
+
+
+@dataclass
+class TrajectoryObjects:
+    """What a listing found for one trajectory."""
+
+    trajectory: str
+    loose: dict[str, str] = field(default_factory=dict)
+    """Loose entries: stem -> storage name."""
+    generations: dict[int, str] = field(default_factory=dict)
+    """Generations: number -> storage name."""
+
+    @property
+    def latest(self) -> str | None:
+        """The storage name of the newest generation (``None``: never compacted)."""
+        return self.generations[max(self.generations)] if self.generations else None
+
+
+def group_listing(
+    loose_names: Iterable[str], summary_names: Iterable[str]
+) -> dict[str, TrajectoryObjects]:
+    """Listings of ``.ledger/`` and ``.ledger-summaries/`` grouped by trajectory (other
+    objects, such as a foreign file, are left out)."""
+    found: dict[str, TrajectoryObjects] = {}
+    for name in loose_names:
+        folder, _, file = name.rpartition("/")
+        if not file.endswith(".json") or not folder.startswith(LEDGER_FOLDER + "/"):
+            continue
+        trajectory = folder.removeprefix(LEDGER_FOLDER + "/")
+        objects = found.setdefault(trajectory, TrajectoryObjects(trajectory))
+        objects.loose[stem_of(name)] = name
+    for name in summary_names:
+        folder, _, file = name.rpartition("/")
+        match = _SUMMARY.match(file)
+        if match is None or not folder.startswith(SUMMARIES_FOLDER + "/"):
+            continue
+        trajectory = folder.removeprefix(SUMMARIES_FOLDER + "/")
+        objects = found.setdefault(trajectory, TrajectoryObjects(trajectory))
+        objects.generations[int(match.group(1))] = name
+    return found
+
+
+def loose_folder(trajectory: str) -> str:
+    """The folder of a trajectory's loose entries."""
+    return f"{LEDGER_FOLDER}/{trajectory}"
+
+
+def summary_name(trajectory: str, generation: int) -> str:
+    """The storage name of a trajectory's generation."""
+    return f"{SUMMARIES_FOLDER}/{trajectory}/summary-{generation:08d}.json"
+
+
+def segment_name(trajectory: str, generation: int, unique: str) -> str:
+    """A new storage name for a segment of a trajectory."""
+    return f"{SEGMENTS_FOLDER}/{trajectory}/segment-{generation:08d}-{unique}.json"

@@ -1,0 +1,340 @@
+"""The S3 engine: append-only entry objects, compacted into per-trajectory summaries.
+
+For a cache kept only on S3 (or another fsspec storage), where no database is shared by the
+fleet. Every run creates one loose entry object (never overwritten, idempotent by entry id,
+as the folder engine); once a trajectory has more than ``compact_after`` loose entries the
+appending process *compacts* them: it writes them into a segment object, then creates the
+trajectory's next generation (its summary: the previous one with those entries folded in),
+then deletes the loose objects. The objects are described in
+:mod:`askcache.storage.ledger.segment_objects`.
+
+Why nothing is lost or counted twice with many machines appending and compacting at once:
+
+- A generation is created exclusively under its number, so two compactions that started from
+  the same generation cannot both commit; the loser deletes its segment and nothing else.
+- Loose entries are deleted only after the generation that folded them exists. A reader, and
+  the next compaction, ignore loose entries the newest generation lists as folded (left by a
+  compaction killed before deleting them); that next compaction deletes them before it
+  commits, so only the newest generation's can be left.
+- An entry sent again after it was folded (the outbox resending a write whose answer was
+  lost) is recognised by its stem in the segment whose range covers it and ignored.
+- Old generations are deleted only when a newer one has existed for
+  :data:`GENERATION_GRACE_SECONDS`, and a compaction that took longer than
+  :data:`COMPACTION_DEADLINE_SECONDS` gives up before committing, so a slow compaction can
+  never commit a generation number that was deleted.
+
+Reads cost a listing of the trajectory's loose entries and generations and a few object reads
+(concurrent, :meth:`~askcache.storage.base.CacheStorage.read_many`); ``summaries()`` one
+listing of each folder for all trajectories. Retention: each compaction drops the segments
+whose entries are all older than ``retention_days``; :meth:`SegmentLedger.prune` does it for
+every trajectory. Generations (summaries) are kept for ever.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import TypeVar
+
+from pydantic import ValidationError
+
+from askcache.errors import AskCacheError, CacheExistsError
+from askcache.storage.base import CacheStorage
+from askcache.storage.ledger.engine import LEDGER_FOLDER, RunLedger
+from askcache.storage.ledger.records import RunRecord
+from askcache.storage.ledger.segment_objects import (
+    SUMMARIES_FOLDER,
+    Generation,
+    Segment,
+    SegmentRow,
+    TrajectoryObjects,
+    group_listing,
+    loose_folder,
+    segment_name,
+    summary_name,
+)
+from askcache.storage.ledger.summary import TrajectorySummary, fold_all
+
+__all__ = ["COMPACTION_DEADLINE_SECONDS", "GENERATION_GRACE_SECONDS", "SegmentLedger"]
+
+logger = logging.getLogger(__name__)
+
+COMPACTION_DEADLINE_SECONDS = 300.0
+"""A compaction that took longer than this gives up before committing its generation."""
+
+GENERATION_GRACE_SECONDS = 900.0
+"""A generation older than the one before the newest is deleted once that one is this old."""
+
+_STAMP = "%Y%m%dT%H%M%S.%fZ"
+_READ_TRIES = 3
+_M = TypeVar("_M", Generation, Segment, RunRecord)
+
+
+@dataclass
+class _View:
+    """One trajectory as read: its newest generation and what it does not hold yet."""
+
+    objects: TrajectoryObjects
+    generation: Generation | None = None
+    pending: dict[str, RunRecord] = field(default_factory=dict)
+    """Loose entries not folded yet, by stem, in stem order."""
+    folded_loose: list[str] = field(default_factory=list)
+    """Storage names of loose entries already folded (left over, or sent again)."""
+
+    @property
+    def summary(self) -> TrajectorySummary | None:
+        base = self.generation.summary if self.generation else None
+        if base is None and not self.pending:
+            return None
+        start = base or TrajectorySummary(trajectory=self.objects.trajectory)
+        return fold_all(start, self.pending.values())
+
+
+class SegmentLedger(RunLedger):
+    """The run ledger as objects in a cache storage (see the module docstring).
+
+    Args:
+        storage: The cache storage (S3 through fsspec, or any other).
+        retention_days: Raw entries are kept this long (``None``: for ever).
+        compact_after: A trajectory is compacted when it has more loose entries than this.
+        max_fold: At most this many entries are folded by one compaction.
+    """
+
+    def __init__(
+        self,
+        storage: CacheStorage,
+        *,
+        retention_days: int | None = 90,
+        compact_after: int = 32,
+        max_fold: int = 1000,
+    ) -> None:
+        self.storage = storage
+        self.retention_days = retention_days
+        self.compact_after = compact_after
+        self.max_fold = max_fold
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def append(self, record: RunRecord, *, entry_id: str | None = None) -> str:
+        stamp = record.started_at.astimezone(UTC).strftime(_STAMP)
+        unique = self.new_entry_id() if entry_id is None else entry_id
+        name = f"{loose_folder(record.trajectory)}/{stamp}-{unique}.json"
+        try:
+            self.storage.create(name, record.model_dump_json().encode("utf-8") + b"\n")
+        except CacheExistsError:
+            if entry_id is None:
+                raise
+        try:
+            loose = self.storage.list_prefix(loose_folder(record.trajectory))
+            if len(loose) > self.compact_after:
+                self.compact(record.trajectory)
+        except (AskCacheError, OSError) as exc:  # the entry is stored; compaction can wait
+            logger.warning("could not compact the ledger of %s: %s", record.trajectory, exc)
+        return name
+
+    def compact(self, trajectory: str, *, force: bool = False) -> int:
+        """Fold the trajectory's loose entries (at most ``max_fold``) into a new generation
+        when there are more than ``compact_after`` of them (any number with ``force``), and
+        apply the retention; returns how many were folded (0 when another process committed
+        first, which is harmless)."""
+        started = time.monotonic()
+        view = self._views(self._listing(trajectory))[trajectory]
+        if view.folded_loose:
+            self.storage.delete_many(view.folded_loose)
+        pending = dict(list(view.pending.items())[: self.max_fold])
+        if not pending or (not force and len(pending) <= self.compact_after):
+            return 0
+        previous = view.generation
+        number = (previous.generation if previous else 0) + 1
+        segment = Segment(generation=number, entries=pending)
+        where = segment_name(trajectory, number, uuid.uuid4().hex[:12])
+        self.storage.create(where, segment.model_dump_json().encode("utf-8"))
+        kept, dropped = self._retained(previous.segments if previous else [])
+        row = SegmentRow(
+            generation=number,
+            segment=where,
+            first=min(pending),
+            last=max(pending),
+            entries=len(pending),
+        )
+        generation = Generation(
+            generation=number,
+            summary=fold_all(
+                previous.summary if previous else TrajectorySummary(trajectory=trajectory),
+                pending.values(),
+            ),
+            folded=list(pending),
+            segments=[*kept, row],
+            created_at=datetime.now(UTC),
+        )
+        if time.monotonic() - started > COMPACTION_DEADLINE_SECONDS:
+            self.storage.delete(where)
+            return 0
+        try:
+            self.storage.create(
+                summary_name(trajectory, number), generation.model_dump_json().encode("utf-8")
+            )
+        except CacheExistsError:
+            self.storage.delete(where)
+            return 0
+        self.storage.delete_many(view.objects.loose[stem] for stem in pending)
+        self.storage.delete_many(r.segment for r in dropped)
+        self._forget_old_generations(view.objects, previous)
+        return len(pending)
+
+    def _retained(self, rows: list[SegmentRow]) -> tuple[list[SegmentRow], list[SegmentRow]]:
+        """The segment rows to keep and to drop under the retention."""
+        if self.retention_days is None:
+            return rows, []
+        cutoff = _stem_at(datetime.now(UTC) - timedelta(days=self.retention_days))
+        return [r for r in rows if r.last >= cutoff], [r for r in rows if r.last < cutoff]
+
+    def _forget_old_generations(
+        self, objects: TrajectoryObjects, previous: Generation | None
+    ) -> None:
+        """Delete the generations before ``previous`` once ``previous`` is old enough (see
+        the module docstring)."""
+        if previous is None:
+            return
+        age = (datetime.now(UTC) - previous.created_at).total_seconds()
+        if age < GENERATION_GRACE_SECONDS:
+            return
+        old = [name for number, name in objects.generations.items() if number < previous.generation]
+        self.storage.delete_many(old)
+
+    def prune(self, before: datetime) -> int:
+        """Compact every trajectory, then delete the segments whose entries all started before
+        ``before``; returns how many entries went. Summaries stay."""
+        cutoff = _stem_at(before)
+        dropped = 0
+        for trajectory in sorted(self._listing(None)):
+            self.compact(trajectory, force=True)
+            view = self._views(self._listing(trajectory))[trajectory]
+            if view.generation is None:
+                continue
+            old = [r for r in view.generation.segments if r.last < cutoff]
+            present = set(self.storage.list_prefix(f"{_segments_of(trajectory)}"))
+            gone = [r for r in old if r.segment in present]
+            self.storage.delete_many(r.segment for r in gone)
+            dropped += sum(r.entries for r in gone)
+        return dropped
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def summary(self, trajectory: str) -> TrajectorySummary | None:
+        return self._views(self._listing(trajectory))[trajectory].summary
+
+    def summaries(self) -> list[TrajectorySummary]:
+        views = self._views(self._listing(None))
+        found = (views[name].summary for name in sorted(views))
+        return [summary for summary in found if summary is not None]
+
+    def records(
+        self,
+        trajectory: str | None = None,
+        *,
+        since: datetime | None = None,
+        limit: int | None = None,
+    ) -> list[RunRecord]:
+        views = self._views(self._listing(trajectory))
+        rows = [r for v in views.values() if v.generation for r in v.generation.segments]
+        if since is not None:
+            rows = [r for r in rows if r.last >= _stem_at(since)]
+        found: list[RunRecord] = []
+        for name, data in self.storage.read_many(r.segment for r in rows).items():
+            segment = _parse(Segment, name, data)
+            found.extend(segment.entries.values() if segment else [])
+        for view in views.values():
+            found.extend(view.pending.values())
+        kept = [r for r in found if since is None or r.started_at >= since]
+        kept.sort(key=lambda record: record.started_at)
+        return kept if limit is None else kept[max(len(kept) - limit, 0) :]
+
+    def _listing(self, trajectory: str | None) -> dict[str, TrajectoryObjects]:
+        """The objects of one trajectory (always present in the result) or of all."""
+        if trajectory is None:
+            loose = self.storage.list_prefix(LEDGER_FOLDER)
+            summaries = self.storage.list_prefix(SUMMARIES_FOLDER)
+        else:
+            loose = self.storage.list_prefix(loose_folder(trajectory))
+            summaries = self.storage.list_prefix(f"{SUMMARIES_FOLDER}/{trajectory}")
+        found = group_listing(loose, summaries)
+        if trajectory is not None:
+            found = {trajectory: found.get(trajectory, TrajectoryObjects(trajectory))}
+        return found
+
+    def _views(self, listing: dict[str, TrajectoryObjects]) -> dict[str, _View]:
+        """Read the trajectories listed. An object gone between the listing and the read
+        (a compaction committed meanwhile) makes it list and read again."""
+        for attempt in range(_READ_TRIES):
+            views, complete = self._read(listing)
+            if complete or attempt == _READ_TRIES - 1:
+                return views
+            listing = self._relist(listing)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _relist(self, listing: dict[str, TrajectoryObjects]) -> dict[str, TrajectoryObjects]:
+        if len(listing) == 1:
+            return self._listing(next(iter(listing)))
+        return self._listing(None)
+
+    def _read(self, listing: dict[str, TrajectoryObjects]) -> tuple[dict[str, _View], bool]:
+        wanted = [o.latest for o in listing.values() if o.latest]
+        wanted += [name for o in listing.values() for name in o.loose.values()]
+        data = self.storage.read_many(wanted)
+        complete = True
+        views: dict[str, _View] = {}
+        covering: dict[str, list[tuple[_View, str]]] = {}
+        for trajectory, objects in listing.items():
+            view = views[trajectory] = _View(objects)
+            latest = objects.latest
+            if latest is not None and latest in data:
+                view.generation = _parse(Generation, latest, data[latest])
+            complete = complete and (latest is None or latest in data)
+            folded = set(view.generation.folded) if view.generation else set()
+            rows = view.generation.segments[:-1] if view.generation else []
+            for stem in sorted(objects.loose):
+                name = objects.loose[stem]
+                if stem in folded:
+                    view.folded_loose.append(name)
+                    continue
+                complete = complete and name in data
+                record = _parse(RunRecord, name, data[name]) if name in data else None
+                if record is None:
+                    continue
+                view.pending[stem] = record
+                for row in rows:
+                    if row.covers(stem):
+                        covering.setdefault(row.segment, []).append((view, stem))
+        self._drop_resent(covering)
+        return views, complete
+
+    def _drop_resent(self, covering: dict[str, list[tuple[_View, str]]]) -> None:
+        """Loose entries found in an older segment were sent again after being folded: they
+        are ignored (and deleted by the next compaction)."""
+        for name, data in self.storage.read_many(covering).items():
+            segment = _parse(Segment, name, data)
+            for view, stem in covering[name]:
+                if segment is not None and stem in segment.entries:
+                    del view.pending[stem]
+                    view.folded_loose.append(view.objects.loose[stem])
+
+
+def _segments_of(trajectory: str) -> str:
+    return segment_name(trajectory, 0, "").rsplit("/", 1)[0]
+
+
+def _stem_at(when: datetime) -> str:
+    """The smallest entry stem of an entry started at ``when``."""
+    return when.astimezone(UTC).strftime(_STAMP)
+
+
+def _parse(model: type[_M], name: str, data: bytes) -> _M | None:
+    try:
+        return model.model_validate_json(data)
+    except (ValidationError, ValueError) as exc:
+        logger.warning("skipping unreadable ledger entry %s: %s", name, exc)
+        return None

@@ -1,0 +1,126 @@
+"""The S3 run-ledger engine (moto's real S3 API server): compaction into segments and
+summaries, with processes appending and compacting at once."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from askcache.storage.ledger import RunRecord
+from askcache.storage.ledger.segment_objects import SEGMENTS_FOLDER, SUMMARIES_FOLDER
+from askcache.storage.ledger.segments import SegmentLedger
+from askcache.storage.ledger.summary import TrajectorySummary, fold_all
+from askcache.storage.remote import storage_for
+
+ROOT = Path(__file__).parents[2]
+T0 = datetime(2026, 11, 1, tzinfo=UTC)
+
+
+def _record(n: int, trajectory: str = "team/login.json") -> RunRecord:
+    return RunRecord(
+        trajectory=trajectory,
+        status="handed_back" if n % 3 else "completed",
+        stopped_at_step=2 if n % 3 else None,
+        started_at=T0 + timedelta(seconds=n),
+        model_calls=n,
+    )
+
+
+def test_compacted_reads_equal_folding_every_entry(s3_url: str) -> None:
+    storage = storage_for(s3_url)
+    ledger = SegmentLedger(storage, compact_after=4, retention_days=None)
+    records = [_record(n) for n in range(20)]
+    for n, record in enumerate(records):
+        ledger.append(record, entry_id=f"e{n:03d}")
+    ledger.append(records[3], entry_id="e003")  # already folded and deleted: sent again
+    expected = fold_all(TrajectorySummary(trajectory="team/login.json"), records)
+    assert ledger.summary("team/login.json") == expected
+    assert ledger.summaries() == [expected]
+    assert ledger.records("team/login.json") == records
+    assert ledger.records(limit=2) == records[-2:]
+    assert ledger.consecutive_failures("team/login.json") == (expected.failure_streak, 2)
+    loose = storage.list_prefix(".ledger/team/login.json")
+    assert len(loose) <= 5  # the rest were folded into segments
+    assert storage.list_prefix(SUMMARIES_FOLDER)
+    assert storage.list_prefix(SEGMENTS_FOLDER)
+    assert storage.list_names() == []  # none of it is a cache file
+
+
+def test_a_ledger_written_by_the_folder_engine_is_read_as_it_is(s3_url: str) -> None:
+    from askcache.storage.ledger import FolderLedger
+
+    storage = storage_for(s3_url)
+    records = [_record(n, "old.json") for n in range(6)]
+    for record in records:
+        FolderLedger(storage).append(record)
+    ledger = SegmentLedger(storage, compact_after=100)
+    assert ledger.summary("old.json") == fold_all(TrajectorySummary(trajectory="old.json"), records)
+    assert ledger.compact("old.json", force=True) == 6
+    assert storage.list_prefix(".ledger") == []
+    assert ledger.records("old.json") == records
+
+
+def test_retention_drops_old_segments_and_keeps_the_summary(s3_url: str) -> None:
+    storage = storage_for(s3_url)
+    ledger = SegmentLedger(storage, compact_after=3, retention_days=None)
+    records = [_record(n) for n in range(12)]
+    for record in records:
+        ledger.append(record)
+    before = ledger.summary("team/login.json")
+    dropped = ledger.prune(T0 + timedelta(seconds=8))
+    assert dropped >= 4
+    kept = ledger.records("team/login.json")
+    assert len(kept) == 12 - dropped
+    assert all(r.started_at >= T0 + timedelta(seconds=4) for r in kept)
+    assert ledger.summary("team/login.json") == before
+
+
+def test_an_unreadable_entry_is_skipped_with_a_warning_naming_it(
+    s3_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    storage = storage_for(s3_url)
+    ledger = SegmentLedger(storage, compact_after=2)
+    for n in range(4):
+        ledger.append(_record(n))
+    storage.create(".ledger/team/login.json/20261101T000000.000000Z-junk.json", b"{not json")
+    summary = ledger.summary("team/login.json")
+    assert summary is not None
+    assert summary.entries == 4
+    assert "20261101T000000.000000Z-junk.json" in caplog.text
+
+
+def test_eight_processes_appending_and_compacting_lose_and_double_count_nothing(
+    s3_url: str,
+) -> None:
+    workers, entries = 8, 30
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "tests.s3.ledger_worker", s3_url, str(w), str(entries), "5"],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for w in range(workers)
+    ]
+    for proc in procs:
+        out, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, err
+        assert out.strip().splitlines()[-1] == str(entries)
+    ledger = SegmentLedger(storage_for(s3_url), compact_after=5)
+    summary = ledger.summary("shared.json")
+    assert summary is not None
+    assert (summary.entries, summary.runs, summary.model_calls) == (240, 240, 240)
+    assert (summary.completed, summary.handed_back) == (120, 120)
+    hosts = Counter(r.host for r in ledger.records("shared.json"))
+    assert hosts == {f"worker-{w}": entries for w in range(workers)}
+    ledger.compact("shared.json", force=True)
+    assert ledger.summary("shared.json") == summary

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from askcache.storage.ledger import RunRecord
+from askcache.cli.app import main
+from askcache.storage.ledger import FolderLedger, RunRecord, open_ledger
 from askcache.storage.ledger.segment_objects import SEGMENTS_FOLDER, SUMMARIES_FOLDER
 from askcache.storage.ledger.segments import SegmentLedger
 from askcache.storage.ledger.summary import TrajectorySummary, fold_all
@@ -52,17 +53,21 @@ def test_compacted_reads_equal_folding_every_entry(s3_url: str) -> None:
     assert storage.list_names() == []  # none of it is a cache file
 
 
-def test_a_ledger_written_by_the_folder_engine_is_read_as_it_is(s3_url: str) -> None:
-    from askcache.storage.ledger import FolderLedger
-
+def test_a_ledger_written_by_the_folder_engine_is_read_then_compacted_by_sync(
+    s3_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     storage = storage_for(s3_url)
-    records = [_record(n, "old.json") for n in range(6)]
+    records = [_record(n, "old.json") for n in range(40)]
     for record in records:
-        FolderLedger(storage).append(record)
-    ledger = SegmentLedger(storage, compact_after=100)
-    assert ledger.summary("old.json") == fold_all(TrajectorySummary(trajectory="old.json"), records)
-    assert ledger.compact("old.json", force=True) == 6
+        FolderLedger(storage).append(record)  # as askcache 0.1 wrote them
+    ledger = open_ledger(storage)
+    assert isinstance(ledger, SegmentLedger)  # the default for an S3 cache
+    expected = fold_all(TrajectorySummary(trajectory="old.json"), records)
+    assert ledger.summary("old.json") == expected
+    assert main(["sync", "--cache-dir", s3_url, "--outbox-dir", str(tmp_path)]) == 0
+    assert "compacted 40 run-ledger entries" in capsys.readouterr().out
     assert storage.list_prefix(".ledger") == []
+    assert ledger.summary("old.json") == expected
     assert ledger.records("old.json") == records
 
 

@@ -49,7 +49,9 @@ def test_records_describe_the_files_and_stay_hidden(storage: LocalCacheStorage) 
 
 def test_a_file_changed_behind_the_index_is_read_again(storage: LocalCacheStorage) -> None:
     index = CacheFileIndex(storage)
-    assert [r.goal for r in index.records()] == [load_cache_file(storage, "form.json").metadata.goal]
+    assert [r.goal for r in index.records()] == [
+        load_cache_file(storage, "form.json").metadata.goal
+    ]
     changed = _with_goal(storage.read("form.json"), "Edited by hand, a longer goal")
     storage.write("form.json", changed)  # no index update: by hand, or an older askcache
     (record,) = index.records()

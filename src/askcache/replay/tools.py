@@ -19,7 +19,8 @@ from askcache.replay.executor import CacheExecutor
 from askcache.replay.rejoin import RESUME_TOOL_NAME
 from askcache.settings import CacheExecutionSettings
 from askcache.storage.base import CacheStorage, load_cache_file
-from askcache.storage.ledger import RunLedger, open_ledger
+from askcache.storage.index import CacheFileIndex, CacheFileRecord
+from askcache.storage.ledger import RunLedger, TrajectorySummary, open_ledger
 from askcache.tools.base import Tool, ToolOutput
 
 __all__ = [
@@ -27,26 +28,32 @@ __all__ = [
     "ListCachedTrajectories",
     "ResumeCachedTrajectory",
     "describe_cache_file",
+    "describe_record",
 ]
 
 
 def describe_cache_file(name: str, cache_file: CacheFile, ledger: RunLedger | None = None) -> str:
     """One paragraph about a cache file, as the model sees it in a listing (with its past
     replays when a ledger is given)."""
-    meta = cache_file.metadata
-    params = sorted(
-        set(cache_file.cache_parameters)
-        | placeholders_in([meta.goal, *(s.input for s in cache_file.trajectory)])
-    )
-    line = f"  steps: {len(cache_file.trajectory)}; parameters: {', '.join(params) or 'none'}"
-    if ledger is not None:
-        summary = ledger.summary(name)
+    record = CacheFileRecord.describing(name, cache_file)
+    summary = None if ledger is None else ledger.summary(name)
+    return describe_record(record, summary, replays=ledger is not None)
+
+
+def describe_record(
+    record: CacheFileRecord, summary: TrajectorySummary | None, *, replays: bool = True
+) -> str:
+    """:func:`describe_cache_file` from the file's index record and its ledger summary
+    (``replays``: say how its replays went, none when ``summary`` is ``None``)."""
+    params = ", ".join(record.placeholders) or "none"
+    line = f"  steps: {record.steps}; parameters: {params}"
+    if replays:
         done = 0 if summary is None else summary.completed
         stopped = 0 if summary is None else summary.handed_back
         line += f"; replays: {done} completed, {stopped} stopped early"
-    lines = [f"- {name}: {meta.goal!r}", line]
-    if not meta.is_valid:
-        lines.append(f"  INVALID: {meta.invalidation_reason or 'no reason given'}")
+    lines = [f"- {record.name}: {record.goal!r}", line]
+    if not record.valid:
+        lines.append(f"  INVALID: {record.invalidation_reason or 'no reason given'}")
     return "\n".join(lines)
 
 
@@ -82,14 +89,12 @@ class ListCachedTrajectories(Tool):
         include_invalid = bool(block.input.get("include_invalid", False))
         entries, unreadable = [], []
         ledger = self.ledger or open_ledger(self.storage)
-        for name in self.storage.list_names():
-            try:
-                cache_file = load_cache_file(self.storage, name)
-            except AskCacheError as exc:
-                unreadable.append(f"- {name}: unreadable ({exc})")
-                continue
-            if cache_file.metadata.is_valid or include_invalid:
-                entries.append(describe_cache_file(name, cache_file, ledger))
+        summaries = {summary.trajectory: summary for summary in ledger.summaries()}
+        for record in CacheFileIndex(self.storage).records():
+            if not record.readable:
+                unreadable.append(f"- {record.name}: unreadable ({record.error})")
+            elif record.valid or include_invalid:
+                entries.append(describe_record(record, summaries.get(record.name)))
         if not entries and not unreadable:
             return ToolOutput.text("No cached trajectories are available.")
         return ToolOutput.text("\n".join(["Cached trajectories:", *entries, *unreadable]))

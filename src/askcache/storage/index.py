@@ -32,15 +32,17 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from askcache.cachefile.format import CacheFile, dump_cache_file
 from askcache.cachefile.parse import parse_cache_file
-from askcache.errors import AskCacheError, CacheFileCorruptError
+from askcache.errors import AskCacheError, CacheFileCorruptError, CacheNotFoundError
 from askcache.parameters import placeholders_in
 from askcache.storage.base import CacheStorage, ObjectInfo
 
 __all__ = [
     "INDEX_FOLDER",
+    "INDEX_FORMAT",
     "SNAPSHOT_NAME",
     "CacheFileIndex",
     "CacheFileRecord",
+    "ProfileEntry",
     "save_indexed",
     "write_cache_file",
 ]
@@ -56,10 +58,37 @@ _VERSIONS_FOLDER = ".versions"  # askcache.storage.versions.VERSIONS_FOLDER (whi
 _VERSION = re.compile(r"/v\d{6}\.json$")
 
 
+INDEX_FORMAT = 1
+"""The version of :class:`CacheFileRecord`: a record of another version is made again (a
+newer askcache may index more)."""
+
+
+class ProfileEntry(BaseModel):
+    """One screen profile a cache file replays on (docs/fleet.md, "Screens")."""
+
+    model_config = ConfigDict(extra="ignore", use_attribute_docstrings=True)
+
+    key: str
+    """The profile (``1280x800@2x``; ``unknown`` for a recording that saw no screenshot)."""
+    steps: int
+    """Steps of its trajectory."""
+    learned_at: datetime | None = None
+    """When it was learned; ``None`` for the recorded profile."""
+
+    def describe(self) -> str:
+        """``KEY (recorded, N steps)`` or ``KEY (learned TIME, N steps)``."""
+        if self.learned_at is None:
+            return f"{self.key} (recorded, {self.steps} steps)"
+        return f"{self.key} (learned {self.learned_at:%Y-%m-%d %H:%M}, {self.steps} steps)"
+
+
 class CacheFileRecord(BaseModel):
     """What a listing shows of one cache file, and what tells whether it is still true."""
 
     model_config = ConfigDict(extra="ignore", use_attribute_docstrings=True)
+
+    format: int = 0
+    """:data:`INDEX_FORMAT` of the askcache that made it (0: unknown, made again)."""
 
     name: str
     """The cache file's name."""
@@ -93,12 +122,19 @@ class CacheFileRecord(BaseModel):
     signature_key: str | None = None
     """The key id of its signature (``None``: unsigned). Whether the signature holds is
     checked when the file is loaded, with the key."""
-    profiles: list[str] | None = None
-    """Screen profiles of the trajectory (reserved; ``None``: not indexed)."""
+    profiles: list[ProfileEntry] = Field(default_factory=list)
+    """The recorded screen profile, then the learned ones by key."""
+
+    @classmethod
+    def describing(cls, name: str, cache_file: CacheFile, **fields: object) -> CacheFileRecord:
+        """The record of a parsed cache file (``fields``: ``size``, ``md5`` and the others
+        that need the bytes or the storage; unknown ones default to nothing)."""
+        values: dict[str, object] = {"size": 0, "md5": "", **fields, **_fields_of(cache_file)}
+        return cls.model_validate({"name": name, **values})
 
     def matches(self, info: ObjectInfo) -> bool:
         """True when this record still describes the file a listing reports as ``info``."""
-        if info.size is None or info.size != self.size:
+        if info.size is None or info.size != self.size or self.format != INDEX_FORMAT:
             return False
         return (info.md5 is not None and info.md5 == self.md5) or (
             info.tag is not None and info.tag == self.tag
@@ -120,20 +156,37 @@ def record_of(
 ) -> CacheFileRecord:
     """The record of the cache file ``name`` holding ``data`` (``where``: its location, for
     errors)."""
-    base = CacheFileRecord(name=name, size=len(data), md5=_md5(data), tag=tag, versions=versions)
+    known = {
+        "format": INDEX_FORMAT,
+        "size": len(data),
+        "md5": _md5(data),
+        "tag": tag,
+        "versions": versions,
+    }
     try:
         if not data.strip():
             raise CacheFileCorruptError(where, "the file is empty")
         cache_file = parse_cache_file(data, where)
     except AskCacheError as exc:
-        return base.model_copy(update={"readable": False, "error": str(exc)})
-    return base.model_copy(update=_fields_of(cache_file))
+        return CacheFileRecord.model_validate(
+            {"name": name, **known, "readable": False, "error": str(exc)}
+        )
+    return CacheFileRecord.describing(name, cache_file, **known)
 
 
 def _fields_of(cache_file: CacheFile) -> dict[str, object]:
     meta = cache_file.metadata
     texts = [meta.goal, *(step.input for step in cache_file.trajectory)]
+    recorded = ProfileEntry(
+        key=str(cache_file.profile or "unknown"), steps=len(cache_file.trajectory)
+    )
+    learned = [
+        ProfileEntry(key=key, steps=len(profile.trajectory), learned_at=profile.learned_at)
+        for key, profile in sorted(cache_file.profiles.items())
+    ]
     return {
+        "format": INDEX_FORMAT,
+        "profiles": [recorded, *learned],
         "goal": meta.goal,
         "steps": len(cache_file.trajectory),
         "parameters": sorted(cache_file.cache_parameters),
@@ -190,15 +243,41 @@ class CacheFileIndex:
         if not names:
             return
         versions = self._all_versions() if len(names) > 1 else {}
-        for name, data in self.storage.read_many(names).items():
+        for name, data in self._read_files(names).items():
             count = versions.get(name, 0) if len(names) > 1 else self._versions(name)
-            record = record_of(
-                name, data, where=self.storage.describe(name), versions=count, tag=None
-            )
+            if isinstance(data, AskCacheError):  # not even readable: not indexed
+                found[name] = CacheFileRecord(
+                    format=INDEX_FORMAT,
+                    name=name,
+                    size=-1,
+                    md5="",
+                    readable=False,
+                    error=str(data),
+                    versions=count,
+                )
+                continue
+            record = record_of(name, data, where=self.storage.describe(name), versions=count)
             if listed[name].size == record.size:  # unchanged since listed: its tag is this
                 record.tag = listed[name].tag
             found[name] = record
             self._put(self.record_name(name), record.model_dump_json().encode())
+
+    def _read_files(self, names: list[str]) -> dict[str, bytes | AskCacheError]:
+        """The bytes of each file, or why it cannot be read (a file gone meanwhile is left
+        out)."""
+        try:
+            return dict(self.storage.read_many(names))
+        except AskCacheError:
+            pass
+        found: dict[str, bytes | AskCacheError] = {}
+        for name in names:
+            try:
+                found[name] = self.storage.read(name)
+            except CacheNotFoundError:
+                continue
+            except AskCacheError as exc:
+                found[name] = exc
+        return found
 
     def _versions(self, name: str) -> int:
         try:

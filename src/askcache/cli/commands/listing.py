@@ -1,4 +1,7 @@
-"""``askcache list``: the cache files, one line each (``--json``: one object each)."""
+"""``askcache list``: the cache files, one line each (``--json``: one object each).
+
+Read from the cache-file index (:mod:`askcache.storage.index`: no file is opened unless its
+record is missing or stale) and the run ledger's summaries (one read for every trajectory)."""
 
 from __future__ import annotations
 
@@ -6,15 +9,13 @@ import argparse
 
 from askcache.cli.commands.common import (
     EXIT_OK,
-    describe_profiles,
     emit_json,
     location,
     open_run_ledger,
     open_storage,
 )
-from askcache.errors import AskCacheError
-from askcache.replay import describe_cache_file
-from askcache.storage.base import load_cache_file
+from askcache.replay.tools import describe_record
+from askcache.storage.index import CacheFileIndex
 
 __all__ = ["add_list_command", "run_list"]
 
@@ -40,36 +41,37 @@ def run_list(args: argparse.Namespace) -> int:
     storage = open_storage(args.cache_dir)
     ledger = open_run_ledger(args, storage)
     rows: list[dict[str, object]] = []
-    for name in storage.list_names():
-        try:
-            cache_file = load_cache_file(storage, name)
-        except AskCacheError as exc:
-            rows.append({"name": name, "readable": False, "error": str(exc)})
+    records = CacheFileIndex(storage).records()
+    summaries = {summary.trajectory: summary for summary in ledger.summaries()}
+    ledger.close()
+    for record in records:
+        name = record.name
+        if not record.readable:
+            rows.append({"name": name, "readable": False, "error": record.error})
             if not args.json:
-                print(f"- {name}: unreadable: {exc}", flush=True)
+                print(f"- {name}: unreadable: {record.error}", flush=True)
             continue
-        meta = cache_file.metadata
-        if not (meta.is_valid or args.all):
+        if not (record.valid or args.all):
             continue
-        summary = ledger.summary(name)
+        summary = summaries.get(name)
         rows.append(
             {
                 "name": name,
                 "readable": True,
-                "goal": meta.goal,
-                "steps": len(cache_file.trajectory),
-                "valid": meta.is_valid,
-                "parameters": sorted(cache_file.cache_parameters),
-                "created_at": meta.created_at.isoformat(),
+                "goal": record.goal,
+                "steps": record.steps,
+                "valid": record.valid,
+                "parameters": record.parameters,
+                "created_at": record.created_at.isoformat() if record.created_at else None,
                 "replays": 0 if summary is None else summary.runs,
                 "completed": 0 if summary is None else summary.completed,
-                "profiles": [str(cache_file.profile or "unknown"), *sorted(cache_file.profiles)],
+                "profiles": [profile.key for profile in record.profiles],
             }
         )
         if not args.json:
-            print(describe_cache_file(name, cache_file, ledger), flush=True)
-            print(f"  {describe_profiles(cache_file)}", flush=True)
-    ledger.close()
+            print(describe_record(record, summary), flush=True)
+            described = ", ".join(profile.describe() for profile in record.profiles)
+            print(f"  screen profiles: {described}", flush=True)
     if args.json:
         emit_json({"cache_dir": location(storage), "files": rows})
     elif not rows:

@@ -21,6 +21,7 @@ from askcache.cli.commands.common import (
     open_run_ledger,
     open_storage,
 )
+from askcache.storage.ledger import SegmentLedger
 from askcache.storage.outbox import KeptWrite, Outbox
 from askcache.storage.remote import is_url
 
@@ -53,6 +54,10 @@ def run_sync(args: argparse.Namespace) -> int:
         return EXIT_OK
     with open_run_ledger(args, storage) as ledger:
         report = sync_outbox(storage, outbox, ledger)
+        if isinstance(ledger, SegmentLedger) and not report.left:
+            compacted = ledger.compact_all()
+            if compacted and not args.json:
+                print(f"compacted {compacted} run-ledger entries into summaries")
     if args.json:
         emit_json(
             {

@@ -8,7 +8,9 @@ into its trajectory's :class:`TrajectorySummary`, which reads use instead of the
 
 :func:`open_ledger` opens the engine (:class:`RunLedger`) a storage or a URL asks for:
 :mod:`.records` (the entry), :mod:`.summary` (the aggregates), :mod:`.engine` (the interface),
-:mod:`.folder` (one JSON object per entry, askcache 0.1's format), :mod:`.open` (choosing).
+:mod:`.folder` (one JSON object per entry, askcache 0.1's format), :mod:`.segments` (S3: entry
+objects compacted into segments and summaries, :mod:`.segment_objects`), :mod:`.open`
+(choosing).
 See docs/ledger.md.
 """
 
@@ -23,6 +25,7 @@ from askcache.storage.ledger.records import (
     RunRecord,
     RunStatus,
 )
+from askcache.storage.ledger.segments import SegmentLedger
 from askcache.storage.ledger.summary import ModelTotals, TrajectorySummary, fold, merge
 
 __all__ = [
@@ -36,6 +39,7 @@ __all__ = [
     "RunLedger",
     "RunRecord",
     "RunStatus",
+    "SegmentLedger",
     "TrajectorySummary",
     "fold",
     "merge",

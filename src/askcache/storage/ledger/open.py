@@ -4,6 +4,7 @@
 order) chooses:
 
 * ``None``: the default for the storage: a local folder keeps its ledger in the folder itself;
+  an S3 (fsspec) storage keeps it as objects in the storage (:mod:`.segments`);
 * ``sqlite:///PATH``: SQLite at ``PATH``;
 * ``postgresql://...``: PostgreSQL (needs ``askcache[postgres]``).
 
@@ -21,6 +22,8 @@ from askcache.settings import DEFAULT_LEDGER_RETENTION_DAYS
 from askcache.storage.base import CacheStorage
 from askcache.storage.ledger.engine import RunLedger
 from askcache.storage.ledger.folder import FolderLedger
+from askcache.storage.ledger.segments import SegmentLedger
+from askcache.storage.remote import FsspecCacheStorage
 
 __all__ = ["LEDGER_ENV", "LEDGER_URL_SCHEMES", "open_ledger", "redact_url"]
 
@@ -67,6 +70,8 @@ def open_ledger(
     if url is None and os.environ.get(LEDGER_ENV):
         url, source = os.environ[LEDGER_ENV], f"${LEDGER_ENV}"
     if url is None:
+        if isinstance(storage, FsspecCacheStorage):  # S3: no database the fleet shares
+            return SegmentLedger(storage, retention_days=retention_days)
         return FolderLedger(storage)
     match = _SCHEME.match(url)
     scheme = match.group(1).lower() if match else ""

@@ -135,6 +135,13 @@ class SegmentLedger(RunLedger):
             logger.warning("could not compact the ledger of %s: %s", record.trajectory, exc)
         return name
 
+    def compact_all(self) -> int:
+        """:meth:`compact` every trajectory with more than ``compact_after`` loose entries
+        (``askcache sync`` does it); returns how many entries were folded."""
+        listing = self._listing(None)
+        due = [t for t, objects in listing.items() if len(objects.loose) > self.compact_after]
+        return sum(self.compact(trajectory) for trajectory in sorted(due))
+
     def compact(self, trajectory: str, *, force: bool = False) -> int:
         """Fold the trajectory's loose entries (at most ``max_fold``) into a new generation
         when there are more than ``compact_after`` of them (any number with ``force``), and

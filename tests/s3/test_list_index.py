@@ -70,6 +70,7 @@ def test_the_index_on_s3_follows_every_change(s3_url: str) -> None:
 
 def _old_listing(url: str) -> list[str]:
     """What ``askcache list --all`` printed before the index: every file opened."""
+    from askcache.cli.commands.common import describe_profiles
     from askcache.errors import AskCacheError
     from askcache.replay import describe_cache_file
     from askcache.storage.ledger import open_ledger
@@ -84,6 +85,7 @@ def _old_listing(url: str) -> list[str]:
             lines.append(f"- {name}: unreadable: {exc}")
             continue
         lines.append(describe_cache_file(name, cache_file, ledger))
+        lines.append(f"  {describe_profiles(cache_file)}")
     return "\n".join(lines).splitlines()
 
 

@@ -370,7 +370,9 @@ def _section(text: str, where: str) -> str:
 
     return f"""## Screen profiles: learned once (`bench/screens.py`)
 
-{where} `uname -srm`: {run("uname", "-srm")}; `nproc`: {run("nproc")}.
+{where} `uname -srm`: {run("uname", "-srm")}; `nproc`: {run("nproc")}. The machine may
+be shared: the load average above counts everything else that ran on it (no figure here is a
+time).
 
 xcalc's 12+30= (7 steps: a screenshot, then clicks on 1 2 + 3 0 =) recorded once on a 1280x800
 Xvfb screen, then run on two other screens of a fleet: a 2560x1600 display with xcalc drawn at

@@ -526,6 +526,11 @@ class CacheExecutionSettings(SettingsModel):
     ``metadata.start_state``), then hands back naming the differing area: its own region may
     already match while the application is still drawing its window. Off: only the step's
     own checks (for desktops that differ from the recording's away from the application)."""
+    search_radius: int = Field(320, ge=0, le=2048)
+    """When a step's region does not match at its recorded point and there is no window to
+    anchor it to, look for the region this many screenshot pixels around the point (each
+    way): a place is used only when it is the one match by a clear margin and the step's
+    full check passes there (:mod:`askcache.replay.search`). 0: no search."""
     end_state: Literal["report", "hand_back", "off"] = "report"
     """After the last step, compare the screen with the recorded end state. ``report``: the
     replay ends ``completed`` only when it matches, ``completed_unverified`` otherwise;

@@ -22,6 +22,7 @@ from askcache.testing import (
     SimulatedFormApp,
     WindowedFormApp,
     text_reply,
+    tool_use_reply,
 )
 from askcache.tools.computer import ComputerTool
 
@@ -147,3 +148,70 @@ def test_find_window_takes_one_candidate_only() -> None:
     assert find_window(recorded, [resized]) is None
     assert find_window(recorded, [renamed, same]) == same  # the exact title first
     assert find_window(recorded.model_copy(update={"wm_class": None}), [same]) is None
+
+
+# The search, with no window to anchor to ---------------------------------------------------
+
+
+def _record_save_click(cache: Path) -> None:
+    """A trajectory of one click on Save, recorded with the form at (100, 100) on a screen
+    that names no window class (nothing to anchor to)."""
+    screen = WindowedFormApp(at=(100, 100), wm_class=None)
+    save = list(screen.to_screen(screen.app.widget("save").center))
+    script = [
+        tool_use_reply("computer", {"action": "screenshot"}),
+        tool_use_reply("computer", {"action": "left_click", "coordinate": save}),
+        text_reply("saved"),
+    ]
+    with MessagesApiStandIn(script) as api:
+        agent = Agent(
+            api.client(), [ComputerTool(screen)], model="claude-test", sleep=lambda s: None
+        )
+        assert agent.act("Save the form", _settings(cache, "record")).status == "done"
+
+
+def _replay_save(cache: Path, screen: WindowedFormApp, **execution: object) -> tuple[int, str]:
+    settings = _settings(cache, "execute").model_copy(
+        update={
+            "execution_settings": CacheExecutionSettings(
+                delay_time_between_action=0,
+                settle_timeout=1,
+                **execution,  # type: ignore[arg-type]
+            )
+        }
+    )
+    with MessagesApiStandIn([text_reply("I stop here.")]) as api:
+        agent = Agent(
+            api.client(), [ComputerTool(screen)], model="claude-test", sleep=lambda s: None
+        )
+        result = agent.act("Save the form", settings)
+    assert result.replay is not None
+    return result.model_calls, result.replay.status
+
+
+@pytest.mark.parametrize("at", [(150, 130), (300, 250), (400, 60)])
+def test_the_search_finds_a_moved_button_with_no_window_to_anchor_to(
+    tmp_path: Path, at: tuple[int, int]
+) -> None:
+    _record_save_click(tmp_path)
+    moved = WindowedFormApp(at=at, wm_class=None)
+    assert _replay_save(tmp_path, moved) == (0, "completed")
+    assert _clicked(moved) == ["save"]
+    assert moved.app.saved == [{"name": "", "email": ""}]
+
+
+def test_no_search_with_a_radius_of_zero(tmp_path: Path) -> None:
+    _record_save_click(tmp_path)
+    moved = WindowedFormApp(at=(150, 130), wm_class=None)
+    assert _replay_save(tmp_path, moved, search_radius=0) == (1, "handed_back")
+    assert _clicked(moved) == []
+
+
+def test_the_search_does_not_pick_one_of_look_alikes(tmp_path: Path) -> None:
+    """A click inside the Name field: along the field, every place looks alike (and the
+    recorded point, still inside the moved field, nearly so): no place is taken."""
+    _record(tmp_path, at=(100, 100))
+    moved = WindowedFormApp(at=(150, 130), wm_class="Other")  # the window is not found
+    calls, status, step = _replay(tmp_path, moved)
+    assert (calls, status, step) == (1, "handed_back", 1)
+    assert _clicked(moved) == []

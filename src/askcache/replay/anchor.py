@@ -23,17 +23,17 @@ from askcache.actions import Action
 from askcache.messages import ToolUseBlockParam
 from askcache.replay.observe import Screen
 from askcache.replay.state import Anchor, ReplayState
-from askcache.screen.windows import find_window
+from askcache.screen.windows import WindowFrame, find_window
 
-__all__ = ["window_anchor"]
+__all__ = ["window_anchor", "window_found"]
 
 logger = logging.getLogger(__name__)
 
 
-def window_anchor(
-    state: ReplayState, step: ToolUseBlockParam, action: Action | None, screen: Screen
-) -> Anchor | None:
-    """Where ``step``'s window is on ``screen``, when it moved (see the module docstring)."""
+def _lookup(
+    state: ReplayState, step: ToolUseBlockParam, screen: Screen
+) -> tuple[WindowFrame, WindowFrame] | None:
+    """The step's recorded window and where it is now (recorded pixels), when found."""
     recorded = step.window
     if recorded is None or state.windows is None or state.space is None:
         return None
@@ -46,8 +46,23 @@ def window_anchor(
         return None
     now = [frame.scaled(screen.image.size, state.space) for frame in listed]
     found = find_window(recorded, now)
-    if found is None:
+    return None if found is None else (recorded, found)
+
+
+def window_found(state: ReplayState, step: ToolUseBlockParam, screen: Screen) -> bool:
+    """True when ``step``'s window is on ``screen`` (moved or not): its place is known, and
+    no search may put the step elsewhere."""
+    return _lookup(state, step, screen) is not None
+
+
+def window_anchor(
+    state: ReplayState, step: ToolUseBlockParam, action: Action | None, screen: Screen
+) -> Anchor | None:
+    """Where ``step``'s window is on ``screen``, when it moved (see the module docstring)."""
+    looked_up = _lookup(state, step, screen)
+    if looked_up is None or state.space is None:
         return None
+    recorded, found = looked_up
     offset = (found.x - recorded.x, found.y - recorded.y)
     if offset == (0, 0):
         return None

@@ -15,7 +15,10 @@ back, or finish. Each step goes through named phases, each returning a typed out
              replay's first checked step waits for the timeout (the application may still be
              starting: an empty screen stays unchanged until its window appears)
 ``check``    the step's fingerprint (perceptual hashes of the regions at its point) and the
-             area it changed when recorded, as it looked before the action
+             area it changed when recorded, as it looked before the action; where its window
+             is now when it moved (:mod:`.anchor`); when its region does not match and there
+             is no window to anchor to, once the wait is over, a bounded search for the one
+             place it moved to (:mod:`.search`), under the same full check
 ``act``      emit the step, its point scaled to the current screen
 ``verify``   after the action, watch for the effect it had when recorded: an action that
              changed its area then but changes nothing now did not land
@@ -58,9 +61,10 @@ from askcache.replay.check import (
 )
 from askcache.replay.commands import Command, Emit, Finished, HandBack
 from askcache.replay.end_state import finish
-from askcache.replay.observe import observe, screen_of
+from askcache.replay.observe import Screen, observe, screen_of
 from askcache.replay.rejoin import rejoin_refusal
 from askcache.replay.result import EndStateVerdict, StepRecord
+from askcache.replay.search import search
 from askcache.replay.state import CaptureFailedError, Pending, ReplayState, Stopped
 from askcache.replay.verify import failed_call, verify
 from askcache.replay.wait import settle, watch
@@ -127,13 +131,19 @@ class ReplaySession(ReplayState):
             self.pending = Pending(call.id, None)
             return Emit(call)
         starting, self.starting = self.starting, False
-        outcome, waited = watch(
-            self,
-            screen,
-            lambda seen: check_ways(self, step, action, seen),
-            passes,
-            quiet=not starting,
-        )
+        last = [screen]
+
+        def evaluate(seen: Screen) -> Checked | Refused:
+            last[0] = seen
+            return check_ways(self, step, action, seen)
+
+        outcome, waited = watch(self, screen, evaluate, passes, quiet=not starting)
+        if isinstance(outcome, Refused) and _region_moved(outcome):
+            found = search(self, step, action, last[0])
+            if found is not None:
+                found.record.waited_seconds = waited
+                logger.info("step %d: %s", self.index, found.record.note)
+                outcome = found
         if isinstance(outcome, Refused):
             if outcome.record is not None:
                 outcome.record.waited_seconds = waited
@@ -252,6 +262,19 @@ class ReplaySession(ReplayState):
     def regions(self) -> dict[int, Image.Image]:
         """Per checked step: the region it was checked on (recorded space)."""
         return {index: view.region for index, view in self.views.items()}
+
+
+def _region_moved(outcome: Refused) -> bool:
+    """True when the step was refused because its main region does not match (what a
+    search may find elsewhere), not for its detail, tone or the area it changed."""
+    record = outcome.record
+    return (
+        not outcome.final
+        and record is not None
+        and record.distance is not None
+        and record.threshold is not None
+        and record.distance > record.threshold
+    )
 
 
 __getattr__ = _moved.forward(__name__)

@@ -28,6 +28,7 @@ __all__ = [
     "compute_hash",
     "crop_region",
     "hamming_distance",
+    "hash_bits",
     "phash_coefficients",
     "region_box",
     "region_distance",
@@ -96,7 +97,7 @@ def weak_bits(image: Image.Image, hash_size: int, noise_floor: float, blur: floa
     return f"{value:0{(hash_size * hash_size + 3) // 4}x}"
 
 
-def _bits(stored: str, size: int) -> np.ndarray:
+def hash_bits(stored: str, size: int) -> np.ndarray:
     """The bits of a hex hash, as imagehash orders them (first bit: the hash's top bit)."""
     value = int(stored, 16)
     return np.array([(value >> (size - 1 - index)) & 1 for index in range(size)], dtype=bool)
@@ -193,8 +194,8 @@ def region_distance(
     if robust:
         check_hash_size(stored, hash_size)  # malformed stored hashes are refused as always
         expected = (hash_size * hash_size + 3) // 4
-        recorded = _bits(stored, hash_size * hash_size)
-        ignored = _bits(f"{mask:x}", hash_size * hash_size) if mask else None
+        recorded = hash_bits(stored, hash_size * hash_size)
+        ignored = hash_bits(f"{mask:x}", hash_size * hash_size) if mask else None
         if weak is not None:
             hamming_distance(weak, weak)  # hex, or a clear error
         if weak is not None and len(weak) != expected:
@@ -203,7 +204,7 @@ def region_distance(
                 f"for a {hash_size}x{hash_size} hash"
             )
         forgivable = (
-            _bits(weak, hash_size * hash_size)
+            hash_bits(weak, hash_size * hash_size)
             if weak is not None
             else np.zeros(hash_size * hash_size, dtype=bool)
         )

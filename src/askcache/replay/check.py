@@ -205,7 +205,8 @@ def _check_start_screen(state: ReplayState, checked: Checked) -> Checked | Refus
     """The trajectory's first acting step runs only once the whole screen looks like the
     recording's before it (:attr:`~askcache.cachefile.format.CacheMetadata.start_state`):
     the step's own region may already match while the window is half drawn. Where the
-    step's window moved, the screen is compared as seen from it, inside its frame."""
+    step's window moved (or the search found its region elsewhere), the screen is compared as
+    seen from there, inside the window's frame and the part of the screen brought into view."""
     config, start = state.file.metadata.screen_state, state.start.thumbnail
     if config is None or start is None or not state.settings.wait_for_start_screen:
         return checked
@@ -214,9 +215,8 @@ def _check_start_screen(state: ReplayState, checked: Checked) -> Checked | Refus
     now = checked.screen.thumbnail(config)
     skip = set(state.start.skip)
     anchor = checked.anchor
-    if anchor is not None and anchor.frame is not None:
-        frame = anchor.frame
-        skip |= set(start.tiles_outside((frame.x, frame.y, frame.width, frame.height)))
+    if anchor is not None:
+        skip |= set(start.tiles_outside(anchor.compared_box(checked.screen.recorded.size)))
     differing = [i for i in now.differing_tiles(start) if i not in skip]
     if not differing:
         return checked

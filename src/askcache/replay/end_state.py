@@ -11,9 +11,8 @@ from askcache.messages import MessageParam
 from askcache.replay.commands import Finished, HandBack
 from askcache.replay.observe import Screen, current
 from askcache.replay.result import EndStateVerdict
-from askcache.replay.state import Anchor, CaptureFailedError, ReplayState
+from askcache.replay.state import CaptureFailedError, ReplayState
 from askcache.replay.wait import watch
-from askcache.screen.state import Thumbnail
 
 __all__ = ["finish"]
 
@@ -38,7 +37,8 @@ def _compare_end(state: ReplayState, messages: list[MessageParam], *, wait: bool
     skip = set(recorded.volatile) | set(recorded.parameter_tiles)
     anchor = state.last_anchor
     if anchor is not None:
-        skip |= set(end.tiles_outside(_compared_box(end, anchor)))
+        size = end.tile_box(end.rows * end.columns - 1)[2:]
+        skip |= set(end.tiles_outside(anchor.compared_box((size[0], size[1]))))
 
     def evaluate(seen: Screen) -> EndStateVerdict:
         if anchor is not None:
@@ -59,19 +59,3 @@ def _compare_end(state: ReplayState, messages: list[MessageParam], *, wait: bool
     return Finished(
         verdict, hand_back=not verdict.matched and state.settings.end_state == "hand_back"
     )
-
-
-def _compared_box(end: Thumbnail, anchor: Anchor) -> tuple[int, int, int, int]:
-    """What of the final screen is compared when the last step ran moved (``x``, ``y``,
-    width, height): the part of the screen the move brings into view, and of it, the
-    window's recorded frame when there is one."""
-    dx, dy = anchor.offset
-    width, height = end.tile_box(end.rows * end.columns - 1)[2:]
-    left, top = max(0, -dx), max(0, -dy)
-    right, bottom = min(width, width - dx), min(height, height - dy)
-    frame = anchor.frame
-    if frame is not None:
-        left, top = max(left, frame.x), max(top, frame.y)
-        right = min(right, frame.x + frame.width)
-        bottom = min(bottom, frame.y + frame.height)
-    return (left, top, max(0, right - left), max(0, bottom - top))

@@ -71,6 +71,20 @@ class Anchor:
     how: str
     """How it was found, for reports: ``window`` or ``search``."""
 
+    def compared_box(self, size: tuple[int, int]) -> tuple[int, int, int, int]:
+        """What of a screen of ``size`` (recorded pixels) seen from here can be compared
+        with the recording (``x``, ``y``, width, height): the part the move brings into view
+        and, of it, the window's recorded frame when there is one."""
+        dx, dy = self.offset
+        left, top = max(0, -dx), max(0, -dy)
+        right, bottom = min(size[0], size[0] - dx), min(size[1], size[1] - dy)
+        frame = self.frame
+        if frame is not None:
+            left, top = max(left, frame.x), max(top, frame.y)
+            right = min(right, frame.x + frame.width)
+            bottom = min(bottom, frame.y + frame.height)
+        return (left, top, max(0, right - left), max(0, bottom - top))
+
     def describe(self) -> str:
         """Where the step was checked, in words."""
         moved = f"{self.offset[0]:+d}, {self.offset[1]:+d} px"

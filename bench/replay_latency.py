@@ -3,7 +3,10 @@
     bash scripts/bench.sh replay_latency [RUNS]
 
 Writes the "replay latency" section of docs/benchmarks.md: the form as it is, and the form
-answering every input 0.8 s late (its ``--slow 0.8`` option).
+answering every input 0.8 s late (its ``--slow 0.8`` option); a step against the physical
+floor measured in the same run on the same form (a screen grab, PNG encoding, decoding and
+one region's hash: what a step that is shown to the model and checked cannot avoid); and the
+memory a replay keeps per step, with and without a report (``keep_step_views``).
 
 Records the form once (scripted model through the real anthropic client and the local
 stand-in; the computer tool waits VisionAgent's 0.3 s after each of the model's actions),
@@ -11,16 +14,31 @@ then replays it RUNS times with default CacheExecutionSettings on a fresh form e
 reports, per replayed step, the time from looking at the screen to the verified effect of
 the action (StepRecord.seconds), and whole replays. Wrong saves and hand-backs are counted:
 a fast replay that clicks wrongly would be no result.
+
+Memory: a trajectory of N steps on the simulated form (a click, then typing and deleting one
+character at a time), replayed through ``CacheExecutor`` with the computer tool, as
+``Agent.act`` replays under ``strategy="execute"``; tracemalloc's current size once the replay
+ended, with the conversation still held, less before it. Per step: the difference between
+500 and 50 steps over 450 (what each further step keeps), each in a fresh process.
 """
 
 from __future__ import annotations
 
+import base64
+import gc
+import io
+import json
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -33,6 +51,14 @@ from askcache import (
     CachingSettings,
     ComputerTool,
 )
+from askcache.actions import make_tool_use
+from askcache.conversation.loop import Conversation, SpeakerResult
+from askcache.messages import MessageParam
+from askcache.record.recording import CacheManager
+from askcache.replay import CacheExecutor
+from askcache.screen.hashing import compute_hash, region_box
+from askcache.screen.png import encode_png, forget_images
+from askcache.storage.base import LocalCacheStorage, load_cache_file
 from askcache.testing import (
     FormFillingScript,
     MessagesApiStandIn,
@@ -40,7 +66,11 @@ from askcache.testing import (
     TkFormApp,
     VirtualDisplay,
 )
+from askcache.tools import ToolCollection
 from askcache.tools.desktop import DesktopBackend
+
+FLOOR_REPEAT = 30
+"""Each part of the floor is measured this many times; the median is taken."""
 
 GOAL = "Type Ada Lovelace into the Name field and press Save"
 ADA = [{"name": "Ada Lovelace", "email": ""}]
@@ -65,10 +95,50 @@ def _act(  # noqa: PLR0917 - one call site, read as a sentence
             writing_settings=CacheWritingSettings(filename="form.json"),
             execution_settings=execution,
         )
+        # the pointer where a fresh display has it, as when recorded (left on the Save
+        # button by the run before, it would light it up: a screen the recording never had)
+        width, height = backend.size
+        backend.move((width // 2, height // 2))
         started = time.monotonic()
         result = Agent(client, [tool], model="claude-bench").act(GOAL, settings)
         seconds = time.monotonic() - started
         return result, app.settled()["saved"], seconds
+
+
+def _median_ms(function: Callable[[], object], repeat: int = FLOOR_REPEAT) -> float:
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        function()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times) * 1000
+
+
+def floor(backend: DesktopBackend, display: str, folder: Path) -> dict[str, float]:
+    """The physical floor of a step on the Tk form, in ms: a screen grab, its PNG encoding
+    (the screenshot a tool result carries), decoding it, and the perceptual hash of one
+    100 px region at the Save button (the least a check does)."""
+    with TkFormApp(display, folder / "floor-state.json") as app:
+        app.current()
+        image = backend.screenshot()
+        data = encode_png(image)
+        raw = base64.b64decode(data)
+
+        def decode() -> Image.Image:
+            decoded = Image.open(io.BytesIO(raw))
+            decoded.load()
+            return decoded
+
+        box = region_box(image.size, app.widget("save").center, 100)
+        assert box is not None
+        parts = {
+            "grab": _median_ms(backend.screenshot),
+            "encode": _median_ms(lambda: encode_png(image)),
+            "decode": _median_ms(decode),
+            "hash": _median_ms(lambda: compute_hash(image.crop(box), "phash")),
+        }
+    parts["floor"] = sum(parts.values())
+    return parts
 
 
 def measure(
@@ -86,6 +156,7 @@ def measure(
     statuses: list[str] = []
     wrong = 0
     calls = 0
+    floors: dict[str, float] = {}
     with (
         tempfile.TemporaryDirectory() as tmp,
         MessagesApiStandIn(script) as api,
@@ -116,6 +187,7 @@ def measure(
                     if step.seconds is not None and step.validated:
                         steps.append(step.seconds)
                         waits.append(step.waited_seconds)
+            floors = floor(backend, screen.display, folder)
         finally:
             backend.close()
     ordered = sorted(steps)
@@ -130,10 +202,100 @@ def measure(
         "statuses": {status: statuses.count(status) for status in sorted(set(statuses))},
         "wrong_saves": wrong,
         "model_calls": calls,
+        "floor": floors,
     }
 
 
+class _Done:
+    name = "agent"
+
+    def handle_step(self, conversation: Conversation) -> SpeakerResult:
+        return SpeakerResult("done")
+
+
+def _trajectory(app: SimulatedFormApp, steps: int) -> list[Any]:
+    """A screenshot, a click into the Name field, then typing ten characters one at a time
+    and deleting them again, over and over: every screen differs from the one before."""
+    calls = [
+        make_tool_use("screenshot", "tool"),
+        make_tool_use("left_click", "tool", coordinate=list(app.widget("name").center)),
+    ]
+    for i in range(steps - 2):
+        if (i // 10) % 2 == 0:
+            calls.append(make_tool_use("type", "tool", text="abcdefghij"[i % 10]))
+        else:
+            calls.append(make_tool_use("key", "tool", text="BackSpace"))
+    return calls
+
+
+_PIXEL_BYTES = {"1": 1, "L": 1, "P": 1, "LA": 4, "RGB": 4, "RGBA": 4, "I": 4, "F": 4}
+"""Bytes a pixel takes in Pillow's memory, by mode."""
+
+
+def _pixel_bytes() -> int:
+    """Bytes of the pixels of every live Pillow image: Pillow allocates them outside
+    Python's allocator, so tracemalloc does not see them."""
+    gc.collect()
+    return sum(
+        obj.width * obj.height * _PIXEL_BYTES.get(obj.mode, 4)
+        for obj in gc.get_objects()
+        if isinstance(obj, Image.Image) and getattr(obj, "_im", None) is not None
+    )
+
+
+def memory_kept(steps: int, keep_step_views: bool) -> dict[str, float]:
+    """Record ``steps`` steps on the simulated form, replay them; the bytes still held once
+    the replay ended (the conversation held), less before it: what tracemalloc counts plus
+    the pixels of live Pillow images."""
+    app = SimulatedFormApp()
+    tools = ToolCollection([ComputerTool(app)])
+    messages = [MessageParam(role="user", content="goal")]
+    for call in _trajectory(app, steps):
+        messages.append(MessageParam(role="assistant", content=[call]))
+        messages.append(MessageParam(role="user", content=[tools.run(call)[0]]))
+    with tempfile.TemporaryDirectory() as folder:
+        storage = LocalCacheStorage(folder)
+        CacheManager(storage, CacheWritingSettings(filename="m.json")).finish_recording(messages)
+        cache_file = load_cache_file(storage, "m.json")
+    del messages
+    tool = ComputerTool(SimulatedFormApp())
+    executor = CacheExecutor(screen=tool.capture, keep_replayed_screenshots=False)
+    settings = CacheExecutionSettings(keep_step_views=keep_step_views)
+    forget_images()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0] + _pixel_bytes()
+    executor.activate_cache_execution(cache_file, "m.json", execution_settings=settings)
+    conversation = Conversation(
+        [executor, _Done()], ToolCollection([tool]), first_speaker=executor.name, max_turns=5000
+    )
+    outcome = conversation.run("goal")
+    kept = tracemalloc.get_traced_memory()[0] + _pixel_bytes() - before
+    tracemalloc.stop()
+    assert executor.result is not None
+    assert executor.result.status == "completed", executor.result
+    assert len(outcome.messages) > 2 * steps
+    return {"steps": steps, "kept": kept}
+
+
+def memory_per_step(keep_step_views: bool) -> dict[str, float]:
+    """Bytes each further replayed step keeps: (kept at 500 steps - at 50) / 450, each
+    measured in a fresh process."""
+    kept = {}
+    for steps in (50, 500):
+        output = subprocess.run(
+            [sys.executable, __file__, "--memory", str(steps), str(int(keep_step_views))],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        kept[steps] = json.loads(output.strip().splitlines()[-1])["kept"]
+    return {"kept_50": kept[50], "kept_500": kept[500], "per_step": (kept[500] - kept[50]) / 450}
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["--memory"]:
+        print(json.dumps(memory_kept(int(sys.argv[2]), bool(int(sys.argv[3])))))
+        return
     runs = int(sys.argv[1]) if len(sys.argv) > 1 else 10
     rows = [
         ("the Tk form", measure(runs)),
@@ -143,6 +305,9 @@ def main() -> None:
         "## Replay latency (`bench/replay_latency.py`)",
         "",
         machine(),
+        "",
+        "The machine is shared with other work (other test suites and benchmarks): the load average above says how "
+        "busy it was; every figure is a median.",
         "",
         f"The Tk contact form under Xvfb (1280x800), recorded once by the scripted model, then replayed {runs} times with the default `CacheExecutionSettings` (auto-wait, no fixed delay) on a fresh form each time. "
         "A step's time runs from looking at the screen to the verified effect of its action (`StepRecord.seconds`: screenshot, checks, the action through XTEST, the screenshot after it, the effect check). "
@@ -155,6 +320,37 @@ def main() -> None:
         statuses = ", ".join(f"{k} {v}" for k, v in r["statuses"].items())
         lines.append(
             f"| {name} | {r['steps']} | {r['median'] * 1000:.0f} ms | {r['p90'] * 1000:.0f} ms | {r['max'] * 1000:.0f} ms | {r['median_wait'] * 1000:.0f} ms | {r['replay_median']:.2f} s | {statuses} | {r['model_calls']} | {r['wrong_saves']} |"
+        )
+    plain = rows[0][1]
+    f = plain["floor"]
+    ratio = plain["median"] * 1000 / f["floor"]
+    lines += [
+        "",
+        "**A step against the physical floor**, measured in the same run on the same display and form "
+        f"(medians of {FLOOR_REPEAT}): a screen grab (mss), PNG encoding of it (the screenshot a tool result carries), "
+        "decoding it, and the perceptual hash of one 100 px region. Goal: a step at most 1.5x the floor.",
+        "",
+        "| grab | PNG encode | decode | hash | floor | median step | step / floor |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+        f"| {f['grab']:.1f} ms | {f['encode']:.1f} ms | {f['decode']:.1f} ms | {f['hash']:.2f} ms | {f['floor']:.1f} ms | {plain['median'] * 1000:.1f} ms | {ratio:.2f}x |",
+    ]
+    memory = [
+        ("off (the default)", memory_per_step(False)),
+        ("on (`keep_step_views`)", memory_per_step(True)),
+    ]
+    lines += [
+        "",
+        "**Memory a replay keeps per step** (the simulated form, 1280x800; see the module docstring): "
+        "what tracemalloc still counts once a replay of N steps ended, with its conversation held, less before it, "
+        'under `strategy="execute"` (no recording or heal follows, so only the latest replayed screenshot stays in the history). '
+        "Goal without a report: at most 20 KiB a step.",
+        "",
+        "| report | kept after 50 steps | kept after 500 steps | each further step |",
+        "| --- | --- | --- | --- |",
+    ]
+    for name, m in memory:
+        lines.append(
+            f"| {name} | {m['kept_50'] / 2**20:.1f} MiB | {m['kept_500'] / 2**20:.1f} MiB | {m['per_step'] / 1024:.1f} KiB |"
         )
     body = "\n".join(lines)
     write_section("replay latency", body)

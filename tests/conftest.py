@@ -36,3 +36,9 @@ def app() -> SimulatedFormApp:
 @pytest.fixture
 def storage(tmp_path: Path) -> LocalCacheStorage:
     return LocalCacheStorage(tmp_path / "cache")
+
+
+@pytest.fixture(autouse=True)
+def no_ledger_url_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test's run ledger is the one its cache folder implies, whatever the shell says."""
+    monkeypatch.delenv("ASKCACHE_LEDGER", raising=False)

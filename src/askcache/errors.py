@@ -366,14 +366,15 @@ class LedgerUrlError(AskCacheError, ValueError):
 
 
 class LedgerUnavailableError(AskCacheError, OSError):
-    """A run-ledger database (PostgreSQL) did not answer in time, refused the connection or
-    failed a statement. An ``OSError``: a run's writer keeps the entry in the outbox, and
-    ``askcache sync`` or the next run sends it.
+    """The run ledger's engine did not answer in time, refused the connection or failed: a
+    locked or read-only SQLite database, a full disk, a PostgreSQL server that is down. An
+    ``OSError``: a run's writer keeps the entry in the outbox, and ``askcache sync`` or the
+    next run sends it.
 
     Attributes:
-        url: The ledger's URL, its password hidden.
-        operation: ``open``, ``write``, ``read`` or ``prune``.
-        reason: What the server or the network said.
+        url: The ledger's URL (its password hidden) or database path.
+        operation: ``open``, ``append``, ``write``, ``read``, ``prune`` or ``migrate``.
+        reason: What the engine, the server or the network said.
     """
 
     def __init__(self, url: str, operation: str, reason: str) -> None:

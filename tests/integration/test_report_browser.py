@@ -16,7 +16,7 @@ from askcache.cli.report import (
 )
 from askcache.parity.evidence import _CHROMIUM_FLAGS, find_chromium
 from askcache.storage.base import LocalCacheStorage, load_cache_file
-from askcache.storage.ledger import RunRecord
+from askcache.storage.ledger import open_ledger
 from askcache.testing import FormFillingScript, MessagesApiStandIn, SimulatedFormApp
 from askcache.tools import ComputerTool
 
@@ -44,7 +44,8 @@ def test_the_report_shows_every_part_and_nothing_overflows(tmp_path: Path) -> No
         )
     storage = LocalCacheStorage(tmp_path)
     assert run.replay is not None
-    entry = RunRecord.model_validate_json(storage.read(run.ledger_entries[0]))
+    entry = open_ledger(storage).records("form.json")[-1]
+    assert entry.event == "replay"
     section = ReplaySection(
         "after the change",
         run.replay,

@@ -6,9 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from askcache.errors import LedgerUrlError
+from askcache.errors import InvalidSettingsError, LedgerUrlError
+from askcache.settings import CachingSettings
 from askcache.storage.base import LocalCacheStorage
 from askcache.storage.ledger import RunLedger, RunRecord, open_ledger
+from askcache.storage.ledger.sqlite import SqliteLedger
 
 
 def _append_many(directory: str, worker: int, count: int) -> None:
@@ -70,3 +72,24 @@ def test_a_url_of_no_known_engine_is_refused_naming_the_setting(tmp_path: Path) 
     with pytest.raises(LedgerUrlError, match=r"--ledger 'mysql://bob:\*\*\*@db/x'") as caught:
         open_ledger(LocalCacheStorage(tmp_path), "mysql://bob:hunter2@db/x", source="--ledger")
     assert "hunter2" not in str(caught.value)
+
+
+def test_the_ledger_settings_are_checked_and_a_password_never_shown() -> None:
+    assert CachingSettings().ledger_retention_days == 90
+    assert CachingSettings(ledger_retention_days=None).ledger_retention_days is None
+    assert CachingSettings(ledger="sqlite:///runs.db").ledger == "sqlite:///runs.db"
+    with pytest.raises(InvalidSettingsError, match="ledger_retention_days") as caught:
+        CachingSettings(ledger_retention_days=0)
+    with pytest.raises(
+        InvalidSettingsError, match="ledger: 'mysql://bob:\\*\\*\\*@db/x'"
+    ) as caught:
+        CachingSettings(ledger="mysql://bob:hunter2@db/x")
+    assert "hunter2" not in str(caught.value)
+
+
+def test_a_sqlite_url_opens_that_file(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'runs.sqlite3'}"
+    ledger = open_ledger(LocalCacheStorage(tmp_path / "cache"), url, retention_days=None)
+    assert isinstance(ledger, SqliteLedger)
+    assert ledger.path == tmp_path / "runs.sqlite3"
+    assert ledger.retention_days is None

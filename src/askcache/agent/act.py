@@ -93,7 +93,8 @@ class ActResult:
     the whole screen), for reports (kept only with
     ``CacheExecutionSettings.keep_step_views``)."""
     ledger_entries: list[str] = field(default_factory=list)
-    """Names of the run-ledger entries this call wrote (one per replay)."""
+    """Ids of the run-ledger entries this call wrote (one per replay; the folder engine gives
+    their names under ``.ledger/``)."""
     heal: HealOutcome | None = None
     """What healing wrote after a verified hand-back (``None``: nothing written; see
     :mod:`askcache.heal`, and :attr:`kept_locally` for a heal kept in the outbox)."""

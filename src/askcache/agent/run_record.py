@@ -26,9 +26,9 @@ from askcache.messages import Usage
 from askcache.replay.executor import CacheExecutor
 from askcache.replay.session import ReplaySession
 from askcache.settings import CacheExecutionSettings, CachingSettings, HealMode
-from askcache.storage.base import CacheStorage, load_cache_file
+from askcache.storage.base import load_cache_file
 from askcache.storage.index import save_indexed
-from askcache.storage.ledger import RunLedger, RunRecord, RunStatus
+from askcache.storage.ledger import RunRecord, RunStatus
 
 __all__ = ["finish_run", "heal_after", "record_runs", "run_record"]
 
@@ -135,7 +135,7 @@ def record_runs(
             continue
         if record.status == "handed_back" and not read_only:
             try:
-                _maybe_invalidate(writer.ledger, writer.storage, session.name, settings)
+                _maybe_invalidate(writer, session.name, settings)
             except (AskCacheError, OSError) as exc:  # decided again at the next hand-back
                 logger.warning("could not check whether %s keeps failing: %s", session.name, exc)
     return writer.entries[before:]
@@ -162,13 +162,12 @@ def _import_legacy(writer: RunWriter, session: ReplaySession) -> None:
     )
 
 
-def _maybe_invalidate(
-    ledger: RunLedger, storage: CacheStorage, name: str, settings: CacheExecutionSettings
-) -> None:
+def _maybe_invalidate(writer: RunWriter, name: str, settings: CacheExecutionSettings) -> None:
     limit = settings.invalidate_after
     if limit is None:
         return
-    count, step = ledger.consecutive_failures(name)
+    count, step = writer.ledger.consecutive_failures(name)
+    storage = writer.storage
     if count < limit:
         return
     cache_file = load_cache_file(storage, name)
@@ -177,7 +176,7 @@ def _maybe_invalidate(
     reason = f"the last {count} replays handed back at step {step}"
     cache_file.invalidate(reason)
     save_indexed(storage, name, cache_file)
-    ledger.append(RunRecord(trajectory=name, event="invalidated", status="refused", reason=reason))
+    writer.append(RunRecord(trajectory=name, event="invalidated", status="refused", reason=reason))
     logger.warning("%s marked invalid: %s", name, reason)
 
 

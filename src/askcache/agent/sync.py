@@ -21,12 +21,20 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from askcache.errors import AskCacheError, CacheExistsError, CacheNotFoundError, OutboxError
+from askcache.errors import (
+    AskCacheError,
+    CacheExistsError,
+    CacheNotFoundError,
+    LedgerUnavailableError,
+    OutboxError,
+)
 from askcache.heal.trajectory import HealOutcome, PreparedHeal, apply_heal
 from askcache.storage.base import CacheStorage
 from askcache.storage.ledger import RunLedger, RunRecord, open_ledger
@@ -39,9 +47,43 @@ __all__ = [
     "SyncReport",
     "is_outage",
     "sync_outbox",
+    "within",
 ]
 
 logger = logging.getLogger(__name__)
+
+LEDGER_WRITE_TIMEOUT = 5.0
+"""Default of :attr:`RunWriter.ledger_timeout`."""
+
+_T = TypeVar("_T")
+
+
+def within(seconds: float, call: Callable[[], _T]) -> _T:
+    """``call()``, run on a daemon thread and given up after ``seconds``: its result, or the
+    exception it raised.
+
+    Raises:
+        LedgerUnavailableError: it did not answer in time (it goes on in the background).
+    """
+    outcome: list[_T] = []
+    failure: list[BaseException] = []
+    finished = threading.Event()
+
+    def run() -> None:
+        try:
+            outcome.append(call())
+        except BaseException as exc:  # handed to the caller
+            failure.append(exc)
+        finally:
+            finished.set()
+
+    threading.Thread(target=run, name="askcache-ledger-write", daemon=True).start()
+    if not finished.wait(seconds):
+        raise LedgerUnavailableError("the run ledger", "append", f"no answer in {seconds:g} s")
+    if failure:
+        raise failure[0]
+    return outcome[0]
+
 
 _ENTRY_ID = r"^[0-9a-f]{12}$"
 
@@ -113,12 +155,19 @@ class RunWriter:
     """Writes kept in the outbox: local, not yet shared."""
     not_written: list[str] = field(default_factory=list)
     """Writes neither the storage nor the outbox took (both failed), for people."""
+    ledger_timeout: float = LEDGER_WRITE_TIMEOUT
+    """Seconds a ledger entry may take to be written before it is kept in the outbox
+    instead: a slow or locked engine never holds up the end of a run for longer."""
 
     def append(self, record: RunRecord) -> None:
-        """Write a ledger entry, or keep it."""
+        """Write a ledger entry, or keep it: when the ledger fails, or does not answer within
+        :attr:`ledger_timeout` seconds (the entry has a fixed id: if the slow write lands
+        after all, sending it again from the outbox stores nothing more)."""
         entry_id = RunLedger.new_entry_id()
         try:
-            self.entries.append(self.ledger.append(record, entry_id=entry_id))
+            self.entries.append(
+                within(self.ledger_timeout, lambda: self.ledger.append(record, entry_id=entry_id))
+            )
         except OSError as exc:
             if not is_outage(exc):
                 raise

@@ -7,7 +7,7 @@ import difflib
 import json
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
@@ -89,9 +89,14 @@ def add_cache_dir(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def open_run_ledger(args: argparse.Namespace, storage: CacheStorage) -> RunLedger:
-    """The run ledger of ``storage``, where ``--ledger`` (else ``$ASKCACHE_LEDGER``) says."""
-    return open_ledger(storage, getattr(args, "ledger", None), source="--ledger")
+def open_run_ledger(
+    args: argparse.Namespace,
+    storage: CacheStorage,
+    progress: Callable[[int, int], None] | None = None,
+) -> RunLedger:
+    """The run ledger of ``storage``, where ``--ledger`` (else ``$ASKCACHE_LEDGER``) says;
+    ``progress`` is told how a first open's migration goes."""
+    return open_ledger(storage, getattr(args, "ledger", None), source="--ledger", progress=progress)
 
 
 def open_storage(cache_dir: str) -> CacheStorage:

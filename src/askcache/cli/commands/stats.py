@@ -23,6 +23,7 @@ from askcache.cli.commands.common import (
     resolve_name,
 )
 from askcache.cli.prices import PRICES_AS_OF, ModelPrice, parse_price, price_for
+from askcache.cli.progress import ProgressBar
 from askcache.cli.savings import saving_words
 from askcache.storage.ledger import RunRecord, TrajectorySummary
 from askcache.storage.ledger.summary import fold_all
@@ -175,15 +176,15 @@ def run_stats(args: argparse.Namespace) -> int:
     name = args.name
     if name is not None and not name.endswith(".json"):
         name += ".json"
-    ledger = open_run_ledger(args, storage)
-    try:
+    with (
+        ProgressBar("reading the run ledger", enabled=not args.json) as bar,
+        open_run_ledger(args, storage, bar.update) as ledger,
+    ):
         if name is None:
             summaries = ledger.summaries()
         else:
             found = ledger.summary(name)
             summaries = [] if found is None else [found]
-    finally:
-        ledger.close()
     if name is not None and not summaries:
         resolve_name(storage, name)  # a misspelt name: exit 3, with the closest ones
     rows = [stats_of(s.trajectory, [s], prices) for s in summaries]

@@ -47,6 +47,9 @@ class RunLedger(ABC, metaclass=_LedgerMeta):
     """Where run entries are appended and read (see the module docstring). A context manager:
     leaving it calls :meth:`close`."""
 
+    supports_retention: bool = False
+    """True when :meth:`prune` drops raw entries and keeps the summaries."""
+
     @staticmethod
     def new_entry_id() -> str:
         """A fresh, unique id for :meth:`append`."""

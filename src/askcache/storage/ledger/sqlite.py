@@ -1,0 +1,289 @@
+"""The SQLite engine, the default for a local cache folder: ``<cache_dir>/.ledger/ledger.sqlite3``.
+
+One table of entries (the entry id is the primary key, so appending an id twice stores it once;
+indexed by trajectory and start time) and one of summaries, updated in the same transaction as
+the insert and only when the insert stored something. WAL mode lets readers go on while a
+writer commits; ``BEGIN IMMEDIATE`` with a busy timeout queues writers from any number of
+processes, so none loses an entry. Every operation opens its own connection: the engine is safe
+from several threads and after a fork, and :meth:`SqliteLedger.close` has nothing to release.
+
+Reads of a ledger that does not exist yet return nothing and create nothing; a database on a
+read-only folder is read as immutable. Any SQLite failure is a
+:class:`~askcache.errors.LedgerUnavailableError` (an ``OSError``), so a run's entry that
+cannot be written waits in the outbox. The database must be on a local disk (SQLite's locks do
+not hold on network file systems): a ledger shared between machines belongs in PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from askcache.errors import LedgerUnavailableError
+from askcache.settings import DEFAULT_LEDGER_RETENTION_DAYS
+from askcache.storage.ledger.engine import LEDGER_FOLDER, RunLedger
+from askcache.storage.ledger.records import RunRecord
+from askcache.storage.ledger.summary import TrajectorySummary, fold_all
+
+__all__ = ["PRUNE_EVERY_SECONDS", "SQLITE_FILE", "SqliteLedger"]
+
+logger = logging.getLogger(__name__)
+
+SQLITE_FILE = f"{LEDGER_FOLDER}/ledger.sqlite3"
+"""Where a local cache folder keeps its ledger (hidden: never listed as a cache file)."""
+
+PRUNE_EVERY_SECONDS = 3600.0
+"""Appends prune old entries at most this often (per process, and per database)."""
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS entries (
+    id TEXT PRIMARY KEY,
+    trajectory TEXT NOT NULL,
+    started_at TEXT NOT NULL,
+    event TEXT NOT NULL,
+    status TEXT NOT NULL,
+    record TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS entries_by_trajectory ON entries (trajectory, started_at);
+CREATE INDEX IF NOT EXISTS entries_by_time ON entries (started_at);
+CREATE TABLE IF NOT EXISTS summaries (trajectory TEXT PRIMARY KEY, summary TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+
+_prepared: set[Path] = set()
+_last_prune: dict[Path, float] = {}
+_guard = threading.Lock()
+
+
+def _stamp(when: datetime) -> str:
+    """A start time as stored: UTC, fixed width, so text order is time order."""
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class SqliteLedger(RunLedger):
+    """Entries and summaries in one SQLite file (see the module docstring)."""
+
+    supports_retention = True
+    """Pruning keeps the summaries."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        retention_days: int | None = DEFAULT_LEDGER_RETENTION_DAYS,
+        busy_timeout: float = 30.0,
+    ) -> None:
+        self.path = Path(path).absolute()
+        self.retention_days = retention_days
+        self.busy_timeout = busy_timeout
+        """Seconds a writer waits for another to finish before it fails."""
+
+    @contextlib.contextmanager
+    def _connection(self, operation: str, *, write: bool) -> Iterator[sqlite3.Connection | None]:
+        """A connection for one operation (``None`` to a reader when there is no database);
+        SQLite's errors become :class:`LedgerUnavailableError`."""
+        connection = None
+        try:
+            if write:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            elif not self.path.is_file():
+                yield None
+                return
+            connection = self._open(write=write)
+            yield connection
+        except (sqlite3.Error, OSError) as exc:
+            if isinstance(exc, LedgerUnavailableError):
+                raise
+            raise LedgerUnavailableError(str(self.path), operation, str(exc)) from exc
+        finally:
+            if connection is not None:
+                connection.close()
+
+    def _open(self, *, write: bool) -> sqlite3.Connection:
+        fresh = self.path not in _prepared or not self.path.is_file()
+        connection = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None)
+        try:
+            self._prepare(connection, fresh=fresh)
+        except sqlite3.OperationalError:
+            connection.close()
+            if write:
+                raise
+            # a read-only folder: no -shm can be made; nobody can write it either
+            uri = f"{self.path.as_uri()}?immutable=1"
+            connection = sqlite3.connect(uri, uri=True, isolation_level=None)
+        return connection
+
+    def _prepare(self, connection: sqlite3.Connection, *, fresh: bool) -> None:
+        connection.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+        if not fresh:
+            return
+        connection.execute("PRAGMA journal_mode = WAL")
+        connection.executescript(_SCHEMA)
+        with _guard:
+            _prepared.add(self.path)
+
+    @contextlib.contextmanager
+    def _transaction(self, operation: str) -> Iterator[sqlite3.Connection]:
+        with self._connection(operation, write=True) as connection:
+            assert connection is not None
+            connection.execute("BEGIN IMMEDIATE")
+            try:
+                yield connection
+            except BaseException:
+                connection.execute("ROLLBACK")
+                raise
+            connection.execute("COMMIT")
+
+    def append(self, record: RunRecord, *, entry_id: str | None = None) -> str:
+        unique = self.new_entry_id() if entry_id is None else entry_id
+        self.append_many([(unique, record)])
+        self._maybe_prune()
+        return unique
+
+    def append_many(self, entries: Iterable[tuple[str, RunRecord]]) -> int:
+        """Store ``(entry id, record)`` pairs in order, in one transaction, each folded into
+        its summary when it was not stored before; how many were new."""
+        stored = 0
+        with self._transaction("append") as db:
+            added: dict[str, list[RunRecord]] = {}
+            for entry_id, record in entries:
+                inserted = db.execute(
+                    "INSERT OR IGNORE INTO entries VALUES (?, ?, ?, ?, ?, ?)",
+                    (
+                        entry_id,
+                        record.trajectory,
+                        _stamp(record.started_at),
+                        record.event,
+                        record.status,
+                        record.model_dump_json(),
+                    ),
+                ).rowcount
+                if inserted:
+                    stored += 1
+                    added.setdefault(record.trajectory, []).append(record)
+            for name, records in added.items():
+                before = self._read_summary(db, name) or TrajectorySummary(trajectory=name)
+                db.execute(
+                    "INSERT OR REPLACE INTO summaries VALUES (?, ?)",
+                    (name, fold_all(before, records).model_dump_json()),
+                )
+        return stored
+
+    def records(
+        self,
+        trajectory: str | None = None,
+        *,
+        since: datetime | None = None,
+        limit: int | None = None,
+    ) -> list[RunRecord]:
+        where, values = [], []
+        if trajectory is not None:
+            where.append("trajectory = ?")
+            values.append(trajectory)
+        if since is not None:
+            where.append("started_at >= ?")
+            values.append(_stamp(since))
+        sql = "SELECT id, record FROM entries"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        if limit is not None:
+            sql += f" ORDER BY started_at DESC, rowid DESC LIMIT {int(limit)}"
+        else:
+            sql += " ORDER BY started_at, rowid"
+        with self._connection("read", write=False) as db:
+            rows = [] if db is None else db.execute(sql, values).fetchall()
+        if limit is not None:
+            rows.reverse()
+        found = []
+        for entry_id, text in rows:
+            try:
+                found.append(RunRecord.model_validate_json(text))
+            except (ValidationError, ValueError) as exc:
+                logger.warning(
+                    "skipping unreadable ledger entry %s in %s: %s", entry_id, self.path, exc
+                )
+        return found
+
+    def summary(self, trajectory: str) -> TrajectorySummary | None:
+        with self._connection("read", write=False) as db:
+            return None if db is None else self._read_summary(db, trajectory)
+
+    def _read_summary(self, db: sqlite3.Connection, trajectory: str) -> TrajectorySummary | None:
+        row = db.execute(
+            "SELECT summary FROM summaries WHERE trajectory = ?", (trajectory,)
+        ).fetchone()
+        return None if row is None else self._parse_summary(trajectory, row[0])
+
+    def _parse_summary(self, trajectory: str, text: str) -> TrajectorySummary | None:
+        try:
+            return TrajectorySummary.model_validate_json(text)
+        except (ValidationError, ValueError) as exc:
+            logger.warning("unreadable ledger summary of %s in %s: %s", trajectory, self.path, exc)
+            return None
+
+    def summaries(self) -> list[TrajectorySummary]:
+        with self._connection("read", write=False) as db:
+            rows = (
+                []
+                if db is None
+                else db.execute(
+                    "SELECT trajectory, summary FROM summaries ORDER BY trajectory"
+                ).fetchall()
+            )
+        parsed = (self._parse_summary(name, text) for name, text in rows)
+        return [summary for summary in parsed if summary is not None]
+
+    def prune(self, before: datetime) -> int:
+        with self._transaction("prune") as db:
+            pruned = db.execute("DELETE FROM entries WHERE started_at < ?", (_stamp(before),))
+            db.execute(
+                "INSERT OR REPLACE INTO meta VALUES ('pruned_at', ?)", (_stamp(datetime.now(UTC)),)
+            )
+            return pruned.rowcount
+
+    def meta(self, key: str) -> str | None:
+        """A bookkeeping value (``pruned_at``, the migration's state), ``None`` when unset."""
+        with self._connection("read", write=False) as db:
+            row = (
+                None
+                if db is None
+                else db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+            )
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Set a bookkeeping value."""
+        with self._transaction("write") as db:
+            db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+    def _maybe_prune(self) -> None:
+        """After an append: prune entries older than the retention period, at most once an
+        hour per process and per database; a failure is logged, never raised."""
+        if self.retention_days is None:
+            return
+        now = time.monotonic()
+        with _guard:
+            if now - _last_prune.get(self.path, -PRUNE_EVERY_SECONDS) < PRUNE_EVERY_SECONDS:
+                return
+            _last_prune[self.path] = now
+        try:
+            last = self.meta("pruned_at")
+            wall = datetime.now(UTC)
+            if last is not None and last > _stamp(wall - timedelta(seconds=PRUNE_EVERY_SECONDS)):
+                return  # another process pruned lately
+            pruned = self.prune(wall - timedelta(days=self.retention_days))
+        except LedgerUnavailableError as exc:
+            logger.warning("could not prune the run ledger: %s", exc)
+            return
+        if pruned:
+            logger.info(
+                "pruned %d run-ledger entries older than %d days", pruned, self.retention_days
+            )

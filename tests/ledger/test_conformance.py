@@ -1,0 +1,192 @@
+"""What every run-ledger engine does, the same way (tests/ledger/engines.py lists them)."""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from askcache.errors import LedgerUrlError
+from askcache.storage.base import LocalCacheStorage
+from askcache.storage.ledger import RunLedger, RunRecord, TrajectorySummary, open_ledger
+from askcache.storage.ledger.summary import fold_all
+from tests.ledger.engines import ENGINES, EngineSetup
+
+ROOT = Path(__file__).resolve().parents[2]
+NOW = datetime.now(UTC).replace(microsecond=0)
+
+
+@pytest.fixture(params=sorted(ENGINES))
+def engine(request: pytest.FixtureRequest) -> EngineSetup:
+    return ENGINES[request.param]
+
+
+@pytest.fixture
+def location(engine: EngineSetup, tmp_path: Path, request: pytest.FixtureRequest) -> str:
+    return engine.location(tmp_path, request)
+
+
+@pytest.fixture
+def ledger(engine: EngineSetup, location: str) -> RunLedger:
+    return engine.open(location)
+
+
+def _run(
+    trajectory: str,
+    status: str,
+    step: int | None = None,
+    *,
+    minutes: float = 0,
+    event: str = "replay",
+) -> RunRecord:
+    return RunRecord(
+        trajectory=trajectory,
+        event=event,  # type: ignore[arg-type]
+        status=status,  # type: ignore[arg-type]
+        stopped_at_step=step,
+        started_at=NOW + timedelta(minutes=minutes),
+        model_calls=1,
+        saved_tokens=10,
+        model="claude-sonnet-4-5",
+    )
+
+
+def test_an_entry_appended_twice_with_its_id_is_stored_and_counted_once(
+    ledger: RunLedger,
+) -> None:
+    entry_id = ledger.new_entry_id()
+    record = _run("a.json", "completed")
+    first = ledger.append(record, entry_id=entry_id)
+    assert ledger.append(record, entry_id=entry_id) == first
+    ledger.append(_run("a.json", "handed_back", 2, minutes=1))
+    assert [r.status for r in ledger.records("a.json")] == ["completed", "handed_back"]
+    summary = ledger.summary("a.json")
+    assert summary is not None
+    assert (summary.entries, summary.runs, summary.completed) == (2, 2, 1)
+
+
+def test_summaries_are_the_fold_of_the_entries(ledger: RunLedger) -> None:
+    script = [
+        _run("b.json", "completed", minutes=0),
+        _run("a.json", "handed_back", 1, minutes=1),
+        _run("a.json", "completed", minutes=2, event="healed"),
+        _run("b.json", "refused", minutes=3, event="invalidated"),
+        _run("a.json", "completed_unverified", minutes=4),
+        _run("b.json", "interrupted", minutes=5),
+    ]
+    for record in script:
+        ledger.append(record)
+    expected = {
+        name: fold_all(TrajectorySummary(trajectory=name), ledger.records(name))
+        for name in ("a.json", "b.json")
+    }
+    assert ledger.summaries() == [expected["a.json"], expected["b.json"]]
+    assert ledger.summary("b.json") == expected["b.json"]
+    assert expected["b.json"].runs == 2
+    assert expected["b.json"].invalidations == 1
+    assert ledger.summary("nothing.json") is None
+    assert [r.trajectory for r in ledger.records()] == [r.trajectory for r in script]
+
+
+def test_records_since_and_the_newest_few_oldest_first(ledger: RunLedger) -> None:
+    for minute in range(5):
+        ledger.append(
+            _run("a.json", "completed", minutes=minute).model_copy(update={"pid": minute})
+        )
+    assert [r.pid for r in ledger.records("a.json", limit=2)] == [3, 4]
+    assert [r.pid for r in ledger.records("a.json", since=NOW + timedelta(minutes=3))] == [3, 4]
+    assert [r.pid for r in ledger.records(limit=0)] == []
+
+
+def test_the_streak_of_hand_backs_at_one_step_and_a_heal_ends_it(ledger: RunLedger) -> None:
+    assert ledger.consecutive_failures("a.json") == (0, None)
+    steps = [("handed_back", 1), ("handed_back", 2), ("handed_back", 2), ("handed_back", 2)]
+    for minute, (status, step) in enumerate(steps):
+        ledger.append(_run("a.json", status, step, minutes=minute))
+    ledger.append(_run("b.json", "handed_back", 2, minutes=9))
+    assert ledger.consecutive_failures("a.json") == (3, 2)
+    ledger.append(_run("a.json", "refused", minutes=10, event="invalidated"))
+    assert ledger.consecutive_failures("a.json") == (3, 2)  # other events leave it
+    ledger.append(_run("a.json", "healed", minutes=11, event="healed"))
+    assert ledger.consecutive_failures("a.json") == (0, None)
+
+
+def test_pruning_drops_old_entries_and_keeps_the_summaries(ledger: RunLedger) -> None:
+    if not ledger.supports_retention:
+        pytest.skip(f"{type(ledger).__name__} keeps every entry")
+    for days in (200, 100, 1):
+        ledger.append(_run("a.json", "completed", minutes=-days * 24 * 60))
+    before = ledger.summary("a.json")
+    assert ledger.prune(NOW - timedelta(days=90)) == 2
+    assert len(ledger.records("a.json")) == 1
+    assert ledger.summary("a.json") == before
+    assert before is not None
+    assert before.runs == 3
+
+
+def test_an_unreadable_entry_is_skipped_with_a_warning_naming_it(
+    engine: EngineSetup, location: str, ledger: RunLedger, caplog: pytest.LogCaptureFixture
+) -> None:
+    ledger.append(_run("a.json", "completed"))
+    name = engine.plant_unreadable(location, "a.json")
+    with caplog.at_level(logging.WARNING):
+        assert [r.status for r in ledger.records("a.json")] == ["completed"]
+    assert name in caplog.text
+
+
+def test_a_malformed_url_of_the_engine_is_refused_naming_the_setting(
+    engine: EngineSetup, tmp_path: Path
+) -> None:
+    if engine.bad_url is None:
+        pytest.skip("the engine has no URL")
+    with pytest.raises(LedgerUrlError, match=r"^--ledger "):
+        open_ledger(LocalCacheStorage(tmp_path), engine.bad_url, source="--ledger")
+
+
+def test_eight_processes_appending_at_once_lose_nothing(engine: EngineSetup, location: str) -> None:
+    per_worker = 40
+    seed = _run("t0.json", "completed").model_copy(update={"pid": -1})
+    engine.open(location).append(seed)  # the store exists before the workers start
+    workers = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "tests.ledger.worker",
+                _name(engine),
+                location,
+                str(w),
+                str(per_worker),
+            ],
+            cwd=ROOT,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for w in range(8)
+    ]
+    for worker in workers:
+        assert worker.stdout is not None
+        assert worker.stdout.readline().strip() == "ready"
+    for worker in workers:
+        assert worker.stdin is not None
+        worker.stdin.write("go\n")
+        worker.stdin.close()
+    for worker in workers:
+        assert worker.wait() == 0
+        assert worker.stdout is not None
+        worker.stdout.close()
+    ledger = engine.open(location)
+    by_worker = Counter(r.pid for r in ledger.records() if r.pid != -1)
+    assert by_worker == dict.fromkeys(range(8), per_worker)
+    summaries = {s.trajectory: s.runs for s in ledger.summaries()}
+    assert sum(summaries.values()) == 8 * per_worker + 1
+
+
+def _name(engine: EngineSetup) -> str:
+    return next(name for name, setup in ENGINES.items() if setup is engine)

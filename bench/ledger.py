@@ -3,7 +3,7 @@ and 1M entries; 8 processes writing 1,000 runs each at once.
 
     bash scripts/bench.sh ledger [--sizes 10000,100000] [--engines sqlite,json] [--before SRC]
 
-Every timing is a whole process (``python -m askcache stats`` ..., start-up included), the
+Every timing is a whole process (``askcache stats`` ..., start-up included), the
 median of ``--repeat`` runs. The cache folder holds 50 cache files (one recording of the
 simulated form, copied) and ``size`` entries over them, started in the last 30 days (inside the
 retention period). The replay is ``c00.json`` on the form changed so that it hands back
@@ -60,6 +60,9 @@ with MessagesApiStandIn(FormFillingScript(app, "Ada Lovelace")) as api:
     )
 assert run.replay is not None and run.replay.status == "handed_back", run.replay
 """
+
+CLI = "import sys; from askcache.cli.app import main; sys.exit(main(sys.argv[1:]))"
+"""``askcache`` as the console script runs it (with ``PYTHONPATH``'s askcache first)."""
 
 WRITER = """
 import sys
@@ -192,7 +195,7 @@ def _measure(
     engine.seed(cache, size)
     seeded = time.perf_counter() - start
     env = _environment(src, engine.env(cache))
-    cli = [sys.executable, "-m", "askcache"]
+    cli = [sys.executable, "-c", CLI]
     # the first open may migrate or build caches: once, untimed, as a real first command would
     first = _timed([*cli, "stats", "--cache-dir", str(cache)], env, 1)
     result = {
@@ -290,7 +293,7 @@ def main() -> None:
             "",
             machine(),
             "",
-            "Whole processes (`python -m askcache stats|list --cache-dir DIR`, and a replay of the "
+            "Whole processes (`askcache stats|list --cache-dir DIR`, and a replay of the "
             "simulated form that hands back at its first step), median of "
             f"{args.repeat}; {FILES} cache files; entries spread over the last 30 days. "
             '"first" is the first `stats` after seeding (it may migrate). The replay is '

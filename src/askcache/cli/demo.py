@@ -38,7 +38,7 @@ from askcache.settings import (
     HealMode,
 )
 from askcache.storage.base import LocalCacheStorage, load_cache_file
-from askcache.storage.ledger import RunRecord
+from askcache.storage.ledger import open_ledger
 from askcache.storage.versions import VERSIONS_FOLDER
 from askcache.testing import FormFillingScript, FormView, MessagesApiStandIn, SimulatedFormApp
 from askcache.testing.simulated import Layout
@@ -211,10 +211,14 @@ def _report(outcome: DemoOutcome, output_dir: Path) -> Path:
     cache_file = load_cache_file(storage, CACHE_NAME)
     recorded = recorded_views(outcome.record.conversation.messages, cache_file)
 
+    replays = iter(r for r in open_ledger(storage).records(CACHE_NAME) if r.event == "replay")
+
     def saved(run: ActResult) -> str | None:
-        for entry in run.ledger_entries:
-            return savings_text(RunRecord.model_validate_json(storage.read(entry)))
-        return None
+        """The run's replay entry in words (the runs were made in turn, one entry each)."""
+        if not run.ledger_entries:
+            return None
+        entry = next(replays, None)
+        return None if entry is None else savings_text(entry)
 
     sections = [
         ReplaySection(

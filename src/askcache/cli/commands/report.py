@@ -291,7 +291,7 @@ def build_report(
         steps=rows,
         end_state=end_state_figure(cache_file),
         runs=list(reversed(records[-runs:])),
-        runs_total=len(records),
+        runs_total=len(records) if summary is None else max(summary.entries, len(records)),
         totals=_totals(records, summary),
         checked_on=checked_on,
     )
@@ -337,7 +337,7 @@ def run_report(args: argparse.Namespace) -> int:
     cache_file = load_cache_file(storage, name)
     output = _output(args.output, name)
     with open_run_ledger(args, storage) as ledger:
-        records = ledger.records(name)
+        records = ledger.records(name, limit=args.runs)  # the newest: all a report shows
         summary = ledger.summary(name)
     values = dict(args.param)
     register_given_secrets(cache_file, values)  # never shown

@@ -4,8 +4,9 @@ One table of entries (the entry id is the primary key, so appending an id twice 
 indexed by trajectory and start time) and one of summaries, updated in the same transaction as
 the insert and only when the insert stored something. WAL mode lets readers go on while a
 writer commits; ``BEGIN IMMEDIATE`` with a busy timeout queues writers from any number of
-processes, so none loses an entry. Every operation opens its own connection: the engine is safe
-from several threads and after a fork, and :meth:`SqliteLedger.close` has nothing to release.
+processes, so none loses an entry. Each thread of a process keeps its own connection (the
+engine is safe from several threads and after a fork); :meth:`SqliteLedger.close`, or the
+ledger's end, closes them.
 
 Reads of a ledger that does not exist yet return nothing and create nothing; a database on a
 read-only folder is read as immutable. Any SQLite failure is a
@@ -18,9 +19,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -63,6 +66,17 @@ _last_prune: dict[Path, float] = {}
 _guard = threading.Lock()
 
 
+def _close_all(connections: list[sqlite3.Connection], pid: int) -> None:
+    """Close the connections (those a forked child inherited are its parent's to close)."""
+    if os.getpid() != pid:
+        return
+    with _guard:
+        kept, connections[:] = list(connections), []
+    for connection in kept:
+        with contextlib.suppress(sqlite3.Error):
+            connection.close()
+
+
 def _stamp(when: datetime) -> str:
     """A start time as stored: UTC, fixed width, so text order is time order."""
     return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
@@ -85,31 +99,56 @@ class SqliteLedger(RunLedger):
         self.retention_days = retention_days
         self.busy_timeout = busy_timeout
         """Seconds a writer waits for another to finish before it fails."""
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        weakref.finalize(self, _close_all, self._connections, os.getpid())
 
     @contextlib.contextmanager
     def _connection(self, operation: str, *, write: bool) -> Iterator[sqlite3.Connection | None]:
-        """A connection for one operation (``None`` to a reader when there is no database);
-        SQLite's errors become :class:`LedgerUnavailableError`."""
-        connection = None
+        """This thread's connection (``None`` to a reader when there is no database); SQLite's
+        errors become :class:`LedgerUnavailableError`, and the connection is dropped."""
         try:
             if write:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
             elif not self.path.is_file():
                 yield None
                 return
-            connection = self._open(write=write)
-            yield connection
+            yield self._thread_connection(write=write)
         except (sqlite3.Error, OSError) as exc:
             if isinstance(exc, LedgerUnavailableError):
                 raise
+            self._drop()
             raise LedgerUnavailableError(str(self.path), operation, str(exc)) from exc
-        finally:
-            if connection is not None:
-                connection.close()
+
+    def _thread_connection(self, *, write: bool) -> sqlite3.Connection:
+        """Connections are kept per thread and process: closing the last one checkpoints the
+        database, too slow to do at every append."""
+        held: tuple[int, sqlite3.Connection] | None = getattr(self._local, "held", None)
+        if held is not None and held[0] == os.getpid():
+            return held[1]
+        connection = self._open(write=write)
+        self._local.held = (os.getpid(), connection)
+        with _guard:
+            self._connections.append(connection)
+        return connection
+
+    def _drop(self) -> None:
+        held: tuple[int, sqlite3.Connection] | None = getattr(self._local, "held", None)
+        self._local.held = None
+        if held is not None and held[0] == os.getpid():
+            with contextlib.suppress(sqlite3.Error):
+                held[1].close()
+
+    def close(self) -> None:
+        """Close this process's connections (the ledger opens new ones if used again)."""
+        self._local = threading.local()
+        _close_all(self._connections, os.getpid())
 
     def _open(self, *, write: bool) -> sqlite3.Connection:
         fresh = self.path not in _prepared or not self.path.is_file()
-        connection = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None)
+        connection = sqlite3.connect(
+            self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
+        )
         try:
             self._prepare(connection, fresh=fresh)
         except sqlite3.OperationalError:
@@ -118,11 +157,14 @@ class SqliteLedger(RunLedger):
                 raise
             # a read-only folder: no -shm can be made; nobody can write it either
             uri = f"{self.path.as_uri()}?immutable=1"
-            connection = sqlite3.connect(uri, uri=True, isolation_level=None)
+            connection = sqlite3.connect(
+                uri, uri=True, isolation_level=None, check_same_thread=False
+            )
         return connection
 
     def _prepare(self, connection: sqlite3.Connection, *, fresh: bool) -> None:
         connection.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+        connection.execute("PRAGMA synchronous = NORMAL")  # in WAL: commits survive a crash
         if not fresh:
             return
         connection.execute("PRAGMA journal_mode = WAL")
@@ -138,7 +180,8 @@ class SqliteLedger(RunLedger):
             try:
                 yield connection
             except BaseException:
-                connection.execute("ROLLBACK")
+                if connection.in_transaction:
+                    connection.execute("ROLLBACK")
                 raise
             connection.execute("COMMIT")
 
@@ -173,7 +216,7 @@ class SqliteLedger(RunLedger):
                 before = self._read_summary(db, name) or TrajectorySummary(trajectory=name)
                 db.execute(
                     "INSERT OR REPLACE INTO summaries VALUES (?, ?)",
-                    (name, fold_all(before, records).model_dump_json()),
+                    (name, fold_all(before, records, in_place=True).model_dump_json()),
                 )
         return stored
 

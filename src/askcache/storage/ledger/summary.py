@@ -106,9 +106,12 @@ def fold(summary: TrajectorySummary, record: RunRecord) -> TrajectorySummary:
     return fold_all(summary, [record])
 
 
-def fold_all(summary: TrajectorySummary, records: Iterable[RunRecord]) -> TrajectorySummary:
-    """``summary`` with ``records`` added in order (one copy however many there are)."""
-    result = summary.model_copy(deep=True)
+def fold_all(
+    summary: TrajectorySummary, records: Iterable[RunRecord], *, in_place: bool = False
+) -> TrajectorySummary:
+    """``summary`` with ``records`` added in order (one copy however many there are;
+    ``in_place``: none, ``summary`` itself changes, for an engine that owns a fresh copy)."""
+    result = summary if in_place else summary.model_copy(deep=True)
     for record in records:
         _fold_into(result, record)
     return result

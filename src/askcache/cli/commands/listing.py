@@ -1,7 +1,8 @@
 """``askcache list``: the cache files, one line each (``--json``: one object each).
 
 Read from the cache-file index (:mod:`askcache.storage.index`: no file is opened unless its
-record is missing or stale) and the run ledger's summaries (one read for every trajectory)."""
+record is missing or stale) and the run ledger's summaries (one read for every trajectory). A
+read over a second shows a progress bar on a terminal (:mod:`askcache.cli.progress`)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from askcache.cli.commands.common import (
     open_run_ledger,
     open_storage,
 )
+from askcache.cli.progress import ProgressBar
 from askcache.replay.tools import describe_record
 from askcache.storage.index import CacheFileIndex
 
@@ -39,11 +41,13 @@ def add_list_command(
 def run_list(args: argparse.Namespace) -> int:
     """Run ``list``."""
     storage = open_storage(args.cache_dir)
-    ledger = open_run_ledger(args, storage)
     rows: list[dict[str, object]] = []
-    records = CacheFileIndex(storage).records()
-    summaries = {summary.trajectory: summary for summary in ledger.summaries()}
-    ledger.close()
+    with (
+        ProgressBar("reading the cache files and the run ledger", enabled=not args.json) as bar,
+        open_run_ledger(args, storage, bar.update) as ledger,
+    ):
+        records = CacheFileIndex(storage).records()
+        summaries = {summary.trajectory: summary for summary in ledger.summaries()}
     for record in records:
         name = record.name
         if not record.readable:

@@ -239,7 +239,8 @@ class CacheFileIndex:
     def _refresh(
         self, names: list[str], listed: dict[str, ObjectInfo], found: dict[str, CacheFileRecord]
     ) -> None:
-        """Open the files ``names`` and write their records."""
+        """Open the files ``names`` and make their records (kept in the snapshot, which the
+        caller writes: one write however many files were opened)."""
         if not names:
             return
         versions = self._all_versions() if len(names) > 1 else {}
@@ -260,7 +261,6 @@ class CacheFileIndex:
             if listed[name].size == record.size:  # unchanged since listed: its tag is this
                 record.tag = listed[name].tag
             found[name] = record
-            self._put(self.record_name(name), record.model_dump_json().encode())
 
     def _read_files(self, names: list[str]) -> dict[str, bytes | AskCacheError]:
         """The bytes of each file, or why it cannot be read (a file gone meanwhile is left

@@ -14,7 +14,12 @@ import pytest
 
 from askcache.cli.app import main
 from askcache.storage.ledger import FolderLedger, RunRecord, open_ledger
-from askcache.storage.ledger.segment_objects import SEGMENTS_FOLDER, SUMMARIES_FOLDER
+from askcache.storage.ledger.segment_objects import (
+    SEGMENTS_FOLDER,
+    SUMMARIES_FOLDER,
+    SUMMARY_CACHE_NAME,
+    SummaryCache,
+)
 from askcache.storage.ledger.segments import SegmentLedger
 from askcache.storage.ledger.summary import TrajectorySummary, fold_all
 from askcache.storage.remote import storage_for
@@ -129,3 +134,24 @@ def test_eight_processes_appending_and_compacting_lose_and_double_count_nothing(
     assert hosts == {f"worker-{w}": entries for w in range(workers)}
     ledger.compact("shared.json", force=True)
     assert ledger.summary("shared.json") == summary
+
+
+def test_summaries_come_from_the_cache_only_while_it_matches(s3_url: str) -> None:
+    storage = storage_for(s3_url)
+    ledger = SegmentLedger(storage, compact_after=3)
+    for n in range(8):
+        ledger.append(_record(n, f"t{n % 2}.json"))
+    first = ledger.summaries()
+    cache = SummaryCache.model_validate_json(storage.read(SUMMARY_CACHE_NAME))
+    marked = cache.summaries["t0.json"].summary
+    assert marked == first[0]
+    marked.model_calls = 999  # a mark: only a cache hit returns it
+    storage.write(SUMMARY_CACHE_NAME, cache.model_dump_json().encode())
+    assert SegmentLedger(storage).summaries() == [marked, first[1]]
+    ledger.append(_record(10, "t0.json"))  # t0 changed: computed again
+    again = SegmentLedger(storage).summaries()
+    assert again[0] == ledger.summary("t0.json")
+    assert again[0].entries == first[0].entries + 1
+    assert again[0].model_calls == first[0].model_calls + 10
+    storage.write(SUMMARY_CACHE_NAME, b"{damaged")
+    assert SegmentLedger(storage).summaries() == again

@@ -13,6 +13,12 @@ Per trajectory ``T``, in three hidden folders of the cache storage:
   table of kept segments. Each generation is created exclusively (``If-None-Match: *`` on
   S3), so of two compactions of the same trajectory at once exactly one commits.
 
+And one for all trajectories, ``.ledger-cache/summaries.json`` (:class:`SummaryCache`): the
+summaries ``summaries()`` last computed, each with the generation and the loose entries it
+was computed from. Those objects never change under their names, so a cached summary whose
+trajectory still lists exactly them is exact; any other is computed again. Two processes may
+rewrite the cache at once: the later wins, which only costs the other's work next time.
+
 A trajectory's summary is its newest generation's plus the loose entries it does not hold:
 one listing of each folder and a few reads, whatever the number of runs.
 """
@@ -33,9 +39,12 @@ from askcache.storage.ledger.summary import TrajectorySummary
 __all__ = [
     "SEGMENTS_FOLDER",
     "SUMMARIES_FOLDER",
+    "SUMMARY_CACHE_NAME",
+    "CachedSummary",
     "Generation",
     "Segment",
     "SegmentRow",
+    "SummaryCache",
     "TrajectoryObjects",
     "group_listing",
     "loose_folder",
@@ -49,6 +58,9 @@ SEGMENTS_FOLDER = ".ledger-segments"
 
 SUMMARIES_FOLDER = ".ledger-summaries"
 """Folder of the generations (summaries)."""
+
+SUMMARY_CACHE_NAME = ".ledger-cache/summaries.json"
+"""The cache of every trajectory's summary (:class:`SummaryCache`)."""
 
 _SUMMARY = re.compile(r"^summary-(\d{8})\.json$")
 
@@ -122,6 +134,37 @@ class TrajectoryObjects:
     def latest(self) -> str | None:
         """The storage name of the newest generation (``None``: never compacted)."""
         return self.generations[max(self.generations)] if self.generations else None
+
+    @property
+    def latest_number(self) -> int | None:
+        """The newest generation's number (``None``: never compacted)."""
+        return max(self.generations) if self.generations else None
+
+
+class CachedSummary(BaseModel):
+    """One trajectory's summary and the objects it was computed from."""
+
+    model_config = ConfigDict(extra="ignore", use_attribute_docstrings=True)
+
+    generation: int | None
+    """The newest generation's number then."""
+    loose: list[str]
+    """The stems of every loose entry listed then, sorted."""
+    summary: TrajectorySummary | None
+    """The summary computed from them."""
+
+    def matches(self, objects: TrajectoryObjects) -> bool:
+        """True when ``objects`` are exactly the ones the summary was computed from."""
+        return self.generation == objects.latest_number and self.loose == sorted(objects.loose)
+
+
+class SummaryCache(BaseModel):
+    """``.ledger-cache/summaries.json`` (see the module docstring)."""
+
+    model_config = ConfigDict(extra="ignore", use_attribute_docstrings=True)
+
+    summaries: dict[str, CachedSummary] = Field(default_factory=dict)
+    """By trajectory."""
 
 
 def group_listing(

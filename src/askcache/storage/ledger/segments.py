@@ -47,9 +47,12 @@ from askcache.storage.ledger.engine import LEDGER_FOLDER, RunLedger
 from askcache.storage.ledger.records import RunRecord
 from askcache.storage.ledger.segment_objects import (
     SUMMARIES_FOLDER,
+    SUMMARY_CACHE_NAME,
+    CachedSummary,
     Generation,
     Segment,
     SegmentRow,
+    SummaryCache,
     TrajectoryObjects,
     group_listing,
     loose_folder,
@@ -70,7 +73,7 @@ GENERATION_GRACE_SECONDS = 900.0
 
 _STAMP = "%Y%m%dT%H%M%S.%fZ"
 _READ_TRIES = 3
-_M = TypeVar("_M", Generation, Segment, RunRecord)
+_M = TypeVar("_M", Generation, Segment, RunRecord, SummaryCache)
 
 
 @dataclass
@@ -131,7 +134,10 @@ class SegmentLedger(RunLedger):
             loose = self.storage.list_prefix(loose_folder(record.trajectory))
             if len(loose) > self.compact_after:
                 self.compact(record.trajectory)
-        except (AskCacheError, OSError) as exc:  # the entry is stored; compaction can wait
+        except (
+            AskCacheError,
+            OSError,
+        ) as exc:  # the entry is stored; compaction can wait
             logger.warning("could not compact the ledger of %s: %s", record.trajectory, exc)
         return name
 
@@ -182,7 +188,8 @@ class SegmentLedger(RunLedger):
             return 0
         try:
             self.storage.create(
-                summary_name(trajectory, number), generation.model_dump_json().encode("utf-8")
+                summary_name(trajectory, number),
+                generation.model_dump_json().encode("utf-8"),
             )
         except CacheExistsError:
             self.storage.delete(where)
@@ -235,9 +242,42 @@ class SegmentLedger(RunLedger):
         return self._views(self._listing(trajectory))[trajectory].summary
 
     def summaries(self) -> list[TrajectorySummary]:
-        views = self._views(self._listing(None))
-        found = (views[name].summary for name in sorted(views))
-        return [summary for summary in found if summary is not None]
+        """Every trajectory's summary: from the summary cache (see
+        :mod:`~askcache.storage.ledger.segment_objects`) where it still matches the listing,
+        read and computed (and cached) for the others."""
+        listing = self._listing(None)
+        cache = self._summary_cache()
+        kept = {t: c for t, c in cache.summaries.items() if t in listing and c.matches(listing[t])}
+        found = {t: c.summary for t, c in kept.items()}
+        rest = {t: objects for t, objects in listing.items() if t not in kept}
+        if rest:
+            views, complete = self._views_checked(rest)
+            found.update((t, view.summary) for t, view in views.items())
+            if complete:
+                fresh = {
+                    t: CachedSummary(
+                        generation=view.objects.latest_number,
+                        loose=sorted(view.objects.loose),
+                        summary=view.summary,
+                    )
+                    for t, view in views.items()
+                }
+                self._put_summary_cache(SummaryCache(summaries={**kept, **fresh}))
+        return [s for t in sorted(found) if (s := found[t]) is not None]
+
+    def _summary_cache(self) -> SummaryCache:
+        raw = self.storage.read_many([SUMMARY_CACHE_NAME]).get(SUMMARY_CACHE_NAME)
+        cache = None if raw is None else _parse(SummaryCache, SUMMARY_CACHE_NAME, raw)
+        return cache or SummaryCache()
+
+    def _put_summary_cache(self, cache: SummaryCache) -> None:
+        try:
+            self.storage.write(SUMMARY_CACHE_NAME, cache.model_dump_json().encode("utf-8"))
+        except (
+            AskCacheError,
+            OSError,
+        ) as exc:  # read-only credentials: no cache, no harm
+            logger.info("could not write %s: %s", SUMMARY_CACHE_NAME, exc)
 
     def records(
         self,
@@ -274,12 +314,19 @@ class SegmentLedger(RunLedger):
         return found
 
     def _views(self, listing: dict[str, TrajectoryObjects]) -> dict[str, _View]:
-        """Read the trajectories listed. An object gone between the listing and the read
-        (a compaction committed meanwhile) makes it list and read again."""
+        """Read the trajectories listed (see :meth:`_views_checked`)."""
+        return self._views_checked(listing)[0]
+
+    def _views_checked(
+        self, listing: dict[str, TrajectoryObjects]
+    ) -> tuple[dict[str, _View], bool]:
+        """Read the trajectories listed; and whether every object listed was read. An object
+        gone between the listing and the read (a compaction committed meanwhile) makes it
+        list and read again."""
         for attempt in range(_READ_TRIES):
             views, complete = self._read(listing)
             if complete or attempt == _READ_TRIES - 1:
-                return views
+                return views, complete
             listing = self._relist(listing)
         raise AssertionError("unreachable")  # pragma: no cover
 

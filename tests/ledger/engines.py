@@ -13,10 +13,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from askcache.storage.base import LocalCacheStorage
 from askcache.storage.ledger import FolderLedger, RunLedger
+from askcache.storage.ledger.postgres import PostgresLedger, PostgresTimeouts
 from askcache.storage.ledger.sqlite import SqliteLedger
 
 
@@ -52,6 +54,26 @@ def _plant_row(location: str, trajectory: str) -> str:
     return "foreign-1"
 
 
+def _postgres_database(_tmp: Path, request: pytest.FixtureRequest) -> str:
+    """A new database on the session's PostgreSQL server (tests/ledger/conftest.py)."""
+    return str(request.getfixturevalue("postgres_url"))
+
+
+def _plant_postgres_row(location: str, trajectory: str) -> str:
+    with psycopg.connect(location) as db:
+        db.execute(
+            "INSERT INTO askcache_ledger_entries (entry_id, trajectory, started_at, event, "
+            "status, record) VALUES ('foreign-1', %s, now(), 'replay', 'completed', "
+            "'{\"status\": 7}')",
+            (trajectory,),
+        )
+    return "foreign-1"
+
+
+_PATIENT = PostgresTimeouts(connect=120, statement=300)
+"""Long waits: these tests check what is stored, on a machine that may be loaded (what a
+timeout does is tests/ledger/test_postgres.py's concern)."""
+
 ENGINES: dict[str, EngineSetup] = {
     "folder": EngineSetup(
         open=lambda location: FolderLedger(LocalCacheStorage(location)),
@@ -63,6 +85,12 @@ ENGINES: dict[str, EngineSetup] = {
         location=lambda tmp, _request: str(tmp / "ledger.sqlite3"),
         plant_unreadable=_plant_row,
         bad_url="sqlite://relative.db",
+    ),
+    "postgres": EngineSetup(
+        open=lambda location: PostgresLedger(location, retention_days=None, timeouts=_PATIENT),
+        location=_postgres_database,
+        plant_unreadable=_plant_postgres_row,
+        bad_url="postgresql://fleet@db.internal:fivefour/agents",
     ),
 }
 """Every engine the conformance tests run against, by name."""

@@ -42,6 +42,7 @@ runs them.
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 
 from PIL import Image
 
@@ -203,6 +204,9 @@ class ReplaySession(ReplayState):
         self.stopped = Stopped(command.step, failed, at_message, ran)
         self.index = command.step + 1 if command.executed else command.step
         self.suspended = True
+        # the recorded start screen guards the replay's start only: once the model has had
+        # the screen (a focused field, a closed dialog), re-joining follows the re-join rules
+        self.start = replace(self.start, step=None)
 
     def try_rejoin(self, messages: list[MessageParam], *, requested: bool = False) -> bool:
         """After a hand-back: True (and the replay resumes) when the re-join rules of

@@ -138,8 +138,8 @@ class StartScreen:
     (:attr:`~askcache.cachefile.format.CacheMetadata.start_state`)."""
 
     step: int | None
-    """The index of the trajectory's first acting step (``None``: none acts, or a variant
-    replaced it)."""
+    """The index of the trajectory's first acting step (``None``: none acts, a variant
+    replaced it, or the replay handed back: the start screen guards the start only)."""
     thumbnail: Thumbnail | None
     """The screen before it when recorded (``None``: not recorded)."""
     skip: frozenset[int]

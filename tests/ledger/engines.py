@@ -19,7 +19,9 @@ import pytest
 from askcache.storage.base import LocalCacheStorage
 from askcache.storage.ledger import FolderLedger, RunLedger
 from askcache.storage.ledger.postgres import PostgresLedger, PostgresTimeouts
+from askcache.storage.ledger.segments import SegmentLedger
 from askcache.storage.ledger.sqlite import SqliteLedger
+from askcache.storage.remote import storage_for
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,12 @@ class EngineSetup:
 def _plant_json(location: str, trajectory: str) -> str:
     name = f".ledger/{trajectory}/zz-foreign.json"
     LocalCacheStorage(location).write(name, b"{not json")
+    return name
+
+
+def _plant_object(location: str, trajectory: str) -> str:
+    name = f".ledger/{trajectory}/zz-foreign.json"
+    storage_for(location).create(name, b"{not json")
     return name
 
 
@@ -91,6 +99,13 @@ ENGINES: dict[str, EngineSetup] = {
         location=_postgres_database,
         plant_unreadable=_plant_postgres_row,
         bad_url="postgresql://fleet@db.internal:fivefour/agents",
+    ),
+    "s3": EngineSetup(  # compacting every few entries, so reads cross segments and summaries
+        open=lambda location: SegmentLedger(
+            storage_for(location), retention_days=None, compact_after=2
+        ),
+        location=lambda _tmp, request: str(request.getfixturevalue("s3_url")),
+        plant_unreadable=_plant_object,
     ),
 }
 """Every engine the conformance tests run against, by name."""

@@ -106,6 +106,8 @@ class SegmentLedger(RunLedger):
         max_fold: At most this many entries are folded by one compaction.
     """
 
+    supports_retention = True
+
     def __init__(
         self,
         storage: CacheStorage,
@@ -220,20 +222,55 @@ class SegmentLedger(RunLedger):
         self.storage.delete_many(old)
 
     def prune(self, before: datetime) -> int:
-        """Compact every trajectory, then delete the segments whose entries all started before
-        ``before``; returns how many entries went. Summaries stay."""
+        """Compact every trajectory, then drop its entries started before ``before``: the
+        segments holding only those are deleted, the others rewritten without them, under a
+        new generation (its summary unchanged). Returns how many entries went."""
         cutoff = _stem_at(before)
         dropped = 0
         for trajectory in sorted(self._listing(None)):
             self.compact(trajectory, force=True)
             view = self._views(self._listing(trajectory))[trajectory]
-            if view.generation is None:
+            if view.generation is not None:
+                dropped += self._prune_trajectory(trajectory, view.generation, cutoff)
+        return dropped
+
+    def _prune_trajectory(self, trajectory: str, previous: Generation, cutoff: str) -> int:
+        if all(row.first >= cutoff for row in previous.segments):
+            return 0
+        number = previous.generation + 1
+        rows, created, gone, dropped = [], [], [], 0
+        for row in previous.segments:
+            if row.first >= cutoff:
+                rows.append(row)
                 continue
-            old = [r for r in view.generation.segments if r.last < cutoff]
-            present = set(self.storage.list_prefix(f"{_segments_of(trajectory)}"))
-            gone = [r for r in old if r.segment in present]
-            self.storage.delete_many(r.segment for r in gone)
-            dropped += sum(r.entries for r in gone)
+            gone.append(row.segment)
+            raw = self.storage.read_many([row.segment]).get(row.segment)
+            segment = None if raw is None else _parse(Segment, row.segment, raw)
+            kept = {s: r for s, r in (segment.entries if segment else {}).items() if s >= cutoff}
+            dropped += row.entries - len(kept)
+            if kept:
+                where = segment_name(trajectory, number, uuid.uuid4().hex[:12])
+                self.storage.create(
+                    where,
+                    Segment(generation=row.generation, entries=kept).model_dump_json().encode(),
+                )
+                created.append(where)
+                rows.append(
+                    row.model_copy(
+                        update={"segment": where, "first": min(kept), "entries": len(kept)}
+                    )
+                )
+        generation = previous.model_copy(
+            update={"generation": number, "segments": rows, "created_at": datetime.now(UTC)}
+        )
+        try:
+            self.storage.create(
+                summary_name(trajectory, number), generation.model_dump_json().encode("utf-8")
+            )
+        except CacheExistsError:  # compacted meanwhile: pruned next time
+            self.storage.delete_many(created)
+            return 0
+        self.storage.delete_many(gone)
         return dropped
 
     # -- reading ---------------------------------------------------------------------------
@@ -349,7 +386,11 @@ class SegmentLedger(RunLedger):
                 view.generation = _parse(Generation, latest, data[latest])
             complete = complete and (latest is None or latest in data)
             folded = set(view.generation.folded) if view.generation else set()
-            rows = view.generation.segments[:-1] if view.generation else []
+            rows = (
+                [r for r in view.generation.segments if r.generation != view.generation.generation]
+                if view.generation
+                else []
+            )
             for stem in sorted(objects.loose):
                 name = objects.loose[stem]
                 if stem in folded:
@@ -375,10 +416,6 @@ class SegmentLedger(RunLedger):
                 if segment is not None and stem in segment.entries:
                     del view.pending[stem]
                     view.folded_loose.append(view.objects.loose[stem])
-
-
-def _segments_of(trajectory: str) -> str:
-    return segment_name(trajectory, 0, "").rsplit("/", 1)[0]
 
 
 def _stem_at(when: datetime) -> str:

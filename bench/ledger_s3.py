@@ -1,7 +1,7 @@
 """The run ledger and the list index on S3 (moto): ``askcache list`` of 1,000 cache files,
 ``askcache stats`` at 10,000 entries, the hand-back check, 8 concurrent writers.
 
-    .venv/bin/python bench/ledger_s3.py [--entries-per-trajectory 100]
+    bash scripts/bench.sh ledger_s3 [--entries-per-trajectory 100] [--big 2300]
 
 Starts moto's S3 server (``python -m moto.server``) on 127.0.0.1 in its own process (the S3 API
 over HTTP on loopback: no network latency in these numbers). ``list`` and ``stats`` are timed
@@ -30,7 +30,7 @@ from bench.storage import BUCKET, _start_server
 SUMMARY_CACHE_NOTE = "`list` (run first) computes every trajectory's summary and keeps them in `.ledger-cache/summaries.json`; the `stats` rows read that cache and compute again only the trajectories changed since (`big.json` in the 12,300 row). A first `stats` without the cache reads one generation and the loose entries (10 here) of each trajectory; it was not measured separately in this run."
 FILES = int(os.environ.get("BENCH_FILES", "1000"))
 TRAJECTORIES = int(os.environ.get("BENCH_TRAJECTORIES", "100"))
-WRITERS, WRITES = 8, int(os.environ.get("BENCH_WRITES", "250"))
+WRITERS, WRITES = 8, int(os.environ.get("BENCH_WRITES", "50"))
 
 
 def _env(endpoint: str, copies: Path) -> dict[str, str]:
@@ -155,7 +155,7 @@ def _writers(url: str, env: dict[str, str]) -> tuple[float, int]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--entries-per-trajectory", type=int, default=100)
-    parser.add_argument("--big", type=int, default=10_000)
+    parser.add_argument("--big", type=int, default=2300)
     options = parser.parse_args()
     server, endpoint = _start_server()
     try:

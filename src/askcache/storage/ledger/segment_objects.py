@@ -25,12 +25,14 @@ one listing of each folder and a few reads, whatever the number of runs.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
+from typing import TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from askcache.storage.ledger.engine import LEDGER_FOLDER
 from askcache.storage.ledger.records import RunRecord
@@ -38,6 +40,7 @@ from askcache.storage.ledger.summary import TrajectorySummary
 
 __all__ = [
     "SEGMENTS_FOLDER",
+    "STAMP_FORMAT",
     "SUMMARIES_FOLDER",
     "SUMMARY_CACHE_NAME",
     "CachedSummary",
@@ -48,7 +51,9 @@ __all__ = [
     "TrajectoryObjects",
     "group_listing",
     "loose_folder",
+    "parse_object",
     "segment_name",
+    "stem_at",
     "stem_of",
     "summary_name",
 ]
@@ -58,6 +63,11 @@ SEGMENTS_FOLDER = ".ledger-segments"
 
 SUMMARIES_FOLDER = ".ledger-summaries"
 """Folder of the generations (summaries)."""
+
+logger = logging.getLogger(__name__)
+
+STAMP_FORMAT = "%Y%m%dT%H%M%S.%fZ"
+"""The UTC time at the start of an entry's name (as the folder engine writes it)."""
 
 SUMMARY_CACHE_NAME = ".ledger-cache/summaries.json"
 """The cache of every trajectory's summary (:class:`SummaryCache`)."""
@@ -204,3 +214,21 @@ def summary_name(trajectory: str, generation: int) -> str:
 def segment_name(trajectory: str, generation: int, unique: str) -> str:
     """A new storage name for a segment of a trajectory."""
     return f"{SEGMENTS_FOLDER}/{trajectory}/segment-{generation:08d}-{unique}.json"
+
+
+def stem_at(when: datetime) -> str:
+    """The smallest entry stem of an entry started at ``when``."""
+    return when.astimezone(UTC).strftime(STAMP_FORMAT)
+
+
+_M = TypeVar("_M", "Generation", "Segment", RunRecord, "SummaryCache")
+
+
+def parse_object(model: type[_M], name: str, data: bytes) -> _M | None:
+    """``data`` (the object ``name``) as ``model``; ``None``, with a warning naming it, when
+    it is not one."""
+    try:
+        return model.model_validate_json(data)
+    except (ValidationError, ValueError) as exc:
+        logger.warning("skipping unreadable ledger entry %s: %s", name, exc)
+        return None

@@ -37,15 +37,13 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import TypeVar
-
-from pydantic import ValidationError
 
 from askcache.errors import AskCacheError, CacheExistsError
 from askcache.storage.base import CacheStorage
 from askcache.storage.ledger.engine import LEDGER_FOLDER, RunLedger
 from askcache.storage.ledger.records import RunRecord
 from askcache.storage.ledger.segment_objects import (
+    STAMP_FORMAT,
     SUMMARIES_FOLDER,
     SUMMARY_CACHE_NAME,
     CachedSummary,
@@ -56,9 +54,12 @@ from askcache.storage.ledger.segment_objects import (
     TrajectoryObjects,
     group_listing,
     loose_folder,
+    parse_object,
     segment_name,
+    stem_at,
     summary_name,
 )
+from askcache.storage.ledger.segment_retention import prune_trajectory
 from askcache.storage.ledger.summary import TrajectorySummary, fold_all
 
 __all__ = ["COMPACTION_DEADLINE_SECONDS", "GENERATION_GRACE_SECONDS", "SegmentLedger"]
@@ -71,9 +72,7 @@ COMPACTION_DEADLINE_SECONDS = 300.0
 GENERATION_GRACE_SECONDS = 900.0
 """A generation older than the one before the newest is deleted once that one is this old."""
 
-_STAMP = "%Y%m%dT%H%M%S.%fZ"
 _READ_TRIES = 3
-_M = TypeVar("_M", Generation, Segment, RunRecord, SummaryCache)
 
 
 @dataclass
@@ -124,7 +123,7 @@ class SegmentLedger(RunLedger):
     # -- writing ---------------------------------------------------------------------------
 
     def append(self, record: RunRecord, *, entry_id: str | None = None) -> str:
-        stamp = record.started_at.astimezone(UTC).strftime(_STAMP)
+        stamp = record.started_at.astimezone(UTC).strftime(STAMP_FORMAT)
         unique = self.new_entry_id() if entry_id is None else entry_id
         name = f"{loose_folder(record.trajectory)}/{stamp}-{unique}.json"
         try:
@@ -205,7 +204,7 @@ class SegmentLedger(RunLedger):
         """The segment rows to keep and to drop under the retention."""
         if self.retention_days is None:
             return rows, []
-        cutoff = _stem_at(datetime.now(UTC) - timedelta(days=self.retention_days))
+        cutoff = stem_at(datetime.now(UTC) - timedelta(days=self.retention_days))
         return [r for r in rows if r.last >= cutoff], [r for r in rows if r.last < cutoff]
 
     def _forget_old_generations(
@@ -225,52 +224,13 @@ class SegmentLedger(RunLedger):
         """Compact every trajectory, then drop its entries started before ``before``: the
         segments holding only those are deleted, the others rewritten without them, under a
         new generation (its summary unchanged). Returns how many entries went."""
-        cutoff = _stem_at(before)
+        cutoff = stem_at(before)
         dropped = 0
         for trajectory in sorted(self._listing(None)):
             self.compact(trajectory, force=True)
             view = self._views(self._listing(trajectory))[trajectory]
             if view.generation is not None:
-                dropped += self._prune_trajectory(trajectory, view.generation, cutoff)
-        return dropped
-
-    def _prune_trajectory(self, trajectory: str, previous: Generation, cutoff: str) -> int:
-        if all(row.first >= cutoff for row in previous.segments):
-            return 0
-        number = previous.generation + 1
-        rows, created, gone, dropped = [], [], [], 0
-        for row in previous.segments:
-            if row.first >= cutoff:
-                rows.append(row)
-                continue
-            gone.append(row.segment)
-            raw = self.storage.read_many([row.segment]).get(row.segment)
-            segment = None if raw is None else _parse(Segment, row.segment, raw)
-            kept = {s: r for s, r in (segment.entries if segment else {}).items() if s >= cutoff}
-            dropped += row.entries - len(kept)
-            if kept:
-                where = segment_name(trajectory, number, uuid.uuid4().hex[:12])
-                self.storage.create(
-                    where,
-                    Segment(generation=row.generation, entries=kept).model_dump_json().encode(),
-                )
-                created.append(where)
-                rows.append(
-                    row.model_copy(
-                        update={"segment": where, "first": min(kept), "entries": len(kept)}
-                    )
-                )
-        generation = previous.model_copy(
-            update={"generation": number, "segments": rows, "created_at": datetime.now(UTC)}
-        )
-        try:
-            self.storage.create(
-                summary_name(trajectory, number), generation.model_dump_json().encode("utf-8")
-            )
-        except CacheExistsError:  # compacted meanwhile: pruned next time
-            self.storage.delete_many(created)
-            return 0
-        self.storage.delete_many(gone)
+                dropped += prune_trajectory(self.storage, trajectory, view.generation, cutoff)
         return dropped
 
     # -- reading ---------------------------------------------------------------------------
@@ -304,7 +264,7 @@ class SegmentLedger(RunLedger):
 
     def _summary_cache(self) -> SummaryCache:
         raw = self.storage.read_many([SUMMARY_CACHE_NAME]).get(SUMMARY_CACHE_NAME)
-        cache = None if raw is None else _parse(SummaryCache, SUMMARY_CACHE_NAME, raw)
+        cache = None if raw is None else parse_object(SummaryCache, SUMMARY_CACHE_NAME, raw)
         return cache or SummaryCache()
 
     def _put_summary_cache(self, cache: SummaryCache) -> None:
@@ -326,10 +286,10 @@ class SegmentLedger(RunLedger):
         views = self._views(self._listing(trajectory))
         rows = [r for v in views.values() if v.generation for r in v.generation.segments]
         if since is not None:
-            rows = [r for r in rows if r.last >= _stem_at(since)]
+            rows = [r for r in rows if r.last >= stem_at(since)]
         found: list[RunRecord] = []
         for name, data in self.storage.read_many(r.segment for r in rows).items():
-            segment = _parse(Segment, name, data)
+            segment = parse_object(Segment, name, data)
             found.extend(segment.entries.values() if segment else [])
         for view in views.values():
             found.extend(view.pending.values())
@@ -383,7 +343,7 @@ class SegmentLedger(RunLedger):
             view = views[trajectory] = _View(objects)
             latest = objects.latest
             if latest is not None and latest in data:
-                view.generation = _parse(Generation, latest, data[latest])
+                view.generation = parse_object(Generation, latest, data[latest])
             complete = complete and (latest is None or latest in data)
             folded = set(view.generation.folded) if view.generation else set()
             rows = (
@@ -397,7 +357,7 @@ class SegmentLedger(RunLedger):
                     view.folded_loose.append(name)
                     continue
                 complete = complete and name in data
-                record = _parse(RunRecord, name, data[name]) if name in data else None
+                record = parse_object(RunRecord, name, data[name]) if name in data else None
                 if record is None:
                     continue
                 view.pending[stem] = record
@@ -411,21 +371,8 @@ class SegmentLedger(RunLedger):
         """Loose entries found in an older segment were sent again after being folded: they
         are ignored (and deleted by the next compaction)."""
         for name, data in self.storage.read_many(covering).items():
-            segment = _parse(Segment, name, data)
+            segment = parse_object(Segment, name, data)
             for view, stem in covering[name]:
                 if segment is not None and stem in segment.entries:
                     del view.pending[stem]
                     view.folded_loose.append(view.objects.loose[stem])
-
-
-def _stem_at(when: datetime) -> str:
-    """The smallest entry stem of an entry started at ``when``."""
-    return when.astimezone(UTC).strftime(_STAMP)
-
-
-def _parse(model: type[_M], name: str, data: bytes) -> _M | None:
-    try:
-        return model.model_validate_json(data)
-    except (ValidationError, ValueError) as exc:
-        logger.warning("skipping unreadable ledger entry %s: %s", name, exc)
-        return None

@@ -1,0 +1,63 @@
+"""Retention in the S3 run ledger (:mod:`askcache.storage.ledger.segments`): dropping the raw
+entries older than a time from a trajectory's segments, its summary kept."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+
+from askcache.errors import CacheExistsError
+from askcache.storage.base import CacheStorage
+from askcache.storage.ledger.segment_objects import (
+    Generation,
+    Segment,
+    parse_object,
+    segment_name,
+    summary_name,
+)
+
+__all__ = ["prune_trajectory"]
+
+
+def prune_trajectory(
+    storage: CacheStorage, trajectory: str, previous: Generation, cutoff: str
+) -> int:
+    """Drop the entries of ``trajectory`` whose stem is below ``cutoff``: segments holding
+    only those are deleted, the others rewritten without them, under a new generation after
+    ``previous`` (its summary unchanged). Returns how many entries went (0 when another
+    process committed a generation first: pruned next time)."""
+    if all(row.first >= cutoff for row in previous.segments):
+        return 0
+    number = previous.generation + 1
+    rows, created, gone, dropped = [], [], [], 0
+    for row in previous.segments:
+        if row.first >= cutoff:
+            rows.append(row)
+            continue
+        gone.append(row.segment)
+        raw = storage.read_many([row.segment]).get(row.segment)
+        segment = None if raw is None else parse_object(Segment, row.segment, raw)
+        kept = {s: r for s, r in (segment.entries if segment else {}).items() if s >= cutoff}
+        dropped += row.entries - len(kept)
+        if kept:
+            where = segment_name(trajectory, number, uuid.uuid4().hex[:12])
+            storage.create(
+                where,
+                Segment(generation=row.generation, entries=kept).model_dump_json().encode(),
+            )
+            created.append(where)
+            rows.append(
+                row.model_copy(update={"segment": where, "first": min(kept), "entries": len(kept)})
+            )
+    generation = previous.model_copy(
+        update={"generation": number, "segments": rows, "created_at": datetime.now(UTC)}
+    )
+    try:
+        storage.create(
+            summary_name(trajectory, number), generation.model_dump_json().encode("utf-8")
+        )
+    except CacheExistsError:  # compacted meanwhile: pruned next time
+        storage.delete_many(created)
+        return 0
+    storage.delete_many(gone)
+    return dropped

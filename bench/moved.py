@@ -49,7 +49,7 @@ from askcache.replay.session import ReplaySession
 from askcache.screen.windows import WindowFrame
 from askcache.settings import CacheExecutionSettings, CacheWritingSettings
 
-OFFSETS = [(300, 50), (-180, 120), (40, -30)]
+OFFSETS = [(300, 50), (-180, 120)]
 """Where the window moved, in pixels."""
 CONFIG = validation_config(CacheWritingSettings())
 
@@ -124,7 +124,8 @@ def main() -> None:
     pairs = desktop_pairs(ROOT / "bench" / "out" / "pairs" / "desktop", reuse=args.reuse)
     rows: Counter[tuple[str, str, str, bool, str]] = Counter()
     seconds: list[float] = []
-    for pair in pairs:
+    for number, pair in enumerate(pairs):
+        print(f"pair {number + 1} of {len(pairs)}", flush=True)
         for offset in OFFSETS:
             x, y = pair.point[0] + offset[0], pair.point[1] + offset[1]
             if not (50 <= x < pair.before.width - 50 and 50 <= y < pair.before.height - 50):
@@ -136,6 +137,8 @@ def main() -> None:
                     seconds.append(time.perf_counter() - started)
                 if not acted:
                     outcome = "handed back"
+                elif pair.changed and _moves(pair.case):
+                    outcome = "acted on the moved element"
                 elif pair.changed:
                     outcome = "acted (dangerous)"
                 elif at is not None and max(abs(at[0] - offset[0]), abs(at[1] - offset[1])) <= 1:
@@ -144,6 +147,15 @@ def main() -> None:
                     outcome = f"acted elsewhere (dangerous, {at})"
                 rows[split(pair), mode, _kind(pair.case), pair.changed, outcome] += 1
     write_section("moved", _section(rows, seconds))
+
+
+MOVES = ("moved", "scrolled", "swapped")
+"""Change kinds that move the element itself (labelled changed at the point): the search may
+find it where it moved, under its full check."""
+
+
+def _moves(case: str) -> bool:
+    return any(word in case for word in MOVES)
 
 
 def _kind(case: str) -> str:
@@ -165,7 +177,10 @@ def _section(rows: Counter[tuple[str, str, str, bool, str]], seconds: list[float
         " **search**, no window information, the check at the recorded point and then the"
         " bounded search. On a changed pair any action is dangerous; on an unchanged one a"
         " hand-back is needless and an action anywhere but where the content moved is"
-        " dangerous. Held-out is the accuracy benchmark's held-out split (xcalc); nothing"
+        " dangerous. Changes that move the element itself (moved, scrolled, buttons swapped)"
+        " are labelled changed at the point; where the search finds the element where it"
+        " moved and its full check passes there, the action is counted apart (the element"
+        " recorded, at its new place), not as dangerous. Held-out is the accuracy benchmark's held-out split (xcalc); nothing"
         " was tuned on these pairs.",
         "",
     ]
@@ -173,20 +188,23 @@ def _section(rows: Counter[tuple[str, str, str, bool, str]], seconds: list[float
         lines += [
             f"### {part}",
             "",
-            "| mode | pairs changed | acted on a change (dangerous) | pairs unchanged |"
-            " acted where it moved | needless hand-backs | acted elsewhere (dangerous) |",
-            "| --- | --- | --- | --- | --- | --- | --- |",
+            "| mode | pairs changed | acted on a change (dangerous) | a move: acted on the"
+            " moved element | pairs unchanged | acted where it moved | needless hand-backs |"
+            " acted elsewhere (dangerous) |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- |",
         ]
         for mode in ("window", "search"):
             mine = {k: v for k, v in rows.items() if k[0] == part and k[1] == mode}
             changed = sum(v for k, v in mine.items() if k[3])
-            danger = sum(v for k, v in mine.items() if k[3] and k[4].startswith("acted"))
+            danger = sum(v for k, v in mine.items() if k[3] and k[4] == "acted (dangerous)")
+            followed = sum(v for k, v in mine.items() if k[4] == "acted on the moved element")
             same = sum(v for k, v in mine.items() if not k[3])
             moved = sum(v for k, v in mine.items() if not k[3] and k[4] == "acted where it moved")
             needless = sum(v for k, v in mine.items() if not k[3] and k[4] == "handed back")
             elsewhere = same - moved - needless
             lines.append(
-                f"| {mode} | {changed} | {danger} | {same} | {moved} | {needless} | {elsewhere} |"
+                f"| {mode} | {changed} | {danger} | {followed} | {same} | {moved} | {needless} "
+                f"| {elsewhere} |"
             )
         lines.append("")
         lines += ["Unchanged pairs by kind (acted where it moved / all), window | search:", ""]

@@ -524,8 +524,10 @@ class CacheExecutionSettings(SettingsModel):
     """The trajectory's first action waits (up to ``settle_timeout``) until the whole screen
     looks like the recording's screen before it, coarsely (files that recorded it:
     ``metadata.start_state``), then hands back naming the differing area: its own region may
-    already match while the application is still drawing its window. Off: only the step's
-    own checks (for desktops that differ from the recording's away from the application)."""
+    already match while the application is still drawing its window. When the first step's
+    window was recorded, only that window's frame is compared. Off: only the step's own
+    checks (for desktops that differ from the recording's away from the application, with no
+    recorded window)."""
     search_radius: int = Field(320, ge=0, le=2048)
     """When a step's region does not match at its recorded point and there is no window to
     anchor it to, look for the region this many screenshot pixels around the point (each

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from PIL import Image, ImageDraw
 
 from askcache import Agent, CacheExecutionSettings, CacheWritingSettings, CachingSettings
 from askcache.screen.windows import WindowFrame, find_window
@@ -134,6 +135,37 @@ def test_a_changed_form_on_a_moved_window_is_handed_back_before_the_click(
     assert step == 3  # the Save click: Save and Clear swapped places
     assert _clicked(moved) == ["name"]  # Clear was never clicked
     assert moved.app.values["name"] == "Ada Lovelace"
+
+
+class _OtherDesktop(WindowedFormApp):
+    """The same window at the same place on another machine's desktop: a panel and another
+    program's window drawn beside the form, away from it."""
+
+    def screenshot(self) -> Image.Image:
+        image = super().screenshot()
+        draw = ImageDraw.Draw(image)
+        draw.rectangle((760, 0, 1023, 767), fill=(200, 120, 40))  # a panel
+        draw.rectangle((780, 60, 1000, 300), fill=(250, 250, 250), outline=(0, 0, 0))
+        draw.text((800, 80), "another program", fill=(0, 0, 0))
+        return image
+
+
+def test_the_start_screen_is_judged_inside_the_first_steps_window_only(tmp_path: Path) -> None:
+    # what lies outside the first step's window differs harmlessly from machine to machine:
+    # the first click does not wait for a desktop it will never see, and no model is called
+    _record(tmp_path, at=(50, 40))
+    elsewhere = _OtherDesktop(at=(50, 40))
+    calls, status, stopped = _replay(tmp_path, elsewhere, settle_timeout=2)
+    # the end state still compares the whole screen (a dialog the task opens may lie outside
+    # the window): the desktop beside the form leaves the run unverified, never handed back
+    assert (calls, status, stopped) == (0, "completed_unverified", None)
+    assert _clicked(elsewhere) == ["name", "save"]
+    assert elsewhere.app.saved == ADA
+    # inside the window it is still the whole window: another layout there is handed back
+    # before anything is clicked
+    changed = _OtherDesktop(app=SimulatedFormApp(layout="swapped"), at=(50, 40))
+    assert _replay(tmp_path, changed, settle_timeout=2) == (1, "handed_back", 1)
+    assert _clicked(changed) == []
 
 
 def test_find_window_takes_one_candidate_only() -> None:

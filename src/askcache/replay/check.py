@@ -130,7 +130,7 @@ def check(
     else:
         outcome = _check(state, step, action, screen, pointer=pointer, keep_view=keep_view)
     if isinstance(outcome, Checked) and pointer is None and state.index == state.start.step:
-        return _check_start_screen(state, outcome)
+        return _check_start_screen(state, step, outcome)
     return outcome
 
 
@@ -201,10 +201,14 @@ def _check(
     return _check_affected_area(state, step, record, screen)
 
 
-def _check_start_screen(state: ReplayState, checked: Checked) -> Checked | Refused:
+def _check_start_screen(
+    state: ReplayState, step: ToolUseBlockParam, checked: Checked
+) -> Checked | Refused:
     """The trajectory's first acting step runs only once the whole screen looks like the
     recording's before it (:attr:`~askcache.cachefile.format.CacheMetadata.start_state`):
-    the step's own region may already match while the window is half drawn. Where the
+    the step's own region may already match while the window is half drawn. When the step's
+    window was recorded, only that window's frame is compared: what lies outside it (other
+    windows, a desktop, a panel) differs harmlessly from machine to machine. Where the
     step's window moved (or the search found its region elsewhere), the screen is compared as
     seen from there, inside the window's frame and the part of the screen brought into view."""
     config, start = state.file.metadata.screen_state, state.start.thumbnail
@@ -217,6 +221,9 @@ def _check_start_screen(state: ReplayState, checked: Checked) -> Checked | Refus
     anchor = checked.anchor
     if anchor is not None:
         skip |= set(start.tiles_outside(anchor.compared_box(checked.screen.recorded.size)))
+    elif step.window is not None:
+        frame = step.window
+        skip |= set(start.tiles_outside((frame.x, frame.y, frame.width, frame.height)))
     differing = [i for i in now.differing_tiles(start) if i not in skip]
     if not differing:
         return checked

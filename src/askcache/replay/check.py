@@ -30,7 +30,17 @@ from askcache.replay.step_view import StepView
 from askcache.scaling import same_aspect
 from askcache.screen.state import Thumbnail, compare_tiles
 
-__all__ = ["Checked", "Refused", "check", "check_ways", "needs_screen", "passes", "unchecked"]
+__all__ = [
+    "START_SCREEN_TOLERANCE",
+    "Checked",
+    "Refused",
+    "check",
+    "check_ways",
+    "needs_screen",
+    "passes",
+    "start_screen_tolerance",
+    "unchecked",
+]
 
 
 @dataclass(frozen=True)
@@ -201,6 +211,19 @@ def _check(
     return _check_affected_area(state, step, record, screen)
 
 
+START_SCREEN_TOLERANCE = 0.02
+"""The share of the compared tiles (at least 2) that may differ from the recording's start
+screen while the first step still runs: a button lit by the pointer left over it, a caret.
+The start screen tells whether the application is *ready* (a half-drawn window differs in far
+more); whether the step may act is decided by the step's own checks, which stay unchanged."""
+
+
+def start_screen_tolerance(compared: int) -> int:
+    """How many of ``compared`` tiles may differ from the start screen (see
+    :data:`START_SCREEN_TOLERANCE`)."""
+    return max(2, int(compared * START_SCREEN_TOLERANCE))
+
+
 def _check_start_screen(
     state: ReplayState, step: ToolUseBlockParam, checked: Checked
 ) -> Checked | Refused:
@@ -225,7 +248,8 @@ def _check_start_screen(
         frame = step.window
         skip |= set(start.tiles_outside((frame.x, frame.y, frame.width, frame.height)))
     differing = [i for i in now.differing_tiles(start) if i not in skip]
-    if not differing:
+    compared = now.rows * now.columns - len(skip)
+    if len(differing) <= start_screen_tolerance(compared):
         return checked
     boxes = [list(now.tile_box(i)) for i in differing[:3]]
     checked.record.matched = False
@@ -233,7 +257,7 @@ def _check_start_screen(
     return Refused(
         checked.record,
         "the screen does not look like the recording's screen before its first action: "
-        f"{len(differing)} of {now.rows * now.columns - len(skip)} tiles differ "
+        f"{len(differing)} of {compared} tiles differ "
         f"(at {', '.join(map(str, boxes))}){where}",
     )
 

@@ -227,11 +227,13 @@ def test_replays_go_to_the_ledger_and_a_file_that_keeps_failing_is_invalidated(
         assert result.replay.status == "handed_back"
     records = open_ledger(storage).records("login.json")
     assert [r.status for r in records] == ["handed_back"] * 3 + ["refused"]
-    assert records[0].stopped_at_step == 3
+    # the swapped buttons differ from the recording's start screen: each replay hands back
+    # before its first action, nothing clicked
+    assert records[0].stopped_at_step == 1
     assert records[0].saved_model_calls >= 0
     invalid = load_cache_file(storage, "login.json")
     assert not invalid.metadata.is_valid
-    assert "the last 3 replays handed back at step 3" in (
+    assert "the last 3 replays handed back at step 1" in (
         invalid.metadata.invalidation_reason or ""
     )
     assert storage.read("login.json") != recorded  # invalidation is the one write
@@ -248,7 +250,7 @@ def test_a_version_2_file_replays_and_its_counts_move_to_the_ledger(tmp_path: Pa
     data["version"] = 2
     for step in data["trajectory"]:
         step.pop("effect", None)
-    for key in ("screen_state", "end_state", "legacy_stats"):
+    for key in ("screen_state", "end_state", "start_state", "legacy_stats"):
         data["metadata"].pop(key, None)
     data["metadata"].update(execution_attempts=4, successes=3, failures=[])
     storage.write("login.json", json.dumps(data).encode())

@@ -512,7 +512,8 @@ class CacheExecutionSettings(SettingsModel):
     settle_timeout: float = Field(10.0, gt=0, le=120)
     """Longest wait for a step's region, or its effect, to appear, in seconds. The replay's
     first checked step waits this long for its screen whatever the quiet period (the
-    application may still be starting), then hands back naming this setting."""
+    application may still be starting), then hands back naming this setting when its own
+    checks still fail."""
     settle_quiet_period: float = Field(1.5, ge=0, le=30)
     """How long a region that still differs must stay unchanged before the replay gives up
     on it, in seconds. Longer than the slowest answer of the application: a UI that answers
@@ -523,11 +524,12 @@ class CacheExecutionSettings(SettingsModel):
     wait_for_start_screen: bool = True
     """The trajectory's first action waits (up to ``settle_timeout``) until the whole screen
     looks like the recording's screen before it, coarsely (files that recorded it:
-    ``metadata.start_state``), then hands back naming the differing area: its own region may
-    already match while the application is still drawing its window. When the first step's
-    window was recorded, only that window's frame is compared. Off: only the step's own
-    checks (for desktops that differ from the recording's away from the application, with no
-    recorded window)."""
+    ``metadata.start_state``): its own region may already match while the application is
+    still drawing its window. When the screen never comes (another layout, another desktop),
+    the step's own checks decide alone after the wait, as for any step; the step's record
+    names the differing area. When the first step's window was recorded, only that window's
+    frame is compared. Off: no wait (for desktops that differ from the recording's away from
+    the application, with no recorded window: each replay would wait ``settle_timeout``)."""
     search_radius: int = Field(320, ge=0, le=2048)
     """When a step's region does not match at its recorded point and there is no window to
     anchor it to, look for the region this many screenshot pixels around the point (each

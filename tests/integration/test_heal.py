@@ -63,6 +63,7 @@ def _run(
     strategy: str = "auto",
     max_turns: int = 100,
     require_signature: bool | None = None,
+    search_radius: int = 320,
     **caching: Any,
 ) -> ActResult:
     with MessagesApiStandIn(script) as api:
@@ -79,6 +80,7 @@ def _run(
                     settle_quiet_period=0.2,
                     settle_timeout=1,
                     require_signature=require_signature,
+                    search_radius=search_radius,
                 ),
                 **caching,
             ),
@@ -295,7 +297,8 @@ def test_a_hand_back_late_in_the_run_keeps_the_replayed_steps_and_heals_the_rest
     _record(tmp_path)
     storage = LocalCacheStorage(tmp_path)
     old = load_cache_file(storage, "login.json")
-    first = _fill("swapped", "bob", tmp_path)  # Save and Clear changed places
+    # Save and Clear changed places; with no search, which would find Save where it moved
+    first = _fill("swapped", "bob", tmp_path, search_radius=0)
     assert first.replay is not None
     assert first.replay.stopped_at_step == 3
     assert first.heal is not None

@@ -88,7 +88,9 @@ class _TypesSecretAndNote:
         return self._act("left_click", coordinate=list(app.widget("save").center))
 
 
-def _settings(folder: Path | str, redact: str = "off", **caching: Any) -> CachingSettings:
+def _settings(
+    folder: Path | str, redact: str = "off", search_radius: int = 320, **caching: Any
+) -> CachingSettings:
     return CachingSettings(
         cache_dir=folder,
         writing_settings=CacheWritingSettings(
@@ -97,7 +99,10 @@ def _settings(folder: Path | str, redact: str = "off", **caching: Any) -> Cachin
             redact_typed_text=redact,  # type: ignore[arg-type]
         ),
         execution_settings=CacheExecutionSettings(
-            parameter_values={"pw": SECRET}, settle_quiet_period=0.2, settle_timeout=1
+            parameter_values={"pw": SECRET},
+            settle_quiet_period=0.2,
+            settle_timeout=1,
+            search_radius=search_radius,
         ),
         **caching,
     )
@@ -120,10 +125,12 @@ def _heal(
     redact: str = "off",
     chunk: int | None = None,
     layout: Layout = "banner",
+    *,
+    search_radius: int = 320,
 ) -> ActResult:
     app = SimulatedFormApp(layout=layout)
     script = _TypesSecretAndNote(app, SECRET, note, chunk)
-    result = _act(script, app, _settings(folder, redact))
+    result = _act(script, app, _settings(folder, redact, search_radius))
     assert app.saved[-1]["name"] == SECRET
     assert result.replay is not None
     assert result.replay.status == "handed_back"

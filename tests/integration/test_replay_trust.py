@@ -227,13 +227,12 @@ def test_replays_go_to_the_ledger_and_a_file_that_keeps_failing_is_invalidated(
         assert result.replay.status == "handed_back"
     records = open_ledger(storage).records("login.json")
     assert [r.status for r in records] == ["handed_back"] * 3 + ["refused"]
-    # the swapped buttons differ from the recording's start screen: each replay hands back
-    # before its first action, nothing clicked
-    assert records[0].stopped_at_step == 1
+    # the Name field is where it was: each replay fills it and stops at the Save click
+    assert records[0].stopped_at_step == 3
     assert records[0].saved_model_calls >= 0
     invalid = load_cache_file(storage, "login.json")
     assert not invalid.metadata.is_valid
-    assert "the last 3 replays handed back at step 1" in (
+    assert "the last 3 replays handed back at step 3" in (
         invalid.metadata.invalidation_reason or ""
     )
     assert storage.read("login.json") != recorded  # invalidation is the one write

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from PIL import Image, ImageDraw
 
-from askcache import Agent, CacheExecutionSettings, CacheWritingSettings, CachingSettings
+from askcache import ActResult, Agent, CacheExecutionSettings, CacheWritingSettings, CachingSettings
 from askcache.screen.windows import WindowFrame, find_window
 from askcache.storage.base import LocalCacheStorage, load_cache_file
 from askcache.testing import (
@@ -53,7 +53,7 @@ def _record(cache: Path, at: tuple[int, int] = (0, 0)) -> None:
     assert screen.app.saved == ADA
 
 
-def _replay(cache: Path, screen: WindowedFormApp, **execution: Any) -> tuple[int, str, int | None]:
+def _run(cache: Path, screen: WindowedFormApp, **execution: Any) -> ActResult:
     stop = text_reply("The form does not look as expected; I stop here.")
     with MessagesApiStandIn([stop]) as api:
         agent = Agent(
@@ -61,7 +61,22 @@ def _replay(cache: Path, screen: WindowedFormApp, **execution: Any) -> tuple[int
         )
         result = agent.act(GOAL, _settings(cache, "execute", **execution))
     assert result.replay is not None
+    return result
+
+
+def _replay(cache: Path, screen: WindowedFormApp, **execution: Any) -> tuple[int, str, int | None]:
+    result = _run(cache, screen, **execution)
+    assert result.replay is not None
     return result.model_calls, result.replay.status, result.replay.stopped_at_step
+
+
+START_SCREEN_DIFFERED = "does not look like the recording's screen before its first action"
+
+
+def _first_step_note(result: ActResult) -> str:
+    """The run report's note on the trajectory's first acting step (the Name click)."""
+    assert result.replay is not None
+    return next(r.note or "" for r in result.replay.steps if r.step_index == 1)
 
 
 def _clicked(screen: WindowedFormApp) -> list[str]:
@@ -118,23 +133,28 @@ def test_without_one_window_to_anchor_to_the_step_is_checked_at_its_recorded_poi
     assert moved.app.saved == []
 
 
-def test_a_changed_form_on_a_moved_window_is_handed_back_before_the_click(
+def test_a_changed_form_on_a_moved_window_fills_the_same_field_and_stops_at_the_save_click(
     tmp_path: Path,
 ) -> None:
     _record(tmp_path)
     # the whole form, seen from its window, differs from the recording's before the first
-    # click: nothing runs
+    # click (Save and Clear swapped places): the first step waits for that screen, then its
+    # own checks decide: the Name field is where it was, and the Save click's check stops it
     moved = WindowedFormApp(app=SimulatedFormApp(layout="swapped"), at=(300, 250))
-    calls, status, step = _replay(tmp_path, moved, settle_timeout=2)
-    assert (calls, status, step) == (1, "handed_back", 1)
-    assert _clicked(moved) == []
-    # without the start screen's wait, the Save click's own check stops it
-    moved = WindowedFormApp(app=SimulatedFormApp(layout="swapped"), at=(300, 250))
-    calls, status, step = _replay(tmp_path, moved, wait_for_start_screen=False)
-    assert (calls, status) == (1, "handed_back")
-    assert step == 3  # the Save click: Save and Clear swapped places
+    result = _run(tmp_path, moved, settle_timeout=2)
+    assert result.replay is not None
+    assert (result.model_calls, result.replay.status) == (1, "handed_back")
+    assert result.replay.stopped_at_step == 3  # the Save click
+    assert START_SCREEN_DIFFERED in _first_step_note(result)
     assert _clicked(moved) == ["name"]  # Clear was never clicked
     assert moved.app.values["name"] == "Ada Lovelace"
+    # without the start screen's wait, the same: the Save click's own check stops it
+    moved = WindowedFormApp(app=SimulatedFormApp(layout="swapped"), at=(300, 250))
+    result = _run(tmp_path, moved, wait_for_start_screen=False)
+    assert result.replay is not None
+    assert (result.model_calls, result.replay.stopped_at_step) == (1, 3)
+    assert START_SCREEN_DIFFERED not in _first_step_note(result)
+    assert _clicked(moved) == ["name"]
 
 
 class _OtherDesktop(WindowedFormApp):
@@ -155,17 +175,22 @@ def test_the_start_screen_is_judged_inside_the_first_steps_window_only(tmp_path:
     # the first click does not wait for a desktop it will never see, and no model is called
     _record(tmp_path, at=(50, 40))
     elsewhere = _OtherDesktop(at=(50, 40))
-    calls, status, stopped = _replay(tmp_path, elsewhere, settle_timeout=2)
+    result = _run(tmp_path, elsewhere, settle_timeout=2)
+    assert result.replay is not None
     # the end state still compares the whole screen (a dialog the task opens may lie outside
     # the window): the desktop beside the form leaves the run unverified, never handed back
-    assert (calls, status, stopped) == (0, "completed_unverified", None)
+    assert (result.model_calls, result.replay.status) == (0, "completed_unverified")
+    assert START_SCREEN_DIFFERED not in _first_step_note(result)  # the first look was enough
     assert _clicked(elsewhere) == ["name", "save"]
     assert elsewhere.app.saved == ADA
-    # inside the window it is still the whole window: another layout there is handed back
-    # before anything is clicked
+    # inside the window it is still the whole window: another layout there is seen (the step
+    # then runs on its own checks, and the Save click's stops the replay)
     changed = _OtherDesktop(app=SimulatedFormApp(layout="swapped"), at=(50, 40))
-    assert _replay(tmp_path, changed, settle_timeout=2) == (1, "handed_back", 1)
-    assert _clicked(changed) == []
+    result = _run(tmp_path, changed, settle_timeout=2)
+    assert result.replay is not None
+    assert START_SCREEN_DIFFERED in _first_step_note(result)
+    assert (result.model_calls, result.replay.stopped_at_step) == (1, 3)
+    assert _clicked(changed) == ["name"]
 
 
 def test_find_window_takes_one_candidate_only() -> None:

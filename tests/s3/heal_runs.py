@@ -15,10 +15,12 @@ from askcache.testing import FormFillingScript, MessagesApiStandIn, SimulatedFor
 from askcache.testing.simulated import Layout
 
 
-def heal_run(cache_dir: str, layout: Layout, user: str, strategy: str = "auto") -> ActResult:
+def heal_run(
+    cache_dir: str, layout: Layout, user: str, strategy: str = "auto", search_radius: int = 320
+) -> ActResult:
     """Log in as ``user`` on the form drawn with ``layout``, replaying (or, with
     ``strategy="record"``, recording) ``login.json``; the scripted model fills the form
-    whenever the replay hands back."""
+    whenever the replay hands back (``search_radius``: the replay's, 0 for no search)."""
     app = SimulatedFormApp(layout=layout)
     with MessagesApiStandIn(FormFillingScript(app, user)) as api:
         result = Agent(api.client(), [ComputerTool(app)]).act(
@@ -30,7 +32,10 @@ def heal_run(cache_dir: str, layout: Layout, user: str, strategy: str = "auto") 
                     filename="login.json", parameters={"user": user}
                 ),
                 execution_settings=CacheExecutionSettings(
-                    parameter_values={"user": user}, settle_quiet_period=0.2, settle_timeout=1
+                    parameter_values={"user": user},
+                    settle_quiet_period=0.2,
+                    settle_timeout=1,
+                    search_radius=search_radius,
                 ),
             ),
         )

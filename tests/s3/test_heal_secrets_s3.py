@@ -27,7 +27,8 @@ def test_a_heal_on_s3_keeps_secrets_as_placeholders_and_writes_no_typed_text(
     again = _replay(s3_url, "banner")
     assert again.model_calls == 0
 
-    proposed = _heal(s3_url, note=NOTE, redact="all", layout="swapped")  # other text typed
+    # other text typed; no search, which would find Save where it moved: a hand-back
+    proposed = _heal(s3_url, note=NOTE, redact="all", layout="swapped", search_radius=0)
     assert proposed.heal is not None
     assert proposed.heal.event == "proposed"
     assert TrajectoryVersions(storage, "login.json").proposals()

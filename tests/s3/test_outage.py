@@ -134,11 +134,11 @@ def _back(server: S3Server, proxy: OutageProxy) -> None:
 
 
 Case = tuple[Literal["stopped", "cut"], Any, Literal["sync", "next run"]]
-WRITES = 9
+WRITES = 10
 """The writes of the run that heals, in order: 1 the lock of the trajectory's versions, 2 the
 recording archived as version 1, 3 the commit journal, 4 version 2, 5 the trajectory,
-6 removing the journal, 7 releasing the lock, 8 the "healed" ledger entry, 9 the "replay"
-ledger entry."""
+6 removing the journal, 7 the trajectory's entry in the cache-file index (``list``),
+8 releasing the lock, 9 the "healed" ledger entry, 10 the "replay" ledger entry."""
 CASES: list[Case] = [
     *(("stopped", at, "sync" if at % 2 else "next run") for at in range(1, WRITES + 2)),
     ("cut", b"/v000001.json", "next run"),  # during the archive

@@ -66,6 +66,9 @@ class Refused:
     problem: str
     final: bool = False
     """True when waiting cannot help (a size that cannot be mapped, a step without a check)."""
+    own_checks: Checked | None = None
+    """Set when only the start screen is not there yet (the step's own checks passed on
+    this screen): once the wait for the start screen is over, the step runs on these."""
 
 
 def _point(action: Action | None) -> tuple[int, int] | None:
@@ -215,7 +218,8 @@ START_SCREEN_TOLERANCE = 0.02
 """The share of the compared tiles (at least 2) that may differ from the recording's start
 screen while the first step still runs: a button lit by the pointer left over it, a caret.
 The start screen tells whether the application is *ready* (a half-drawn window differs in far
-more); whether the step may act is decided by the step's own checks, which stay unchanged."""
+more); whether the step may act is decided by the step's own checks, which stay unchanged and
+decide alone once the wait for the start screen is over."""
 
 
 def start_screen_tolerance(compared: int) -> int:
@@ -227,9 +231,12 @@ def start_screen_tolerance(compared: int) -> int:
 def _check_start_screen(
     state: ReplayState, step: ToolUseBlockParam, checked: Checked
 ) -> Checked | Refused:
-    """The trajectory's first acting step runs only once the whole screen looks like the
+    """The trajectory's first acting step waits until the whole screen looks like the
     recording's before it (:attr:`~askcache.cachefile.format.CacheMetadata.start_state`):
-    the step's own region may already match while the window is half drawn. When the step's
+    the step's own region may already match while the window is half drawn. A screen that
+    differs is refused with the step's own outcome in :attr:`Refused.own_checks`: the
+    caller waits for the start screen, and when it never comes, the step's own checks
+    decide (another layout elsewhere in the window is no reason to hand back). When the step's
     window was recorded, only that window's frame is compared: what lies outside it (other
     windows, a desktop, a panel) differs harmlessly from machine to machine. Where the
     step's window moved (or the search found its region elsewhere), the screen is compared as
@@ -252,13 +259,13 @@ def _check_start_screen(
     if len(differing) <= start_screen_tolerance(compared):
         return checked
     boxes = [list(now.tile_box(i)) for i in differing[:3]]
-    checked.record.matched = False
     where = f" (checked {anchor.describe()})" if anchor is not None else ""
     return Refused(
         checked.record,
         "the screen does not look like the recording's screen before its first action: "
         f"{len(differing)} of {compared} tiles differ "
         f"(at {', '.join(map(str, boxes))}){where}",
+        own_checks=checked,
     )
 
 

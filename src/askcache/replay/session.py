@@ -139,6 +139,8 @@ class ReplaySession(ReplayState):
             return check_ways(self, step, action, seen)
 
         outcome, waited = watch(self, screen, evaluate, passes, quiet=not starting)
+        if isinstance(outcome, Refused) and outcome.own_checks is not None:
+            outcome = _without_start_screen(outcome, outcome.own_checks, waited)
         if isinstance(outcome, Refused) and _region_moved(outcome):
             found = search(self, step, action, last[0])
             if found is not None:
@@ -266,6 +268,18 @@ class ReplaySession(ReplayState):
     def regions(self) -> dict[int, Image.Image]:
         """Per checked step: the region it was checked on (recorded space)."""
         return {index: view.region for index, view in self.views.items()}
+
+
+def _without_start_screen(refused: Refused, checked: Checked, waited: float) -> Checked:
+    """The first step after its wait for the start screen ran out: the step's own checks
+    passed on the last screen, so it runs on them; the record says what differed."""
+    record = checked.record
+    record.note = (
+        f"{record.note or 'checked'}; {refused.problem}, after waiting {waited:.1f} s for it: "
+        "ran on the step's own checks"
+    )
+    logger.info("step %d: %s", record.step_index, record.note)
+    return checked
 
 
 def _region_moved(outcome: Refused) -> bool:

@@ -24,11 +24,28 @@ from askcache.storage.ledger.engine import LEDGER_FOLDER, RunLedger
 from askcache.storage.ledger.records import RunRecord
 from askcache.storage.ledger.summary import TrajectorySummary, fold_all
 
-__all__ = ["FolderLedger", "entry_id_of"]
+__all__ = ["FolderLedger", "create_entry", "entry_id_of"]
 
 logger = logging.getLogger(__name__)
 
 _STAMP = "%Y%m%dT%H%M%S.%fZ"
+
+
+def create_entry(
+    storage: CacheStorage, folder: str, record: RunRecord, entry_id: str | None
+) -> str:
+    """Create ``record`` as ``<folder>/<UTC time>-<id>.json`` and return its name. With
+    ``entry_id`` (a re-sent entry), an object already there under that id is the same entry:
+    it is kept, not an error."""
+    stamp = record.started_at.astimezone(UTC).strftime(_STAMP)
+    unique = RunLedger.new_entry_id() if entry_id is None else entry_id
+    name = f"{folder}/{stamp}-{unique}.json"
+    try:
+        storage.create(name, record.model_dump_json().encode("utf-8") + b"\n")
+    except CacheExistsError:
+        if entry_id is None:
+            raise
+    return name
 
 
 def entry_id_of(name: str) -> str:
@@ -49,15 +66,7 @@ class FolderLedger(RunLedger):
         return f"{LEDGER_FOLDER}/{trajectory}"
 
     def append(self, record: RunRecord, *, entry_id: str | None = None) -> str:
-        stamp = record.started_at.astimezone(UTC).strftime(_STAMP)
-        unique = self.new_entry_id() if entry_id is None else entry_id
-        name = f"{self.folder(record.trajectory)}/{stamp}-{unique}.json"
-        try:
-            self.storage.create(name, record.model_dump_json().encode("utf-8") + b"\n")
-        except CacheExistsError:
-            if entry_id is None:
-                raise
-        return name
+        return create_entry(self.storage, self.folder(record.trajectory), record, entry_id)
 
     def entry_names(self, trajectory: str | None = None) -> list[str]:
         """The names of the JSON entries stored (of one trajectory, or all)."""

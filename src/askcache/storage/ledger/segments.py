@@ -41,9 +41,9 @@ from datetime import UTC, datetime, timedelta
 from askcache.errors import AskCacheError, CacheExistsError
 from askcache.storage.base import CacheStorage
 from askcache.storage.ledger.engine import LEDGER_FOLDER, RunLedger
+from askcache.storage.ledger.folder import create_entry
 from askcache.storage.ledger.records import RunRecord
 from askcache.storage.ledger.segment_objects import (
-    STAMP_FORMAT,
     SUMMARIES_FOLDER,
     SUMMARY_CACHE_NAME,
     CachedSummary,
@@ -123,14 +123,7 @@ class SegmentLedger(RunLedger):
     # -- writing ---------------------------------------------------------------------------
 
     def append(self, record: RunRecord, *, entry_id: str | None = None) -> str:
-        stamp = record.started_at.astimezone(UTC).strftime(STAMP_FORMAT)
-        unique = self.new_entry_id() if entry_id is None else entry_id
-        name = f"{loose_folder(record.trajectory)}/{stamp}-{unique}.json"
-        try:
-            self.storage.create(name, record.model_dump_json().encode("utf-8") + b"\n")
-        except CacheExistsError:
-            if entry_id is None:
-                raise
+        name = create_entry(self.storage, loose_folder(record.trajectory), record, entry_id)
         try:
             loose = self.storage.list_prefix(loose_folder(record.trajectory))
             if len(loose) > self.compact_after:

@@ -311,11 +311,21 @@ def test_a_hand_back_late_in_the_run_keeps_the_replayed_steps_and_heals_the_rest
         assert new.trajectory[index].effect == old.trajectory[index].effect
     assert new.trajectory[2].input == {"action": "type", "text": "{{user}}"}
     assert first.heal.healed_steps[0] == 3
-    calls = [
-        _fill(layout, user, tmp_path).model_calls
+    # the start screen: the recorded one, with the tiles the swapped buttons changed left out
+    assert old.metadata.start_state is not None
+    assert new.metadata.start_state is not None
+    assert new.metadata.start_state.data == old.metadata.start_state.data
+    assert 0 < len(new.metadata.start_state.varying) <= 16
+    later = [
+        _fill(layout, user, tmp_path)
         for layout, user in [("swapped", "carol"), ("original", "dave"), ("swapped", "erin")]
     ]
-    assert calls == [0, 0, 0]
+    assert [run.model_calls for run in later] == [0, 0, 0]
+    # neither layout waits for the start screen: the first step goes on the first look
+    for run in later:
+        assert run.replay is not None
+        first_step = next(r for r in run.replay.steps if r.step_index == 1)
+        assert "before its first action" not in (first_step.note or "")
 
 
 def test_a_dismissed_banner_becomes_a_step_and_either_state_replays_after(

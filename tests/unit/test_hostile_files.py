@@ -647,6 +647,14 @@ def test_a_hash_for_other_densities_that_would_switch_the_check_off_is_refused(
             r"metadata\.start_state: is 10x50; the recorded screen's thumbnail is 80x50",
         ),
         ({"data": "AAAA"}, r"metadata\.start_state\.data: must be base64 of 4000 values"),
+        (
+            {"varying": [3, 2]},
+            r"metadata\.start_state\.varying: must be distinct, ascending, below 260",
+        ),
+        (
+            {"varying": [260]},
+            r"metadata\.start_state\.varying: must be distinct, ascending, below 260",
+        ),
     ],
 )
 def test_a_bad_start_screen_is_refused_naming_it(
@@ -656,4 +664,5 @@ def test_a_bad_start_screen_is_refused_naming_it(
     assert data["metadata"]["start_state"]["width"] == 80  # the 640x400 form at 1/8
     data["metadata"]["start_state"].update(start)
     error = _refused(data, fragment)
-    assert error.field == "metadata.start_state" + (".data" if "data" in start else "")
+    part = next((key for key in ("data", "varying") if key in start), None)
+    assert error.field == "metadata.start_state" + (f".{part}" if part else "")

@@ -469,6 +469,11 @@ def _check_screen_state(cache_file: CacheFile) -> None:
         _check_elsewhere(effect.elsewhere, f"trajectory[{index}].effect", space)
     if meta.start_state is not None:
         _check_thumbnail(meta.start_state, "metadata.start_state", (width, height), config)
+        varying = meta.start_state.varying
+        if sorted(set(varying)) != varying or not all(0 <= t < tiles for t in varying):
+            raise _ProblemError(
+                "metadata.start_state.varying", f"must be distinct, ascending, below {tiles}"
+            )
     end = meta.end_state
     if end is not None:
         _check_thumbnail(end, "metadata.end_state", (width, height), config)

@@ -60,6 +60,7 @@ from askcache.conversation.loop import ConversationResult
 from askcache.errors import AskCacheError, CacheNotFoundError
 from askcache.fingerprint.step import decode_screenshot
 from askcache.heal.profile import into_profile, merge_profile, profile_display
+from askcache.heal.start_screen import healed_start_state
 from askcache.messages import ImageBlockParam, MessageParam, ToolUseBlockParam
 from askcache.parameters import (
     SECRET_DESCRIPTION,
@@ -73,6 +74,7 @@ from askcache.parameters import (
 from askcache.record.recording import CACHING_TOOL_NAMES, CacheManager, final_screenshot
 from askcache.redaction import register_secrets
 from askcache.replay.session import ReplaySession
+from askcache.replay.state import StartScreen
 from askcache.screen.state import ScreenStateConfig, Thumbnail
 from askcache.settings import CacheWritingSettings, HealMode, VisualMethod, check_cache_name
 from askcache.storage.base import CacheStorage
@@ -284,6 +286,10 @@ def healed_file(
     )
     new.cache_parameters = dict(old.cache_parameters)
     new.profiles = dict(old.profiles)  # the trajectories learned on other screens stay
+    if not learning:
+        new.metadata.start_state = healed_start_state(
+            old, new.metadata.start_state, _first_step_replayed(session)
+        )
     model_ids = {
         call.id
         for m in messages
@@ -322,6 +328,13 @@ def _as_replayed(step: ToolUseBlockParam, session: ReplaySession) -> ToolUseBloc
             "effect": replayed.effect,
         }
     )
+
+
+def _first_step_replayed(session: ReplaySession) -> bool:
+    """Whether the file's first acting step ran in this run (the hand-back came later)."""
+    first = StartScreen.of(session.file, session.file.trajectory).step
+    stopped = _stopped_at(session)
+    return first is not None and stopped is not None and stopped > first
 
 
 def _stopped_at(session: ReplaySession) -> int | None:

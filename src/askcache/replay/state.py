@@ -143,7 +143,8 @@ class StartScreen:
     thumbnail: Thumbnail | None
     """The screen before it when recorded (``None``: not recorded)."""
     skip: frozenset[int]
-    """Tiles not compared: those that changed by themselves while recorded (a clock)."""
+    """Tiles not compared: those that changed by themselves while recorded (a clock), and
+    those a heal found to differ harmlessly (:attr:`~askcache.screen.state.StartState.varying`)."""
 
     @classmethod
     def of(cls, cache_file: CacheFile, steps: Sequence[ToolUseBlockParam]) -> StartScreen:
@@ -157,10 +158,11 @@ class StartScreen:
             None,
         )
         thumbnail = None
+        skip = set(meta.end_state.volatile if meta.end_state is not None else ())
         if meta.screen_state is not None and meta.start_state is not None:
             thumbnail = Thumbnail.from_end_state(meta.start_state, meta.screen_state)
-        skip = frozenset(meta.end_state.volatile if meta.end_state is not None else ())
-        return cls(first, thumbnail, skip)
+            skip.update(meta.start_state.varying)
+        return cls(first, thumbnail, frozenset(skip))
 
 
 def other_scale(size: tuple[int, int], recorded: tuple[int, int]) -> bool:

@@ -147,8 +147,13 @@ class ScreenThumbnail(_Model):
 class StartState(ScreenThumbnail):
     """The screen just before the recorded run's first acting step. A replay's first action
     waits until the whole screen looks like it (across runs: ``match_level``,
-    ``match_mean``; tiles the end state calls volatile are not compared), up to
-    ``settle_timeout``: the application may still be starting, its window half drawn."""
+    ``match_mean``; tiles the end state calls volatile, and ``varying``, are not compared), up
+    to ``settle_timeout``: the application may still be starting, its window half drawn."""
+
+    varying: list[int] = Field(default_factory=list)
+    """Tiles in which a healed run's start screen differed while its first step passed its
+    own checks (another layout of a later step's area, which the heal learned): they are
+    not compared, so the first step no longer waits on either layout. Ascending."""
 
 
 class EndState(ScreenThumbnail):

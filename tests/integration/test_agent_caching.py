@@ -115,6 +115,7 @@ def test_record_replay_and_hand_back(tmp_path: Path, version: str) -> None:
         handback = json.dumps(api.requests[5]["messages"][-1])
         assert "stopped at step 1 of 4" in handback
         assert "distance" in handback
+        assert "resume_cached_trajectory" in handback  # a tool the Agent offers
         assert api.rejected == []
         runs = open_ledger(LocalCacheStorage(tmp_path)).records("form.json")
         assert [(r.status, r.model_calls) for r in runs] == [("completed", 0), ("handed_back", 5)]

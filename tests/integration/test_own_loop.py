@@ -230,6 +230,8 @@ def test_a_hand_back_in_the_middle_goes_on_with_the_model_and_heals(recorded: Pa
     told = first[-1]["content"][0]["text"]
     assert "step 1" in told
     assert "Log in as bob" in told
+    assert "takes over again by itself" in told
+    assert "resume_cached_trajectory" not in told  # a tool the user's loop does not offer
     assert any(
         block.get("type") == "tool_use"
         for m in first

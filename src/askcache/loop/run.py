@@ -107,6 +107,7 @@ class LoopRun:
             display_size=display_size,
             screen_size=screen_size,
             offered_tools=tools,
+            resume_tool=False,  # the user's loop offers no caching tools
             sleep=sleep,
         )
         if cache_file is not None:

@@ -75,6 +75,9 @@ class CacheExecutor:
             the history (for a run recorded or healed from its history). ``False``: only
             the latest replayed result keeps its screenshot (:mod:`.history`), so a replay's
             memory does not grow with its steps.
+        resume_tool: The model is offered ``resume_cached_trajectory`` (askcache's
+            :class:`~askcache.Agent`); ``False`` (the user's own loop, :mod:`askcache.loop`):
+            the hand-back message does not name it.
         sleep, clock: Injected for tests.
     """
 
@@ -90,10 +93,12 @@ class CacheExecutor:
         screen_size: tuple[int, int] | None = None,
         offered_tools: Collection[str] | None = None,
         keep_replayed_screenshots: bool = True,
+        resume_tool: bool = True,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.name = name
+        self.resume_tool = resume_tool
         self.offered_tools = offered_tools
         self.agent_speaker = agent_speaker
         self.tool_shape = tool_shape
@@ -308,6 +313,7 @@ class CacheExecutor:
             executed=command.executed,
             goal=goal_of(messages),
             can_resume=session.settings.rejoin,
+            resume_tool=self.resume_tool,
         )
         logger.warning(
             "replay of %s handed back at step %d: %s",

@@ -39,15 +39,17 @@ def hand_back_text(
     executed: bool,
     goal: str,
     can_resume: bool,
+    resume_tool: bool = True,
 ) -> str:
-    """The message after a replay stopped at step ``index``."""
+    """The message after a replay stopped at step ``index`` (``resume_tool``: the model is
+    offered ``resume_cached_trajectory``, so the message may name it)."""
     fate = "was executed but did not work as recorded" if executed else "was NOT executed"
     done = _replayed(start, index + 1 if executed else index)
+    ask = " (or call resume_cached_trajectory once the screen is back)" if resume_tool else ""
     resume = (
         " The replay takes over again by itself only after you have acted (clicked, typed, "
         "pressed a key or scrolled) and the screen passes both the check that failed and the "
-        "next step's check; it never takes over after a turn in which you say you stop (or "
-        "call resume_cached_trajectory once the screen is back)."
+        f"next step's check; it never takes over after a turn in which you say you stop{ask}."
         if can_resume
         else ""
     )

@@ -147,6 +147,9 @@ class Agent:
         tools: The tools the model acts with, usually one :class:`ComputerTool`.
         model: Model name.
         system: System prompt.
+        max_tokens: The model's ``max_tokens`` per call.
+        max_turns: The most turns that call the model; a run that reaches it ends
+            ``max_turns``. Replayed steps call no model and do not count.
         storage: Where cache files live; default: ``cache_dir`` of the settings, a folder or a URL
             (:func:`~askcache.storage.remote.storage_for`).
         sleep: Used for the replay's waits (tests pass a no-op).

@@ -89,8 +89,15 @@ class ConversationResult:
     """Speakers that took turns, in order of first turn."""
 
 
+TURNS_PER_MODEL_TURN = 100
+"""The backstop on turns of any speaker: ``max_turns`` times this many (a replay of up to
+10,000 steps with the default ``max_turns``)."""
+
+
 class Conversation:
-    """Runs speakers and tools until a speaker says done or failed."""
+    """Runs speakers and tools until a speaker says done or failed, or ``max_turns`` turns
+    called the model: a turn with no model call (a replayed step) does not count, so a long
+    replay is never cut off by the limit meant for the model."""
 
     def __init__(
         self,
@@ -130,11 +137,15 @@ class Conversation:
         self.append(MessageParam(role="user", content=goal))
         seen: list[str] = []
         status: Literal["done", "failed", "max_turns"] = "max_turns"
-        reason: str | None = f"stopped after {self.max_turns} turns"
-        for _ in range(self.max_turns):
+        reason: str | None = f"stopped after {self.max_turns} turns that called the model"
+        model_turns = 0
+        for _ in range(self.max_turns * TURNS_PER_MODEL_TURN):
+            if model_turns >= self.max_turns:
+                break
             if self.current not in seen:
                 seen.append(self.current)
             result = self.speakers[self.current].handle_step(self)
+            model_turns += any(m.usage is not None for m in result.messages)
             for message in result.messages:
                 self.append(message)
             handoff = self._run_tools(result)

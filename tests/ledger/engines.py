@@ -102,7 +102,7 @@ ENGINES: dict[str, EngineSetup] = {
     ),
     "s3": EngineSetup(  # compacting every few entries, so reads cross segments and summaries
         open=lambda location: SegmentLedger(
-            storage_for(location), retention_days=None, compact_after=2
+            storage_for(location), retention_days=None, compact_after=2, check_every=1
         ),
         location=lambda _tmp, request: str(request.getfixturevalue("s3_url")),
         plant_unreadable=_plant_object,

@@ -3,8 +3,8 @@
     python -m tests.s3.ledger_worker CACHE_DIR WORKER ENTRIES COMPACT_AFTER
 
 Appends ENTRIES entries for ``shared.json`` (entry ids ``wWORKER-N``, each appended twice, as
-an outbox resending a write would), compacting whenever more than COMPACT_AFTER are loose,
-and prints how many it appended on its last line.
+an outbox resending a write would), every append deciding on compaction (past COMPACT_AFTER
+loose entries), and prints how many it appended on its last line.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from askcache.storage.remote import storage_for
 
 
 def main(cache_dir: str, worker: int, entries: int, compact_after: int) -> int:
-    ledger = SegmentLedger(storage_for(cache_dir), compact_after=compact_after)
+    ledger = SegmentLedger(storage_for(cache_dir), compact_after=compact_after, check_every=1)
     for n in range(entries):
         record = RunRecord(
             trajectory="shared.json",

@@ -18,11 +18,13 @@ from askcache.storage.ledger.segment_objects import (
     SEGMENTS_FOLDER,
     SUMMARIES_FOLDER,
     SUMMARY_CACHE_NAME,
+    Claim,
     SummaryCache,
+    claim_name,
 )
 from askcache.storage.ledger.segments import SegmentLedger
 from askcache.storage.ledger.summary import TrajectorySummary, fold_all
-from askcache.storage.remote import storage_for
+from askcache.storage.remote import FsspecCacheStorage, storage_for
 
 ROOT = Path(__file__).parents[2]
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
@@ -40,7 +42,7 @@ def _record(n: int, trajectory: str = "team/login.json") -> RunRecord:
 
 def test_compacted_reads_equal_folding_every_entry(s3_url: str) -> None:
     storage = storage_for(s3_url)
-    ledger = SegmentLedger(storage, compact_after=4, retention_days=None)
+    ledger = SegmentLedger(storage, compact_after=4, retention_days=None, check_every=1)
     records = [_record(n) for n in range(20)]
     for n, record in enumerate(records):
         ledger.append(record, entry_id=f"e{n:03d}")
@@ -78,7 +80,7 @@ def test_a_ledger_written_by_the_folder_engine_is_read_then_compacted_by_sync(
 
 def test_retention_drops_old_segments_and_keeps_the_summary(s3_url: str) -> None:
     storage = storage_for(s3_url)
-    ledger = SegmentLedger(storage, compact_after=3, retention_days=None)
+    ledger = SegmentLedger(storage, compact_after=3, retention_days=None, check_every=1)
     records = [_record(n) for n in range(12)]
     for record in records:
         ledger.append(record)
@@ -155,3 +157,58 @@ def test_summaries_come_from_the_cache_only_while_it_matches(s3_url: str) -> Non
     assert again[0].model_calls == first[0].model_calls + 10
     storage.write(SUMMARY_CACHE_NAME, b"{damaged")
     assert SegmentLedger(storage).summaries() == again
+
+
+class _CountingStorage(FsspecCacheStorage):
+    """The real S3 storage, counting its listings."""
+
+    listings = 0
+
+    def list_prefix(self, prefix: str) -> list[str]:
+        self.listings += 1
+        return super().list_prefix(prefix)
+
+
+def test_most_appends_make_one_request_and_the_few_that_list_keep_it_compacted(
+    s3_url: str,
+) -> None:
+    storage = _CountingStorage(s3_url)
+    ledger = SegmentLedger(storage, compact_after=4, retention_days=None)  # check_every=8
+    records = [_record(n) for n in range(64)]
+    for n, record in enumerate(records):
+        ledger.append(record, entry_id=f"e{n:03d}")
+    assert storage.listings < len(records) / 2
+    assert storage.list_prefix(SEGMENTS_FOLDER)  # the appends that listed compacted
+    assert len(storage.list_prefix(".ledger/team/login.json")) < len(records)
+    expected = fold_all(TrajectorySummary(trajectory="team/login.json"), records)
+    assert ledger.summary("team/login.json") == expected
+    assert ledger.records("team/login.json") == records
+
+
+def _claim(storage: FsspecCacheStorage, generation: int, age: timedelta) -> str:
+    name = claim_name("team/login.json", generation, 0)
+    claimed = Claim(created_at=datetime.now(UTC) - age)
+    storage.create(name, claimed.model_dump_json().encode())
+    return name
+
+
+def test_a_compaction_claimed_by_another_process_is_left_to_it_until_its_claim_is_stale(
+    s3_url: str,
+) -> None:
+    storage = storage_for(s3_url)
+    assert isinstance(storage, FsspecCacheStorage)
+    ledger = SegmentLedger(storage, compact_after=2, retention_days=None, check_every=100_000)
+    records = [_record(n) for n in range(6)]
+    for n, record in enumerate(records):
+        ledger.append(record, entry_id=f"e{n:03d}")
+    held = _claim(storage, 1, timedelta(seconds=5))  # another machine compacting right now
+    assert ledger.compact("team/login.json") == 0
+    assert len(storage.list_prefix(".ledger/team/login.json")) == 6
+    assert storage.list_prefix(SEGMENTS_FOLDER) == []
+    storage.delete(held)
+    _claim(storage, 1, timedelta(hours=1))  # its owner was killed long ago
+    assert ledger.compact("team/login.json") == 6  # taken over
+    assert storage.list_prefix(".ledger/team/login.json") == []
+    assert [n for n in storage.list_prefix(SUMMARIES_FOLDER) if "claim-" in n] == []
+    expected = fold_all(TrajectorySummary(trajectory="team/login.json"), records)
+    assert ledger.summary("team/login.json") == expected

@@ -269,12 +269,17 @@ class FsspecCacheStorage(CacheStorage):
         return bool(self._call("exists", name, lambda: self.fs.isfile(path)))
 
     def read_many(self, names: Iterable[str]) -> dict[str, bytes]:
-        """Every object's bytes fetched concurrently (fsspec's ``cat`` of a list of paths),
-        never from the read-through copy; missing ones are left out."""
+        """Every object's bytes fetched concurrently (fsspec's ``cat`` of a list of paths, one
+        ``GetObject`` each), never from the read-through copy; missing ones are left out."""
         paths = {self.path_for(name): name for name in names}
         if not paths:
             return {}
-        found = self._call("read", "", lambda: self.fs.cat(list(paths), on_error="return"))
+        # s3fs asks for an object's size (a HeadObject) before each GetObject, to read big
+        # ones in concurrent ranges; these objects are small: one request each
+        options = {"max_concurrency": 1} if getattr(self.fs, "max_concurrency", 1) > 1 else {}
+        found = self._call(
+            "read", "", lambda: self.fs.cat(list(paths), on_error="return", **options)
+        )
         result: dict[str, bytes] = {}
         for path, data in found.items():
             name = paths.get(str(path)) or paths.get(self.fs._strip_protocol(str(path)), "")

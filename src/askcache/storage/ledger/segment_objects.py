@@ -11,7 +11,9 @@ Per trajectory ``T``, in three hidden folders of the cache storage:
 - ``.ledger-summaries/T/summary-<generation>.json``: a :class:`Generation`, the summary of
   every entry folded up to that compaction, which entries that compaction folded, and the
   table of kept segments. Each generation is created exclusively (``If-None-Match: *`` on
-  S3), so of two compactions of the same trajectory at once exactly one commits.
+  S3), so of two compactions of the same trajectory at once exactly one commits;
+- ``.ledger-summaries/T/claim-<generation>-<attempt>.json``: a :class:`Claim`, a process
+  compacting into that generation (:mod:`askcache.storage.ledger.segment_claims`).
 
 And one for all trajectories, ``.ledger-cache/summaries.json`` (:class:`SummaryCache`): the
 summaries ``summaries()`` last computed, each with the generation and the loose entries it
@@ -44,11 +46,13 @@ __all__ = [
     "SUMMARIES_FOLDER",
     "SUMMARY_CACHE_NAME",
     "CachedSummary",
+    "Claim",
     "Generation",
     "Segment",
     "SegmentRow",
     "SummaryCache",
     "TrajectoryObjects",
+    "claim_name",
     "group_listing",
     "loose_folder",
     "parse_object",
@@ -73,6 +77,7 @@ SUMMARY_CACHE_NAME = ".ledger-cache/summaries.json"
 """The cache of every trajectory's summary (:class:`SummaryCache`)."""
 
 _SUMMARY = re.compile(r"^summary-(\d{8})\.json$")
+_CLAIM = re.compile(r"^claim-(\d{8})-(\d+)\.json$")
 
 
 class SegmentRow(BaseModel):
@@ -125,6 +130,16 @@ class Segment(BaseModel):
     """The entries by stem, in the order they were folded."""
 
 
+class Claim(BaseModel):
+    """``claim-<generation>-<attempt>.json``: a process is compacting a trajectory into that
+    generation (see :mod:`askcache.storage.ledger.segment_claims`)."""
+
+    model_config = ConfigDict(extra="ignore", use_attribute_docstrings=True)
+
+    created_at: datetime
+    """When the compaction claimed it (UTC, the claimant's clock)."""
+
+
 def stem_of(name: str) -> str:
     """An entry's stem (``<UTC time>-<id>``) from its storage name."""
     return name.rsplit("/", 1)[-1].removesuffix(".json")
@@ -139,6 +154,8 @@ class TrajectoryObjects:
     """Loose entries: stem -> storage name."""
     generations: dict[int, str] = field(default_factory=dict)
     """Generations: number -> storage name."""
+    claims: dict[int, dict[int, str]] = field(default_factory=dict)
+    """Claims: generation -> attempt -> storage name."""
 
     @property
     def latest(self) -> str | None:
@@ -193,11 +210,16 @@ def group_listing(
     for name in summary_names:
         folder, _, file = name.rpartition("/")
         match = _SUMMARY.match(file)
-        if match is None or not folder.startswith(SUMMARIES_FOLDER + "/"):
+        claim = _CLAIM.match(file)
+        if (match is None and claim is None) or not folder.startswith(SUMMARIES_FOLDER + "/"):
             continue
         trajectory = folder.removeprefix(SUMMARIES_FOLDER + "/")
         objects = found.setdefault(trajectory, TrajectoryObjects(trajectory))
-        objects.generations[int(match.group(1))] = name
+        if match is not None:
+            objects.generations[int(match.group(1))] = name
+        elif claim is not None:
+            attempts = objects.claims.setdefault(int(claim.group(1)), {})
+            attempts[int(claim.group(2))] = name
     return found
 
 
@@ -211,6 +233,11 @@ def summary_name(trajectory: str, generation: int) -> str:
     return f"{SUMMARIES_FOLDER}/{trajectory}/summary-{generation:08d}.json"
 
 
+def claim_name(trajectory: str, generation: int, attempt: int) -> str:
+    """The storage name of a claim on a trajectory's next generation."""
+    return f"{SUMMARIES_FOLDER}/{trajectory}/claim-{generation:08d}-{attempt:03d}.json"
+
+
 def segment_name(trajectory: str, generation: int, unique: str) -> str:
     """A new storage name for a segment of a trajectory."""
     return f"{SEGMENTS_FOLDER}/{trajectory}/segment-{generation:08d}-{unique}.json"
@@ -221,7 +248,7 @@ def stem_at(when: datetime) -> str:
     return when.astimezone(UTC).strftime(STAMP_FORMAT)
 
 
-_M = TypeVar("_M", "Generation", "Segment", RunRecord, "SummaryCache")
+_M = TypeVar("_M", "Generation", "Segment", RunRecord, "SummaryCache", "Claim")
 
 
 def parse_object(model: type[_M], name: str, data: bytes) -> _M | None:

@@ -2,16 +2,20 @@
 
 For a cache kept only on S3 (or another fsspec storage), where no database is shared by the
 fleet. Every run creates one loose entry object (never overwritten, idempotent by entry id,
-as the folder engine); once a trajectory has more than ``compact_after`` loose entries the
-appending process *compacts* them: it writes them into a segment object, then creates the
-trajectory's next generation (its summary: the previous one with those entries folded in),
-then deletes the loose objects. The objects are described in
+as the folder engine): one request. About one append in ``check_every`` (chosen by a hash of
+the entry's name, so the choice needs no request and no state) also lists the trajectory, and
+once it has more than ``compact_after`` loose entries *compacts* them: it claims the
+compaction (:mod:`askcache.storage.ledger.segment_claims`, so that of many machines finding
+the trajectory due one does the work), writes the entries into a segment object, then creates
+the trajectory's next generation (its summary: the previous one with those entries folded
+in), then deletes the loose objects. The objects are described in
 :mod:`askcache.storage.ledger.segment_objects`.
 
 Why nothing is lost or counted twice with many machines appending and compacting at once:
 
 - A generation is created exclusively under its number, so two compactions that started from
   the same generation cannot both commit; the loser deletes its segment and nothing else.
+  (Claims only save work: safety never depends on them.)
 - Loose entries are deleted only after the generation that folded them exists. A reader, and
   the next compaction, ignore loose entries the newest generation lists as folded (left by a
   compaction killed before deleting them); that next compaction deletes them before it
@@ -32,17 +36,20 @@ every trajectory. Generations (summaries) are kept for ever.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 import uuid
+import zlib
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from askcache.errors import AskCacheError, CacheExistsError
+from askcache.errors import AskCacheError, CacheExistsError, InvalidSettingsError
 from askcache.storage.base import CacheStorage
 from askcache.storage.ledger.engine import LEDGER_FOLDER, RunLedger
 from askcache.storage.ledger.folder import create_entry
 from askcache.storage.ledger.records import RunRecord
+from askcache.storage.ledger.segment_claims import spent_claims, take_claim
 from askcache.storage.ledger.segment_objects import (
     SUMMARIES_FOLDER,
     SUMMARY_CACHE_NAME,
@@ -57,6 +64,7 @@ from askcache.storage.ledger.segment_objects import (
     parse_object,
     segment_name,
     stem_at,
+    stem_of,
     summary_name,
 )
 from askcache.storage.ledger.segment_retention import prune_trajectory
@@ -103,6 +111,8 @@ class SegmentLedger(RunLedger):
         retention_days: Raw entries are kept this long (``None``: for ever).
         compact_after: A trajectory is compacted when it has more loose entries than this.
         max_fold: At most this many entries are folded by one compaction.
+        check_every: About one append in this many (chosen by a hash of the entry's name)
+            lists its trajectory to decide on compaction; the others make one request.
     """
 
     supports_retention = True
@@ -114,25 +124,28 @@ class SegmentLedger(RunLedger):
         retention_days: int | None = 90,
         compact_after: int = 32,
         max_fold: int = 1000,
+        check_every: int = 8,
     ) -> None:
+        if check_every < 1:
+            raise InvalidSettingsError("SegmentLedger", [("check_every", "must be at least 1")])
         self.storage = storage
         self.retention_days = retention_days
         self.compact_after = compact_after
         self.max_fold = max_fold
+        self.check_every = check_every
 
     # -- writing ---------------------------------------------------------------------------
 
     def append(self, record: RunRecord, *, entry_id: str | None = None) -> str:
         name = create_entry(self.storage, loose_folder(record.trajectory), record, entry_id)
-        try:
-            loose = self.storage.list_prefix(loose_folder(record.trajectory))
-            if len(loose) > self.compact_after:
+        if zlib.crc32(stem_of(name).encode()) % self.check_every == 0:
+            try:
                 self.compact(record.trajectory)
-        except (
-            AskCacheError,
-            OSError,
-        ) as exc:  # the entry is stored; compaction can wait
-            logger.warning("could not compact the ledger of %s: %s", record.trajectory, exc)
+            except (
+                AskCacheError,
+                OSError,
+            ) as exc:  # the entry is stored; compaction can wait
+                logger.warning("could not compact the ledger of %s: %s", record.trajectory, exc)
         return name
 
     def compact_all(self) -> int:
@@ -145,17 +158,37 @@ class SegmentLedger(RunLedger):
     def compact(self, trajectory: str, *, force: bool = False) -> int:
         """Fold the trajectory's loose entries (at most ``max_fold``) into a new generation
         when there are more than ``compact_after`` of them (any number with ``force``), and
-        apply the retention; returns how many were folded (0 when another process committed
-        first, which is harmless)."""
+        apply the retention; returns how many were folded (0 when another process holds the
+        claim or committed first, which is harmless)."""
         started = time.monotonic()
-        view = self._views(self._listing(trajectory))[trajectory]
+        listing = self._listing(trajectory)
+        objects = listing[trajectory]
+        if not objects.loose or (not force and len(objects.loose) <= self.compact_after):
+            return 0
+        number = (objects.latest_number or 0) + 1
+        claim = take_claim(self.storage, objects, number, COMPACTION_DEADLINE_SECONDS)
+        if claim is None:
+            return 0
+        try:
+            return self._fold(listing, number, started, force=force)
+        finally:
+            with contextlib.suppress(AskCacheError, OSError):  # a stale claim is taken over
+                self.storage.delete_many([claim, *spent_claims(objects, number)])
+
+    def _fold(
+        self, listing: dict[str, TrajectoryObjects], number: int, started: float, *, force: bool
+    ) -> int:
+        """The claimed part of :meth:`compact`: fold into generation ``number``."""
+        view = next(iter(self._views(listing).values()))
+        trajectory = view.objects.trajectory
         if view.folded_loose:
             self.storage.delete_many(view.folded_loose)
         pending = dict(list(view.pending.items())[: self.max_fold])
         if not pending or (not force and len(pending) <= self.compact_after):
             return 0
         previous = view.generation
-        number = (previous.generation if previous else 0) + 1
+        if (previous.generation if previous else 0) + 1 != number:
+            return 0  # another process committed since the listing
         segment = Segment(generation=number, entries=pending)
         where = segment_name(trajectory, number, uuid.uuid4().hex[:12])
         self.storage.create(where, segment.model_dump_json().encode("utf-8"))

@@ -1,12 +1,21 @@
 """The run ledger and the list index on S3 (moto): ``askcache list`` of 1,000 cache files,
-``askcache stats`` at 10,000 entries, the hand-back check, 8 concurrent writers.
+``askcache stats`` at 10,000 entries, the hand-back check, 8 concurrent writers; and, with
+``--parts writers,scale``, 8 writers x 1,000 appends and ``stats`` and the hand-back check at
+100,000 (or more, ``--scale``) entries.
 
     bash scripts/bench.sh ledger_s3 [--entries-per-trajectory 100] [--big 2300]
+    bash scripts/bench.sh ledger_s3 --parts writers,scale --writes 1000 --scale 100000
+
+The large ledgers are seeded as that many compactions would have left them: each trajectory's
+segments and its newest generation made by the engine's own fold
+(:func:`~askcache.storage.ledger.segment_fold.fold_generation`, ``--segment-entries`` entries
+each) and written directly, plus 10 loose entries, instead of one append per entry.
 
 Starts moto's S3 server (``python -m moto.server``) on 127.0.0.1 in its own process (the S3 API
 over HTTP on loopback: no network latency in these numbers). ``list`` and ``stats`` are timed
-as whole ``askcache`` processes, start-up included, as a user runs them. Writes the
-"ledger-s3" section of docs/benchmarks.md.
+as whole ``askcache`` processes, start-up included, as a user runs them. With every part
+(``--parts all``, the default), writes the "ledger-s3" section of docs/benchmarks.md; with
+some, prints their rows.
 """
 
 from __future__ import annotations
@@ -30,7 +39,9 @@ from bench.storage import BUCKET, _start_server
 SUMMARY_CACHE_NOTE = "`list` (run first) computes every trajectory's summary and keeps them in `.ledger-cache/summaries.json`; the `stats` rows read that cache and compute again only the trajectories changed since (`big.json` in the 12,300 row). A first `stats` without the cache reads one generation and the loose entries (10 here) of each trajectory; it was not measured separately in this run."
 FILES = int(os.environ.get("BENCH_FILES", "1000"))
 TRAJECTORIES = int(os.environ.get("BENCH_TRAJECTORIES", "100"))
-WRITERS, WRITES = 8, int(os.environ.get("BENCH_WRITES", "50"))
+WRITERS = 8
+LOOSE = 10
+"""Loose entries left in each seeded trajectory (appended since its last compaction)."""
 
 
 def _env(endpoint: str, copies: Path) -> dict[str, str]:
@@ -136,27 +147,34 @@ for n in range(count):
 """
 
 
-def _writers(url: str, env: dict[str, str]) -> tuple[float, int]:
+def _writers(url: str, env: dict[str, str], writes: int) -> tuple[float, int]:
     from askcache.storage.ledger import open_ledger
     from askcache.storage.remote import storage_for
 
     start = time.perf_counter()
     procs = [
-        subprocess.Popen([sys.executable, "-c", WRITER, url, str(w), str(WRITES)], env=env)
+        subprocess.Popen([sys.executable, "-c", WRITER, url, str(w), str(writes)], env=env)
         for w in range(WRITERS)
     ]
     for proc in procs:
         assert proc.wait() == 0
     seconds = time.perf_counter() - start
     summary = open_ledger(storage_for(url)).summary("shared.json")
-    return seconds, WRITERS * WRITES - (summary.entries if summary else 0)
+    return seconds, WRITERS * writes - (summary.entries if summary else 0)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--entries-per-trajectory", type=int, default=100)
     parser.add_argument("--big", type=int, default=2300)
+    parser.add_argument("--parts", default="all", help="all, or some of: files,writers,scale")
+    parser.add_argument("--writes", type=int, default=1000, help="appends per writer")
+    parser.add_argument("--scale", default="100000", help="entry counts, comma-separated")
+    parser.add_argument("--segment-entries", type=int, default=36)
     options = parser.parse_args()
+    parts = (
+        {"files", "writers", "scale"} if options.parts == "all" else set(options.parts.split(","))
+    )
     server, endpoint = _start_server()
     try:
         with tempfile.TemporaryDirectory() as tmp:
@@ -166,10 +184,22 @@ def main() -> None:
 
             boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket=BUCKET)
             url = f"s3://{BUCKET}/ledger"
-            rows = _measure(url, env, options.entries_per_trajectory, options.big)
+            rows: list[tuple[str, str]] = []
+            if "files" in parts:
+                rows += _measure(url, env, options.entries_per_trajectory, options.big)
+            if "writers" in parts:
+                rows += _measure_writers(f"s3://{BUCKET}/writers", env, options.writes)
+            for count in [int(c) for c in options.scale.split(",")] if "scale" in parts else []:
+                rows += _measure_scale(
+                    f"s3://{BUCKET}/scale-{count}", env, count, options.segment_entries
+                )
     finally:
         server.terminate()
         server.wait()
+    if parts != {"files", "writers", "scale"}:
+        print(machine())
+        print("\n".join(f"| {name} | {value} |" for name, value in rows))
+        return
     body = "\n".join(
         [
             "## Run ledger and `list` on S3 (moto)",
@@ -239,15 +269,115 @@ def _measure(url: str, env: dict[str, str], per: int, big: int) -> list[tuple[st
     rows.append((f"hand-back check, a trajectory of {big:,} entries", f"{large * 1000:.0f} ms"))
     seconds, _ = _cli(env, "stats", "--cache-dir", url)
     rows.append((f"`askcache stats`, {entries + big:,} entries", f"{seconds:.1f} s"))
-    _progress(f"{WRITERS} writers")
-    took, lost = _writers(url, env)
-    rows.append(
-        (
-            f"{WRITERS} processes appending {WRITES} entries each to one trajectory at once",
-            f"{took:.0f} s, {lost} entries lost",
-        )
-    )
     return rows
+
+
+def _measure_writers(url: str, env: dict[str, str], writes: int) -> list[tuple[str, str]]:
+    _progress(f"{WRITERS} writers x {writes}")
+    took, lost = _writers(url, env, writes)
+    return [
+        (
+            f"{WRITERS} processes appending {writes:,} entries each to one trajectory at once",
+            f"{took:.0f} s ({WRITERS * writes / took:.0f} appends/s), {lost} entries lost",
+        )
+    ]
+
+
+def _seed(url: str, trajectory: str, count: int, per_segment: int) -> int:
+    """``count`` entries of ``trajectory`` as compactions of ``per_segment`` entries would
+    have left them (segments, the newest generation) plus :data:`LOOSE` loose ones; returns
+    how many segments the generation lists."""
+    from askcache.storage.ledger import RunRecord
+    from askcache.storage.ledger.segment_fold import fold_generation
+    from askcache.storage.ledger.segment_objects import Generation, stem_at, summary_name
+    from askcache.storage.remote import FsspecCacheStorage, storage_for
+
+    storage = storage_for(url)
+    assert isinstance(storage, FsspecCacheStorage)
+    t0 = datetime.now(UTC) - timedelta(days=30)
+    step = timedelta(days=29) / count
+
+    def entry(n: int) -> tuple[str, RunRecord]:
+        record = RunRecord(
+            trajectory=trajectory,
+            status="handed_back" if n % 4 == 0 else "completed",
+            stopped_at_step=2 if n % 4 == 0 else None,
+            started_at=t0 + n * step,
+            model_calls=1,
+            model="claude-sonnet-4-5",
+        )
+        return f"{stem_at(record.started_at)}-{n:012d}", record
+
+    previous: Generation | None = None
+    objects: dict[str, bytes] = {}
+    for first in range(0, count - LOOSE, per_segment):
+        pending = dict(entry(n) for n in range(first, min(first + per_segment, count - LOOSE)))
+        folded = fold_generation(trajectory, previous, pending, cutoff=None)
+        objects[storage.path_for(folded.segment_name)] = folded.segment.model_dump_json().encode()
+        previous = folded.generation
+        if len(objects) >= 200:
+            storage.fs.pipe(objects)
+            objects = {}
+    for n in range(count - LOOSE, count):
+        stem, record = entry(n)
+        objects[storage.path_for(f".ledger/{trajectory}/{stem}.json")] = (
+            record.model_dump_json().encode()
+        )
+    storage.fs.pipe(objects)
+    assert previous is not None
+    storage.create(
+        summary_name(trajectory, previous.generation), previous.model_dump_json().encode()
+    )
+    return len(previous.segments)
+
+
+def _measure_scale(
+    url: str, env: dict[str, str], count: int, per_segment: int
+) -> list[tuple[str, str]]:
+    from askcache.storage.ledger.segment_objects import SUMMARY_CACHE_NAME
+    from askcache.storage.remote import storage_for
+
+    _progress(f"seeding {count:,} entries over {TRAJECTORIES} trajectories")
+    start = time.perf_counter()
+    rows_per = 0
+    for t in range(TRAJECTORIES):
+        rows_per = _seed(
+            url, f"team-{t % 10}/file-{t:04d}.json", count // TRAJECTORIES, per_segment
+        )
+    _progress(f"seeding one trajectory of {count:,} entries")
+    big_rows = _seed(url, "big.json", count, per_segment)
+    seeded = time.perf_counter() - start
+    _progress("stats, hand-back check")
+    storage_for(url).delete(SUMMARY_CACHE_NAME)
+    cold, out = _cli(env, "stats", "--cache-dir", url)
+    warm, again = _cli(env, "stats", "--cache-dir", url)
+    assert out == again, "stats printed something else from the summary cache"
+    startup, _ = _cli(env, "--help")
+    small = _handback_check(url, "team-0/file-0000.json")
+    large = _handback_check(url, "big.json")
+    total = count + TRAJECTORIES * (count // TRAJECTORIES)
+    return [
+        (
+            f"seeding {total:,} entries ({per_segment} per segment, {LOOSE} loose per trajectory)",
+            f"{seeded:.0f} s",
+        ),
+        (
+            f"`askcache stats`, {total:,} entries over {TRAJECTORIES + 1} trajectories, "
+            "no summary cache",
+            f"{cold:.1f} s",
+        ),
+        (f"`askcache stats`, {total:,} entries, summary cache kept", f"{warm:.1f} s"),
+        ("`askcache --help` in the same minutes (process start-up)", f"{startup:.1f} s"),
+        (
+            f"hand-back check, a trajectory of {count // TRAJECTORIES:,} entries "
+            f"({rows_per} segments)",
+            f"{small * 1000:.0f} ms",
+        ),
+        (
+            f"hand-back check, a trajectory of {count:,} entries ({big_rows:,} segments)",
+            f"{large * 1000:.0f} ms",
+        ),
+    ]
 
 
 if __name__ == "__main__":

@@ -39,7 +39,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-import uuid
 import zlib
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -50,19 +49,18 @@ from askcache.storage.ledger.engine import LEDGER_FOLDER, RunLedger
 from askcache.storage.ledger.folder import create_entry
 from askcache.storage.ledger.records import RunRecord
 from askcache.storage.ledger.segment_claims import spent_claims, take_claim
+from askcache.storage.ledger.segment_fold import fold_generation
 from askcache.storage.ledger.segment_objects import (
     SUMMARIES_FOLDER,
     SUMMARY_CACHE_NAME,
     CachedSummary,
     Generation,
     Segment,
-    SegmentRow,
     SummaryCache,
     TrajectoryObjects,
     group_listing,
     loose_folder,
     parse_object,
-    segment_name,
     stem_at,
     stem_of,
     summary_name,
@@ -189,49 +187,29 @@ class SegmentLedger(RunLedger):
         previous = view.generation
         if (previous.generation if previous else 0) + 1 != number:
             return 0  # another process committed since the listing
-        segment = Segment(generation=number, entries=pending)
-        where = segment_name(trajectory, number, uuid.uuid4().hex[:12])
-        self.storage.create(where, segment.model_dump_json().encode("utf-8"))
-        kept, dropped = self._retained(previous.segments if previous else [])
-        row = SegmentRow(
-            generation=number,
-            segment=where,
-            first=min(pending),
-            last=max(pending),
-            entries=len(pending),
-        )
-        generation = Generation(
-            generation=number,
-            summary=fold_all(
-                previous.summary if previous else TrajectorySummary(trajectory=trajectory),
-                pending.values(),
-            ),
-            folded=list(pending),
-            segments=[*kept, row],
-            created_at=datetime.now(UTC),
-        )
+        folded = fold_generation(trajectory, previous, pending, cutoff=self._cutoff())
+        self.storage.create(folded.segment_name, folded.segment.model_dump_json().encode())
         if time.monotonic() - started > COMPACTION_DEADLINE_SECONDS:
-            self.storage.delete(where)
+            self.storage.delete(folded.segment_name)
             return 0
         try:
             self.storage.create(
                 summary_name(trajectory, number),
-                generation.model_dump_json().encode("utf-8"),
+                folded.generation.model_dump_json().encode("utf-8"),
             )
         except CacheExistsError:
-            self.storage.delete(where)
+            self.storage.delete(folded.segment_name)
             return 0
         self.storage.delete_many(view.objects.loose[stem] for stem in pending)
-        self.storage.delete_many(r.segment for r in dropped)
+        self.storage.delete_many(r.segment for r in folded.dropped)
         self._forget_old_generations(view.objects, previous)
         return len(pending)
 
-    def _retained(self, rows: list[SegmentRow]) -> tuple[list[SegmentRow], list[SegmentRow]]:
-        """The segment rows to keep and to drop under the retention."""
+    def _cutoff(self) -> str | None:
+        """The smallest entry stem the retention keeps (``None``: all)."""
         if self.retention_days is None:
-            return rows, []
-        cutoff = stem_at(datetime.now(UTC) - timedelta(days=self.retention_days))
-        return [r for r in rows if r.last >= cutoff], [r for r in rows if r.last < cutoff]
+            return None
+        return stem_at(datetime.now(UTC) - timedelta(days=self.retention_days))
 
     def _forget_old_generations(
         self, objects: TrajectoryObjects, previous: Generation | None

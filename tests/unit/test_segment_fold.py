@@ -1,0 +1,58 @@
+"""What one compaction of the S3 run ledger writes (``fold_generation``), without a storage."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from askcache.storage.ledger import RunRecord
+from askcache.storage.ledger.segment_fold import fold_generation
+from askcache.storage.ledger.segment_objects import stem_at
+from askcache.storage.ledger.summary import TrajectorySummary, fold_all
+
+T0 = datetime(2026, 11, 1, tzinfo=UTC)
+
+
+def _entries(first: int, count: int) -> dict[str, RunRecord]:
+    found = {}
+    for n in range(first, first + count):
+        record = RunRecord(
+            trajectory="login.json",
+            status="handed_back" if n % 2 else "completed",
+            stopped_at_step=1 if n % 2 else None,
+            started_at=T0 + timedelta(days=n),
+            model_calls=n,
+        )
+        found[f"{stem_at(record.started_at)}-e{n:03d}"] = record
+    return found
+
+
+def test_each_fold_adds_a_segment_row_and_its_entries_to_the_summary() -> None:
+    first, second = _entries(0, 3), _entries(3, 4)
+    one = fold_generation("login.json", None, first, cutoff=None)
+    two = fold_generation("login.json", one.generation, second, cutoff=None)
+    assert (one.generation.generation, two.generation.generation) == (1, 2)
+    assert two.segment.entries == second
+    assert two.generation.folded == list(second)
+    assert [(r.segment, r.entries) for r in two.generation.segments] == [
+        (one.segment_name, 3),
+        (two.segment_name, 4),
+    ]
+    assert two.generation.segments[1].first == min(second)
+    everything = [*first.values(), *second.values()]
+    expected = fold_all(TrajectorySummary(trajectory="login.json"), everything)
+    assert two.generation.summary == expected
+    assert two.dropped == []
+
+
+def test_the_retention_drops_only_segments_whose_entries_are_all_older() -> None:
+    one = fold_generation("login.json", None, _entries(0, 3), cutoff=None)
+    two = fold_generation("login.json", one.generation, _entries(3, 3), cutoff=None)
+    three = fold_generation(
+        "login.json", two.generation, _entries(6, 1), cutoff=stem_at(T0 + timedelta(days=4))
+    )
+    assert [r.segment for r in three.dropped] == [one.segment_name]
+    assert [r.segment for r in three.generation.segments] == [
+        two.segment_name,
+        three.segment_name,
+    ]
+    assert three.generation.summary.runs == 7  # the summary keeps every entry

@@ -40,33 +40,31 @@ import contextlib
 import logging
 import time
 import zlib
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from askcache.errors import AskCacheError, CacheExistsError, InvalidSettingsError
 from askcache.storage.base import CacheStorage
-from askcache.storage.ledger.engine import LEDGER_FOLDER, RunLedger
+from askcache.storage.ledger.engine import RunLedger
 from askcache.storage.ledger.folder import create_entry
 from askcache.storage.ledger.records import RunRecord
 from askcache.storage.ledger.segment_claims import spent_claims, take_claim
 from askcache.storage.ledger.segment_fold import fold_generation
 from askcache.storage.ledger.segment_objects import (
-    SUMMARIES_FOLDER,
     SUMMARY_CACHE_NAME,
     CachedSummary,
     Generation,
     Segment,
     SummaryCache,
     TrajectoryObjects,
-    group_listing,
     loose_folder,
     parse_object,
     stem_at,
     stem_of,
     summary_name,
 )
+from askcache.storage.ledger.segment_reads import TrajectoryView, list_trajectories, read_views
 from askcache.storage.ledger.segment_retention import prune_trajectory
-from askcache.storage.ledger.summary import TrajectorySummary, fold_all
+from askcache.storage.ledger.summary import TrajectorySummary
 
 __all__ = ["COMPACTION_DEADLINE_SECONDS", "GENERATION_GRACE_SECONDS", "SegmentLedger"]
 
@@ -77,28 +75,6 @@ COMPACTION_DEADLINE_SECONDS = 300.0
 
 GENERATION_GRACE_SECONDS = 900.0
 """A generation older than the one before the newest is deleted once that one is this old."""
-
-_READ_TRIES = 3
-
-
-@dataclass
-class _View:
-    """One trajectory as read: its newest generation and what it does not hold yet."""
-
-    objects: TrajectoryObjects
-    generation: Generation | None = None
-    pending: dict[str, RunRecord] = field(default_factory=dict)
-    """Loose entries not folded yet, by stem, in stem order."""
-    folded_loose: list[str] = field(default_factory=list)
-    """Storage names of loose entries already folded (left over, or sent again)."""
-
-    @property
-    def summary(self) -> TrajectorySummary | None:
-        base = self.generation.summary if self.generation else None
-        if base is None and not self.pending:
-            return None
-        start = base or TrajectorySummary(trajectory=self.objects.trajectory)
-        return fold_all(start, self.pending.values())
 
 
 class SegmentLedger(RunLedger):
@@ -252,7 +228,7 @@ class SegmentLedger(RunLedger):
         found = {t: c.summary for t, c in kept.items()}
         rest = {t: objects for t, objects in listing.items() if t not in kept}
         if rest:
-            views, complete = self._views_checked(rest)
+            views, complete = read_views(self.storage, rest)
             found.update((t, view.summary) for t, view in views.items())
             if complete:
                 fresh = {
@@ -303,80 +279,8 @@ class SegmentLedger(RunLedger):
 
     def _listing(self, trajectory: str | None) -> dict[str, TrajectoryObjects]:
         """The objects of one trajectory (always present in the result) or of all."""
-        if trajectory is None:
-            loose = self.storage.list_prefix(LEDGER_FOLDER)
-            summaries = self.storage.list_prefix(SUMMARIES_FOLDER)
-        else:
-            loose = self.storage.list_prefix(loose_folder(trajectory))
-            summaries = self.storage.list_prefix(f"{SUMMARIES_FOLDER}/{trajectory}")
-        found = group_listing(loose, summaries)
-        if trajectory is not None:
-            found = {trajectory: found.get(trajectory, TrajectoryObjects(trajectory))}
-        return found
+        return list_trajectories(self.storage, trajectory)
 
-    def _views(self, listing: dict[str, TrajectoryObjects]) -> dict[str, _View]:
-        """Read the trajectories listed (see :meth:`_views_checked`)."""
-        return self._views_checked(listing)[0]
-
-    def _views_checked(
-        self, listing: dict[str, TrajectoryObjects]
-    ) -> tuple[dict[str, _View], bool]:
-        """Read the trajectories listed; and whether every object listed was read. An object
-        gone between the listing and the read (a compaction committed meanwhile) makes it
-        list and read again."""
-        for attempt in range(_READ_TRIES):
-            views, complete = self._read(listing)
-            if complete or attempt == _READ_TRIES - 1:
-                return views, complete
-            listing = self._relist(listing)
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    def _relist(self, listing: dict[str, TrajectoryObjects]) -> dict[str, TrajectoryObjects]:
-        if len(listing) == 1:
-            return self._listing(next(iter(listing)))
-        return self._listing(None)
-
-    def _read(self, listing: dict[str, TrajectoryObjects]) -> tuple[dict[str, _View], bool]:
-        wanted = [o.latest for o in listing.values() if o.latest]
-        wanted += [name for o in listing.values() for name in o.loose.values()]
-        data = self.storage.read_many(wanted)
-        complete = True
-        views: dict[str, _View] = {}
-        covering: dict[str, list[tuple[_View, str]]] = {}
-        for trajectory, objects in listing.items():
-            view = views[trajectory] = _View(objects)
-            latest = objects.latest
-            if latest is not None and latest in data:
-                view.generation = parse_object(Generation, latest, data[latest])
-            complete = complete and (latest is None or latest in data)
-            folded = set(view.generation.folded) if view.generation else set()
-            rows = (
-                [r for r in view.generation.segments if r.generation != view.generation.generation]
-                if view.generation
-                else []
-            )
-            for stem in sorted(objects.loose):
-                name = objects.loose[stem]
-                if stem in folded:
-                    view.folded_loose.append(name)
-                    continue
-                complete = complete and name in data
-                record = parse_object(RunRecord, name, data[name]) if name in data else None
-                if record is None:
-                    continue
-                view.pending[stem] = record
-                for row in rows:
-                    if row.covers(stem):
-                        covering.setdefault(row.segment, []).append((view, stem))
-        self._drop_resent(covering)
-        return views, complete
-
-    def _drop_resent(self, covering: dict[str, list[tuple[_View, str]]]) -> None:
-        """Loose entries found in an older segment were sent again after being folded: they
-        are ignored (and deleted by the next compaction)."""
-        for name, data in self.storage.read_many(covering).items():
-            segment = parse_object(Segment, name, data)
-            for view, stem in covering[name]:
-                if segment is not None and stem in segment.entries:
-                    del view.pending[stem]
-                    view.folded_loose.append(view.objects.loose[stem])
+    def _views(self, listing: dict[str, TrajectoryObjects]) -> dict[str, TrajectoryView]:
+        """Read the trajectories listed (see :func:`read_views`)."""
+        return read_views(self.storage, listing)[0]

@@ -1,0 +1,142 @@
+"""How the S3 run ledger (:mod:`askcache.storage.ledger.segments`) reads trajectories: a
+listing of their objects, then their newest generation and loose entries, concurrently.
+
+A trajectory's summary is its newest generation's plus the loose entries that generation does
+not hold; loose entries it lists as folded (left by a compaction killed before deleting them),
+and entries found in an older segment (sent again by the outbox after being folded), are set
+apart for the next compaction to delete. An object gone between the listing and the read (a
+compaction committed meanwhile) makes it list and read again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from askcache.storage.base import CacheStorage
+from askcache.storage.ledger.engine import LEDGER_FOLDER
+from askcache.storage.ledger.records import RunRecord
+from askcache.storage.ledger.segment_objects import (
+    SUMMARIES_FOLDER,
+    Generation,
+    Segment,
+    TrajectoryObjects,
+    group_listing,
+    loose_folder,
+    parse_object,
+)
+from askcache.storage.ledger.summary import TrajectorySummary, fold_all
+
+__all__ = ["TrajectoryView", "list_trajectories", "read_views"]
+
+_READ_TRIES = 3
+
+
+@dataclass
+class TrajectoryView:
+    """One trajectory as read: its newest generation and what it does not hold yet."""
+
+    objects: TrajectoryObjects
+    generation: Generation | None = None
+    pending: dict[str, RunRecord] = field(default_factory=dict)
+    """Loose entries not folded yet, by stem, in stem order."""
+    folded_loose: list[str] = field(default_factory=list)
+    """Storage names of loose entries already folded (left over, or sent again)."""
+
+    @property
+    def summary(self) -> TrajectorySummary | None:
+        """The trajectory's summary (``None``: no entry at all)."""
+        base = self.generation.summary if self.generation else None
+        if base is None and not self.pending:
+            return None
+        start = base or TrajectorySummary(trajectory=self.objects.trajectory)
+        return fold_all(start, self.pending.values())
+
+
+def list_trajectories(
+    storage: CacheStorage, trajectory: str | None
+) -> dict[str, TrajectoryObjects]:
+    """The objects of one trajectory (always present in the result) or of all."""
+    if trajectory is None:
+        loose = storage.list_prefix(LEDGER_FOLDER)
+        summaries = storage.list_prefix(SUMMARIES_FOLDER)
+    else:
+        loose = storage.list_prefix(loose_folder(trajectory))
+        summaries = storage.list_prefix(f"{SUMMARIES_FOLDER}/{trajectory}")
+    found = group_listing(loose, summaries)
+    if trajectory is not None:
+        found = {trajectory: found.get(trajectory, TrajectoryObjects(trajectory))}
+    return found
+
+
+def read_views(
+    storage: CacheStorage, listing: dict[str, TrajectoryObjects]
+) -> tuple[dict[str, TrajectoryView], bool]:
+    """Read the trajectories listed; and whether every object listed was read. An object
+    gone between the listing and the read (a compaction committed meanwhile) makes it
+    list and read again."""
+    for attempt in range(_READ_TRIES):
+        views, complete = _read(storage, listing)
+        if complete or attempt == _READ_TRIES - 1:
+            return views, complete
+        listing = _relist(storage, listing)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _relist(
+    storage: CacheStorage, listing: dict[str, TrajectoryObjects]
+) -> dict[str, TrajectoryObjects]:
+    if len(listing) == 1:
+        return list_trajectories(storage, next(iter(listing)))
+    return list_trajectories(storage, None)
+
+
+def _read(
+    storage: CacheStorage, listing: dict[str, TrajectoryObjects]
+) -> tuple[dict[str, TrajectoryView], bool]:
+    """One pass of :func:`read_views`."""
+    wanted = [o.latest for o in listing.values() if o.latest]
+    wanted += [name for o in listing.values() for name in o.loose.values()]
+    data = storage.read_many(wanted)
+    complete = True
+    views: dict[str, TrajectoryView] = {}
+    covering: dict[str, list[tuple[TrajectoryView, str]]] = {}
+    for trajectory, objects in listing.items():
+        view = views[trajectory] = TrajectoryView(objects)
+        latest = objects.latest
+        if latest is not None and latest in data:
+            view.generation = parse_object(Generation, latest, data[latest])
+        complete = complete and (latest is None or latest in data)
+        folded = set(view.generation.folded) if view.generation else set()
+        rows = (
+            [r for r in view.generation.segments if r.generation != view.generation.generation]
+            if view.generation
+            else []
+        )
+        for stem in sorted(objects.loose):
+            name = objects.loose[stem]
+            if stem in folded:
+                view.folded_loose.append(name)
+                continue
+            complete = complete and name in data
+            record = parse_object(RunRecord, name, data[name]) if name in data else None
+            if record is None:
+                continue
+            view.pending[stem] = record
+            for row in rows:
+                if row.covers(stem):
+                    covering.setdefault(row.segment, []).append((view, stem))
+    _drop_resent(storage, covering)
+    return views, complete
+
+
+def _drop_resent(
+    storage: CacheStorage, covering: dict[str, list[tuple[TrajectoryView, str]]]
+) -> None:
+    """Loose entries found in an older segment were sent again after being folded: they
+    are ignored (and deleted by the next compaction)."""
+    for name, data in storage.read_many(covering).items():
+        segment = parse_object(Segment, name, data)
+        for view, stem in covering[name]:
+            if segment is not None and stem in segment.entries:
+                del view.pending[stem]
+                view.folded_loose.append(view.objects.loose[stem])

@@ -9,7 +9,7 @@
 The large ledgers are seeded as that many compactions would have left them: each trajectory's
 segments and its newest generation made by the engine's own fold
 (:func:`~askcache.storage.ledger.segment_fold.fold_generation`, ``--segment-entries`` entries
-each) and written directly, plus 10 loose entries, instead of one append per entry.
+each: 1,000 by default, the size compactions merge segments up to) and written directly, plus 10 loose entries, instead of one append per entry.
 
 Starts moto's S3 server (``python -m moto.server``) on 127.0.0.1 in its own process (the S3 API
 over HTTP on loopback: no network latency in these numbers). ``list`` and ``stats`` are timed
@@ -170,7 +170,7 @@ def main() -> None:
     parser.add_argument("--parts", default="all", help="all, or some of: files,writers,scale")
     parser.add_argument("--writes", type=int, default=1000, help="appends per writer")
     parser.add_argument("--scale", default="100000", help="entry counts, comma-separated")
-    parser.add_argument("--segment-entries", type=int, default=36)
+    parser.add_argument("--segment-entries", type=int, default=1000)
     options = parser.parse_args()
     parts = (
         {"files", "writers", "scale"} if options.parts == "all" else set(options.parts.split(","))

@@ -19,6 +19,7 @@ from askcache.storage.ledger.segment_objects import (
     SUMMARIES_FOLDER,
     SUMMARY_CACHE_NAME,
     Claim,
+    Generation,
     SummaryCache,
     claim_name,
 )
@@ -212,3 +213,29 @@ def test_a_compaction_claimed_by_another_process_is_left_to_it_until_its_claim_i
     assert [n for n in storage.list_prefix(SUMMARIES_FOLDER) if "claim-" in n] == []
     expected = fold_all(TrajectorySummary(trajectory="team/login.json"), records)
     assert ledger.summary("team/login.json") == expected
+
+
+def test_small_segments_are_merged_so_the_table_stays_short_and_resent_entries_are_found(
+    s3_url: str,
+) -> None:
+    storage = storage_for(s3_url)
+    ledger = SegmentLedger(
+        storage, compact_after=2, retention_days=None, max_fold=10, check_every=1
+    )
+    records = [_record(n) for n in range(40)]
+    for n, record in enumerate(records):
+        ledger.append(record, entry_id=f"e{n:03d}")
+    for n in (1, 12, 37):  # folded (merged, or in the newest segment), then sent again
+        ledger.append(records[n], entry_id=f"e{n:03d}")
+    generations = [n for n in storage.list_prefix(SUMMARIES_FOLDER) if "summary-" in n]
+    newest = Generation.model_validate_json(storage.read(max(generations)))
+    assert newest.generation >= 10  # compacted about every 3 appends ...
+    assert len(newest.segments) <= 5  # ... into segments of up to 10 entries
+    assert (
+        sum(row.entries for row in newest.segments)
+        + len(storage.list_prefix(".ledger/team/login.json"))
+        >= 40
+    )
+    expected = fold_all(TrajectorySummary(trajectory="team/login.json"), records)
+    assert ledger.summary("team/login.json") == expected
+    assert ledger.records("team/login.json") == records

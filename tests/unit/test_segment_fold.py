@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from askcache.storage.ledger import RunRecord
-from askcache.storage.ledger.segment_fold import fold_generation
+from askcache.storage.ledger.segment_fold import fold_generation, merge_candidate
 from askcache.storage.ledger.segment_objects import stem_at
 from askcache.storage.ledger.summary import TrajectorySummary, fold_all
 
@@ -56,3 +56,31 @@ def test_the_retention_drops_only_segments_whose_entries_are_all_older() -> None
         three.segment_name,
     ]
     assert three.generation.summary.runs == 7  # the summary keeps every entry
+
+
+def test_a_small_newest_segment_is_merged_into_the_next_and_retired() -> None:
+    one = fold_generation("login.json", None, _entries(0, 3), cutoff=None)
+    assert merge_candidate(one.generation, 4, cutoff=None, max_fold=7) == one.generation.segments[0]
+    assert merge_candidate(one.generation, 5, cutoff=None, max_fold=7) is None  # would not fit
+    second = _entries(3, 4)
+    two = fold_generation(
+        "login.json", one.generation, second, cutoff=None, merge=one.segment, retired=["old.json"]
+    )
+    assert two.segment.entries == {**one.segment.entries, **second}
+    [row] = two.generation.segments
+    assert (row.segment, row.first, row.last, row.entries) == (
+        two.segment_name,
+        min(one.segment.entries),
+        max(second),
+        7,
+    )
+    merged = two.generation.merged
+    assert merged is not None
+    assert (merged.segment, merged.first, merged.last) == (
+        two.segment_name,
+        min(one.segment.entries),
+        max(one.segment.entries),
+    )
+    assert two.generation.folded == list(second)  # what the loose entries were
+    assert two.generation.retired == ["old.json", one.segment_name]
+    assert two.generation.summary.runs == 7

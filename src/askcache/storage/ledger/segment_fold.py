@@ -13,7 +13,7 @@ from askcache.storage.ledger.records import RunRecord
 from askcache.storage.ledger.segment_objects import Generation, Segment, SegmentRow, segment_name
 from askcache.storage.ledger.summary import TrajectorySummary, fold_all
 
-__all__ = ["Folded", "fold_generation"]
+__all__ = ["Folded", "fold_generation", "merge_candidate"]
 
 
 @dataclass(frozen=True)
@@ -30,27 +30,50 @@ class Folded:
     """The previous generation's segments the retention drops (to delete after the commit)."""
 
 
+def merge_candidate(
+    previous: Generation | None, folding: int, *, cutoff: str | None, max_fold: int
+) -> SegmentRow | None:
+    """The newest segment ``previous`` keeps, when it and ``folding`` more entries fit in one
+    segment of at most ``max_fold``: a compaction merges it into its own."""
+    rows = [
+        r for r in (previous.segments if previous else []) if cutoff is None or r.last >= cutoff
+    ]
+    if rows and rows[-1].entries + folding <= max_fold:
+        return rows[-1]
+    return None
+
+
 def fold_generation(
     trajectory: str,
     previous: Generation | None,
     pending: dict[str, RunRecord],
     *,
     cutoff: str | None,
+    merge: Segment | None = None,
+    retired: list[str] | None = None,
 ) -> Folded:
     """Fold ``pending`` (entries by stem, not empty) after ``previous`` into the next
     generation; segments whose entries all have a stem below ``cutoff`` (the retention; ``None``:
-    none) are left out of its table."""
+    none) are left out of its table. ``merge``: the contents of :func:`merge_candidate`'s
+    segment, taken into the new one (its row replaced, its name added to ``retired``, the
+    segments retired before and not deleted yet)."""
     number = (previous.generation if previous else 0) + 1
     where = segment_name(trajectory, number, uuid.uuid4().hex[:12])
     rows = previous.segments if previous else []
     kept = [r for r in rows if cutoff is None or r.last >= cutoff]
     dropped = [r for r in rows if cutoff is not None and r.last < cutoff]
+    entries, merged, gone = pending, None, list(retired or [])
+    if merge is not None and kept:
+        older = kept.pop()
+        entries = {**merge.entries, **pending}
+        merged = older.model_copy(update={"generation": number, "segment": where})
+        gone.append(older.segment)
     row = SegmentRow(
         generation=number,
         segment=where,
-        first=min(pending),
-        last=max(pending),
-        entries=len(pending),
+        first=min(entries),
+        last=max(entries),
+        entries=len(entries),
     )
     generation = Generation(
         generation=number,
@@ -61,5 +84,7 @@ def fold_generation(
         folded=list(pending),
         segments=[*kept, row],
         created_at=datetime.now(UTC),
+        merged=merged,
+        retired=gone,
     )
-    return Folded(where, Segment(generation=number, entries=pending), generation, dropped)
+    return Folded(where, Segment(generation=number, entries=entries), generation, dropped)

@@ -7,7 +7,8 @@ Per trajectory ``T``, in three hidden folders of the cache storage:
   rewritten (the folder engine's format, so a ledger written by an older askcache is read as
   it is);
 - ``.ledger-segments/T/segment-<generation>-<random>.json``: a :class:`Segment`, the entries
-  one compaction folded, kept for the retention period;
+  one compaction folded (and those of the segment before it, merged while they fit in one),
+  kept for the retention period;
 - ``.ledger-summaries/T/summary-<generation>.json``: a :class:`Generation`, the summary of
   every entry folded up to that compaction, which entries that compaction folded, and the
   table of kept segments. Each generation is created exclusively (``If-None-Match: *`` on
@@ -117,6 +118,13 @@ class Generation(BaseModel):
     """The segments kept (raw entries within the retention period), oldest first."""
     created_at: datetime
     """When it was written (UTC, the writer's clock)."""
+    merged: SegmentRow | None = None
+    """When this generation's segment took in the entries of the segment before it (so that
+    the table stays short): that segment's range, under this generation's segment's name. A
+    loose entry outside it and not in :attr:`folded` is not in this generation's segment."""
+    retired: list[str] = Field(default_factory=list)
+    """Segments merged into newer ones that an older generation may still list: deleted
+    with the generations that list them."""
 
 
 class Segment(BaseModel):

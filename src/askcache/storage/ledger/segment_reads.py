@@ -107,11 +107,11 @@ def _read(
             view.generation = parse_object(Generation, latest, data[latest])
         complete = complete and (latest is None or latest in data)
         folded = set(view.generation.folded) if view.generation else set()
-        rows = (
-            [r for r in view.generation.segments if r.generation != view.generation.generation]
-            if view.generation
-            else []
-        )
+        rows = []  # the segments a loose entry not folded by this generation may be in
+        if view.generation is not None:
+            newest = view.generation.generation
+            rows = [r for r in view.generation.segments if r.generation != newest]
+            rows += [view.generation.merged] if view.generation.merged else []
         for stem in sorted(objects.loose):
             name = objects.loose[stem]
             if stem in folded:

@@ -50,7 +50,12 @@ def prune_trajectory(
                 row.model_copy(update={"segment": where, "first": min(kept), "entries": len(kept)})
             )
     generation = previous.model_copy(
-        update={"generation": number, "segments": rows, "created_at": datetime.now(UTC)}
+        update={
+            "generation": number,
+            "segments": rows,
+            "created_at": datetime.now(UTC),
+            "merged": None,  # every row is now older than this generation: read in full
+        }
     )
     try:
         storage.create(

@@ -8,7 +8,10 @@ once it has more than ``compact_after`` loose entries *compacts* them: it claims
 compaction (:mod:`askcache.storage.ledger.segment_claims`, so that of many machines finding
 the trajectory due one does the work), writes the entries into a segment object, then creates
 the trajectory's next generation (its summary: the previous one with those entries folded
-in), then deletes the loose objects. The objects are described in
+in), then deletes the loose objects. While the newest segment and the new entries fit in
+``max_fold``, the new segment takes in the newest one's entries too (which it replaces in the
+generation's table), so the table, read with every summary and rewritten by every compaction,
+keeps about one row per ``max_fold`` entries. The objects are described in
 :mod:`askcache.storage.ledger.segment_objects`.
 
 Why nothing is lost or counted twice with many machines appending and compacting at once:
@@ -21,9 +24,11 @@ Why nothing is lost or counted twice with many machines appending and compacting
   compaction killed before deleting them); that next compaction deletes them before it
   commits, so only the newest generation's can be left.
 - An entry sent again after it was folded (the outbox resending a write whose answer was
-  lost) is recognised by its stem in the segment whose range covers it and ignored.
-- Old generations are deleted only when a newer one has existed for
-  :data:`GENERATION_GRACE_SECONDS`, and a compaction that took longer than
+  lost) is recognised by its stem in the segment whose range covers it and ignored (for the
+  newest segment, the range it merged: its other entries are the ones its generation folded).
+- Old generations, and the segments merged away that only they list, are deleted only when a
+  newer one has existed for :data:`GENERATION_GRACE_SECONDS`, and a compaction that took
+  longer than
   :data:`COMPACTION_DEADLINE_SECONDS` gives up before committing, so a slow compaction can
   never commit a generation number that was deleted.
 
@@ -48,7 +53,7 @@ from askcache.storage.ledger.engine import RunLedger
 from askcache.storage.ledger.folder import create_entry
 from askcache.storage.ledger.records import RunRecord
 from askcache.storage.ledger.segment_claims import spent_claims, take_claim
-from askcache.storage.ledger.segment_fold import fold_generation
+from askcache.storage.ledger.segment_fold import fold_generation, merge_candidate
 from askcache.storage.ledger.segment_objects import (
     SUMMARY_CACHE_NAME,
     CachedSummary,
@@ -163,7 +168,17 @@ class SegmentLedger(RunLedger):
         previous = view.generation
         if (previous.generation if previous else 0) + 1 != number:
             return 0  # another process committed since the listing
-        folded = fold_generation(trajectory, previous, pending, cutoff=self._cutoff())
+        cutoff = self._cutoff()
+        candidate = merge_candidate(previous, len(pending), cutoff=cutoff, max_fold=self.max_fold)
+        merge = None
+        if candidate is not None:
+            raw = self.storage.read_many([candidate.segment]).get(candidate.segment)
+            merge = None if raw is None else parse_object(Segment, candidate.segment, raw)
+        forget = self._old_enough(previous)
+        carried = [] if forget or previous is None else previous.retired
+        folded = fold_generation(
+            trajectory, previous, pending, cutoff=cutoff, merge=merge, retired=carried
+        )
         self.storage.create(folded.segment_name, folded.segment.model_dump_json().encode())
         if time.monotonic() - started > COMPACTION_DEADLINE_SECONDS:
             self.storage.delete(folded.segment_name)
@@ -178,7 +193,10 @@ class SegmentLedger(RunLedger):
             return 0
         self.storage.delete_many(view.objects.loose[stem] for stem in pending)
         self.storage.delete_many(r.segment for r in folded.dropped)
-        self._forget_old_generations(view.objects, previous)
+        if forget and previous is not None:
+            generations = view.objects.generations
+            old = [name for g, name in generations.items() if g < previous.generation]
+            self.storage.delete_many([*old, *previous.retired])
         return len(pending)
 
     def _cutoff(self) -> str | None:
@@ -187,18 +205,14 @@ class SegmentLedger(RunLedger):
             return None
         return stem_at(datetime.now(UTC) - timedelta(days=self.retention_days))
 
-    def _forget_old_generations(
-        self, objects: TrajectoryObjects, previous: Generation | None
-    ) -> None:
-        """Delete the generations before ``previous`` once ``previous`` is old enough (see
-        the module docstring)."""
+    @staticmethod
+    def _old_enough(previous: Generation | None) -> bool:
+        """True when the generations before ``previous`` (and the segments they alone list)
+        are to be deleted: ``previous`` has existed for :data:`GENERATION_GRACE_SECONDS`."""
         if previous is None:
-            return
+            return False
         age = (datetime.now(UTC) - previous.created_at).total_seconds()
-        if age < GENERATION_GRACE_SECONDS:
-            return
-        old = [name for number, name in objects.generations.items() if number < previous.generation]
-        self.storage.delete_many(old)
+        return age >= GENERATION_GRACE_SECONDS
 
     def prune(self, before: datetime) -> int:
         """Compact every trajectory, then drop its entries started before ``before``: the

@@ -498,13 +498,17 @@ def test_a_display_counts_as_reachable_only_when_its_server_answers(tmp_path: Pa
     with VirtualDisplay(640, 480) as screen:
         assert accepts_connections(screen.display)
         assert accepts_connections(f"{screen.display}.0")
-        number = screen.display[1:]
-    # the socket file of a stopped server may linger; a file that answers nothing is not a display
+    # the socket file of a stopped server may linger; a file that answers nothing is not a
+    # display (a number far above those Xvfb picks, so no other test's server is touched)
+    number = next(
+        n
+        for n in range(900, 1000)
+        if not Path(f"/tmp/.X11-unix/X{n}").exists() and not Path(f"/tmp/.X{n}-lock").exists()
+    )
     stale = Path(f"/tmp/.X11-unix/X{number}")
-    if not stale.exists():
-        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        listener.bind(str(stale))
-        listener.close()  # bound and closed: the file stays, nobody listens
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(stale))
+    listener.close()  # bound and closed: the file stays, nobody listens
     try:
         assert not accepts_connections(f":{number}")
     finally:

@@ -21,7 +21,7 @@ from pydantic import ValidationError
 from askcache.errors import AskCacheError, CacheExistsError, CacheNotFoundError
 from askcache.storage.base import CacheStorage
 from askcache.storage.ledger.engine import LEDGER_FOLDER, RunLedger
-from askcache.storage.ledger.records import RunRecord
+from askcache.storage.ledger.records import RunRecord, newest_records
 from askcache.storage.ledger.summary import TrajectorySummary, fold_all
 
 __all__ = ["FolderLedger", "create_entry", "entry_id_of"]
@@ -91,11 +91,7 @@ class FolderLedger(RunLedger):
         limit: int | None = None,
     ) -> list[RunRecord]:
         found = [self.read_entry(name) for name in self.entry_names(trajectory)]
-        kept = [r for r in found if r is not None and (since is None or r.started_at >= since)]
-        kept.sort(key=lambda record: record.started_at)
-        if limit is not None:
-            kept = kept[max(len(kept) - limit, 0) :]
-        return kept
+        return newest_records([r for r in found if r is not None], since, limit)
 
     def summary(self, trajectory: str) -> TrajectorySummary | None:
         records = self.records(trajectory)

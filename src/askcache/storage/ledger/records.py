@@ -8,6 +8,7 @@ from __future__ import annotations
 import getpass
 import os
 import socket
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Literal
 
@@ -23,6 +24,7 @@ __all__ = [
     "RunEvent",
     "RunRecord",
     "RunStatus",
+    "newest_records",
 ]
 
 RunStatus = Literal[
@@ -178,3 +180,13 @@ class RunRecord(BaseModel):
     @field_serializer("reason")
     def _redact_reason(self, reason: str | None) -> str | None:
         return None if reason is None else redact(reason)
+
+
+def newest_records(
+    found: Iterable[RunRecord], since: datetime | None, limit: int | None
+) -> list[RunRecord]:
+    """``found`` as :meth:`~askcache.storage.ledger.engine.RunLedger.records` returns them:
+    those started at or after ``since``, oldest first; with ``limit``, the newest ``limit``."""
+    kept = [r for r in found if since is None or r.started_at >= since]
+    kept.sort(key=lambda record: record.started_at)
+    return kept if limit is None else kept[max(len(kept) - limit, 0) :]

@@ -51,7 +51,7 @@ from askcache.errors import AskCacheError, CacheExistsError, InvalidSettingsErro
 from askcache.storage.base import CacheStorage
 from askcache.storage.ledger.engine import RunLedger
 from askcache.storage.ledger.folder import create_entry
-from askcache.storage.ledger.records import RunRecord
+from askcache.storage.ledger.records import RunRecord, newest_records
 from askcache.storage.ledger.segment_claims import spent_claims, take_claim
 from askcache.storage.ledger.segment_fold import fold_generation, merge_candidate
 from askcache.storage.ledger.segment_objects import (
@@ -287,9 +287,7 @@ class SegmentLedger(RunLedger):
             found.extend(segment.entries.values() if segment else [])
         for view in views.values():
             found.extend(view.pending.values())
-        kept = [r for r in found if since is None or r.started_at >= since]
-        kept.sort(key=lambda record: record.started_at)
-        return kept if limit is None else kept[max(len(kept) - limit, 0) :]
+        return newest_records(found, since, limit)
 
     def _listing(self, trajectory: str | None) -> dict[str, TrajectoryObjects]:
         """The objects of one trajectory (always present in the result) or of all."""

@@ -74,7 +74,7 @@ from askcache.parameters import (
 from askcache.record.recording import CACHING_TOOL_NAMES, CacheManager, final_screenshot
 from askcache.redaction import register_secrets
 from askcache.replay.session import ReplaySession
-from askcache.replay.state import StartScreen
+from askcache.replay.state import first_acting_step
 from askcache.screen.state import ScreenStateConfig, Thumbnail
 from askcache.settings import CacheWritingSettings, HealMode, VisualMethod, check_cache_name
 from askcache.storage.base import CacheStorage
@@ -332,7 +332,7 @@ def _as_replayed(step: ToolUseBlockParam, session: ReplaySession) -> ToolUseBloc
 
 def _first_step_replayed(session: ReplaySession) -> bool:
     """Whether the file's first acting step ran in this run (the hand-back came later)."""
-    first = StartScreen.of(session.file, session.file.trajectory).step
+    first = first_acting_step(session.file.trajectory)
     stopped = _stopped_at(session)
     return first is not None and stopped is not None and stopped > first
 

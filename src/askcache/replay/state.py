@@ -35,6 +35,7 @@ __all__ = [
     "Pending",
     "ReplayState",
     "Stopped",
+    "first_acting_step",
     "other_scale",
 ]
 
@@ -132,6 +133,18 @@ OTHER_DENSITY_SCALE = SAME_SIZE_TOLERANCE
 recorded one by more than this fraction in either direction."""
 
 
+def first_acting_step(steps: Sequence[ToolUseBlockParam]) -> int | None:
+    """The index of the first step that acts on the screen (``None``: none does)."""
+    return next(
+        (
+            index
+            for index, step in enumerate(steps)
+            if (action := parse_action(step)) is not None and action.name in ACTING_ACTIONS
+        ),
+        None,
+    )
+
+
 @dataclass(frozen=True)
 class StartScreen:
     """The recorded screen the trajectory's first action waits for
@@ -149,14 +162,7 @@ class StartScreen:
     @classmethod
     def of(cls, cache_file: CacheFile, steps: Sequence[ToolUseBlockParam]) -> StartScreen:
         meta = cache_file.metadata
-        first = next(
-            (
-                index
-                for index, step in enumerate(steps)
-                if (action := parse_action(step)) is not None and action.name in ACTING_ACTIONS
-            ),
-            None,
-        )
+        first = first_acting_step(steps)
         thumbnail = None
         skip = set(meta.end_state.volatile if meta.end_state is not None else ())
         if meta.screen_state is not None and meta.start_state is not None:

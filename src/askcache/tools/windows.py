@@ -5,7 +5,8 @@ open python-xlib ``Display``. Under a window manager that keeps EWMH's
 ``_NET_CLIENT_LIST_STACKING`` (or ``_NET_CLIENT_LIST``), its client windows; without one (a
 bare Xvfb), the root's mapped children, each taken as itself or, when it has no class (a
 frame a window manager drew around it), as its first child that has one. Frames are client
-areas in root coordinates. A window that goes away while it is asked about is left out.
+areas in root coordinates. A window that goes away while it is asked about is left out. Atoms
+are looked up once per connection (``get_atom``), not at every listing.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ def list_windows(display: Any) -> list[WindowFrame]:
 def _client_list(display: Any, root: Any) -> list[Any] | None:
     """The window manager's clients, bottom first; ``None`` when no EWMH manager runs."""
     for name in ("_NET_CLIENT_LIST_STACKING", "_NET_CLIENT_LIST"):
-        prop = root.get_full_property(display.intern_atom(name), 0)  # 0: AnyPropertyType
+        prop = root.get_full_property(display.get_atom(name), 0)  # 0: AnyPropertyType
         if prop is not None and len(prop.value):
             return [display.create_resource_object("window", int(w)) for w in prop.value]
     return None
@@ -82,7 +83,7 @@ def _class_of(window: Any) -> str | None:
 
 def _title_of(display: Any, window: Any) -> str | None:
     prop = window.get_full_property(
-        display.intern_atom("_NET_WM_NAME"), display.intern_atom("UTF8_STRING")
+        display.get_atom("_NET_WM_NAME"), display.get_atom("UTF8_STRING")
     )
     if prop is not None and prop.value:
         value = prop.value

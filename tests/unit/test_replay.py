@@ -3,9 +3,11 @@ trajectory file is never written by a replay."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 import pytest
@@ -17,6 +19,7 @@ from askcache.geometry import Point
 from askcache.messages import TextBlockParam, ToolUseBlockParam
 from askcache.parameters import substitute
 from askcache.replay import CacheExecutor
+from askcache.replay.observe import FIRST_POLL_SECONDS, POLL_SECONDS, poll_pauses
 from askcache.screen.state import StepEffect
 from askcache.settings import CacheExecutionSettings
 from askcache.storage.base import LocalCacheStorage, load_cache_file
@@ -959,3 +962,77 @@ def test_without_a_recorded_start_screen_the_first_action_waits_only_for_its_reg
         _replay_on(storage, app, name, settle_timeout=10, **settings)
         assert app.frames_at_click is not None, name
         assert app.frames_at_click <= app.blank, name
+
+
+class LateTypingApp(SimulatedFormApp):
+    """A form that draws typed text only ``late`` looks after the keys, noting each look at
+    the screen and each action in order."""
+
+    def __init__(self, late: int) -> None:
+        super().__init__()
+        self.late = late
+        self.order: list[str] = []
+        self.typed: tuple[int, str] | None = None
+
+    def screenshot(self) -> Image.Image:
+        if self.typed is not None and len(self.order) >= self.typed[0]:
+            assert self.focus is not None
+            self.values[self.focus] += self.typed[1]
+            self.typed = None
+        self.order.append(f"look name={self.values['name']!r}")
+        return super().screenshot()
+
+    def click(self, point: Point | None, button: str, count: int, modifiers: str | None) -> None:
+        self.order.append("click")
+        super().click(point, button, count, modifiers)
+
+    def type_text(self, text: str) -> None:
+        self.order.append("type")
+        self.typed = (len(self.order) + self.late, text)
+
+
+def test_the_next_step_is_checked_on_the_look_that_saw_the_effect(
+    storage: LocalCacheStorage,
+) -> None:
+    # The form draws the typed name 4 looks after the keys: the replay's wait for that
+    # effect sees it on its own capture, and the Save click that follows is checked on that
+    # very capture (no look in between), then clicked.
+    record_form(storage)
+    app = LateTypingApp(late=4)
+    tool = ComputerTool(app)
+    now = [0.0]
+    pauses: list[tuple[int, float]] = []  # (looks and actions so far, seconds)
+
+    def sleep(seconds: float) -> None:
+        pauses.append((len(app.order), seconds))
+        now[0] += seconds
+
+    executor = CacheExecutor(screen=tool.capture, sleep=sleep, clock=lambda: now[0])
+    executor.activate_cache_execution(load_cache_file(storage, "form.json"), "form.json")
+    Conversation(
+        [executor, FinishingSpeaker()], ToolCollection([tool]), first_speaker=executor.name
+    ).run(GOAL)
+    result = executor.result
+    assert result is not None
+    assert (result.status, result.handbacks) == ("completed", 0)
+    assert app.saved == [{"name": "Ada Lovelace", "email": ""}]
+    order = app.order
+    typed = order.index("type")
+    drawn = order.index("look name='Ada Lovelace'")
+    assert order[typed + 1 : drawn] == ["look name=''"] * (drawn - typed - 1)
+    assert drawn - typed > 2  # the effect was waited for: the result and more looks
+    assert order[drawn + 1] == "click"  # checked on the look that saw the effect
+    assert result.steps[2].effect == "seen"
+    # the wait looked again soon, then less often: each pause twice the one before
+    waits = [seconds for at, seconds in pauses if typed < at <= drawn]
+    assert len(waits) == drawn - typed - 1  # a pause before each look but the result's
+    assert waits[0] == FIRST_POLL_SECONDS
+    assert all(b == min(2 * a, POLL_SECONDS) for a, b in pairwise(waits))
+
+
+def test_the_pauses_of_a_wait_double_from_the_first_up_to_the_longest() -> None:
+    pauses = list(itertools.islice(poll_pauses(), 7))
+    assert pauses[0] == FIRST_POLL_SECONDS
+    assert pauses[-1] == POLL_SECONDS
+    assert pauses == sorted(pauses)
+    assert all(b == min(2 * a, POLL_SECONDS) for a, b in pairwise(pauses))

@@ -10,6 +10,7 @@ the moment it ran). A capture that fails raises
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from PIL import Image
@@ -20,13 +21,38 @@ from askcache.replay.state import CAPTURE_ATTEMPTS, CaptureFailedError, ReplaySt
 from askcache.scaling import same_aspect
 from askcache.screen.state import ScreenStateConfig, Thumbnail
 
-__all__ = ["POLL_SECONDS", "Screen", "capture", "current", "fresh", "observe", "screen_of"]
+__all__ = [
+    "FIRST_POLL_SECONDS",
+    "POLL_SECONDS",
+    "Screen",
+    "capture",
+    "current",
+    "fresh",
+    "observe",
+    "poll_pauses",
+    "screen_of",
+]
 
 logger = logging.getLogger(__name__)
 
 
 POLL_SECONDS = 0.02
-"""Pause between two looks at the screen while waiting."""
+"""The longest pause between two looks at the screen while waiting."""
+
+FIRST_POLL_SECONDS = 0.0025
+"""The first pause of a wait; each later one doubles, up to :data:`POLL_SECONDS`. Most
+screens answer an action within a few milliseconds (a focused field, a pressed button): a
+first look that soon sees the effect when it is drawn, and a slow screen is still looked at
+only every :data:`POLL_SECONDS`."""
+
+
+def poll_pauses() -> Iterator[float]:
+    """The pauses between the looks of one wait: :data:`FIRST_POLL_SECONDS`, doubling up
+    to :data:`POLL_SECONDS`, then that for ever."""
+    pause = FIRST_POLL_SECONDS
+    while True:
+        yield pause
+        pause = min(pause * 2, POLL_SECONDS)
 
 
 @dataclass
@@ -75,7 +101,10 @@ def _is_fresh(screenshot_index: int, messages: list[MessageParam]) -> bool:
 
 
 def observe(
-    state: ReplayState, messages: list[MessageParam], just_acted: bool = False
+    state: ReplayState,
+    messages: list[MessageParam],
+    just_acted: bool = False,
+    looked: Screen | None = None,
 ) -> Screen | None:
     """The screen to check the next step on: the history's latest screenshot when no
     action came after it, else a fresh capture; ``None`` to ask the conversation for one
@@ -84,10 +113,12 @@ def observe(
     Right after a replayed step (``just_acted``) a fresh capture is preferred when the
     screen can be watched: the step's result screenshot was taken the moment it ran, and
     the application may still be reacting to it (its effect can be complete while the
-    layout changes under the next step's point)."""
-    found = find_recent_screenshot_block(messages)
+    layout changes under the next step's point). When the step's verify phase captured the
+    screen itself (``looked``: it waited for the effect), that capture is the fresh one: it
+    was taken after the effect was drawn, a moment ago."""
     if just_acted and state.can_watch():
-        return capture(state)
+        return looked if looked is not None else capture(state)
+    found = find_recent_screenshot_block(messages)
     now = current(state, messages, f"message {found[0]}" if found else "")
     if now is not None:
         return now

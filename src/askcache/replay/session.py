@@ -8,12 +8,14 @@ back, or finish. Each step goes through named phases, each returning a typed out
 ``observe``  the latest screen: the history's screenshot when none was taken since the last
              action, else a fresh capture (or a screenshot request through the conversation);
              right after a replayed step, a fresh capture when the screen can be watched (the
-             step's result screenshot was taken the moment it ran)
-``wait``     watch the screen until the step's checks pass (go at once), or until it has stayed
-             unchanged and still different for the quiet period, or a timeout (a screen that
-             comes back to one it showed lately, a blinking caret, has not changed); the
-             replay's first checked step waits for the timeout (the application may still be
-             starting: an empty screen stays unchanged until its window appears)
+             step's result screenshot was taken the moment it ran), or the capture its verify
+             phase saw the effect on
+``wait``     watch the screen (soon at first, then less often) until the step's checks pass
+             (go at once), or until it has stayed unchanged and still different for the quiet
+             period, or a timeout (a screen that comes back to one it showed lately, a
+             blinking caret, has not changed); the replay's first checked step waits for the
+             timeout (the application may still be starting: an empty screen stays unchanged
+             until its window appears)
 ``check``    the step's fingerprint (perceptual hashes of the regions at its point) and the
              area it changed when recorded, as it looked before the action; where its window
              is now when it moved (:mod:`.anchor`); when its region does not match and there
@@ -67,7 +69,7 @@ from askcache.replay.rejoin import rejoin_refusal
 from askcache.replay.result import EndStateVerdict, StepRecord
 from askcache.replay.search import search
 from askcache.replay.state import CaptureFailedError, Pending, ReplayState, Stopped
-from askcache.replay.verify import failed_call, verify
+from askcache.replay.verify import Verified, failed_call, verify
 from askcache.replay.wait import settle, watch
 from askcache.storage.ledger import FailedCheck, RejoinDecision
 
@@ -85,23 +87,26 @@ class ReplaySession(ReplayState):
         executed: int | None = None
         try:
             just_acted = False
+            looked: Screen | None = None
             if self.pending is not None:
                 pending, self.pending = self.pending, None
                 self.ran = pending
                 executed = pending.step
-                stop = self._after(pending, messages)
+                stop, looked = self._after(pending, messages)
                 if stop is not None:
                     return stop
                 executed = None
                 just_acted = pending.step is not None
-            return self._next_step(messages, just_acted=just_acted)
+            return self._next_step(messages, just_acted=just_acted, looked=looked)
         except (CaptureFailedError, AskCacheError, OSError, ValueError) as exc:
             problem = f"the screen could not be read ({type(exc).__name__}: {exc})"
             if executed is not None:
                 return HandBack(executed, problem, executed=True)
             return HandBack(self.index, problem)
 
-    def _next_step(self, messages: list[MessageParam], *, just_acted: bool) -> Command:
+    def _next_step(
+        self, messages: list[MessageParam], *, just_acted: bool, looked: Screen | None = None
+    ) -> Command:
         if self.index >= len(self.steps):
             return finish(self, messages)
         step = self.steps[self.index]
@@ -113,7 +118,7 @@ class ReplaySession(ReplayState):
         if not needs_screen(action):
             return act(self, step, Checked(unchecked(self, step, action), None, None), 0.0)
         try:
-            return self._observe_and_check(step, action, messages, just_acted)
+            return self._observe_and_check(step, action, messages, just_acted, looked)
         except CaptureFailedError as exc:
             return HandBack(self.index, str(exc))
 
@@ -123,8 +128,9 @@ class ReplaySession(ReplayState):
         action: Action | None,
         messages: list[MessageParam],
         just_acted: bool,
+        looked: Screen | None,
     ) -> Command:
-        screen = observe(self, messages, just_acted)
+        screen = observe(self, messages, just_acted, looked)
         if screen is None:
             self.screenshot_asked_for = self.index
             self.result.screenshots_taken += 1
@@ -163,27 +169,31 @@ class ReplaySession(ReplayState):
             step = self.take_variant(outcome.variant)
         return act(self, step, outcome, waited)
 
-    def _after(self, pending: Pending, messages: list[MessageParam]) -> HandBack | None:
-        """Read the result of the call emitted last; verify a step's effect."""
+    def _after(
+        self, pending: Pending, messages: list[MessageParam]
+    ) -> tuple[HandBack | None, Screen | None]:
+        """Read the result of the call emitted last; verify a step's effect. Returns the
+        hand-back, if any, and the screen the verify phase last captured itself (the next
+        step is observed on it)."""
         failed = failed_call(messages, pending.call_id)
         if pending.step is None:
             if failed is not None:
-                return HandBack(self.index, f"no screenshot could be taken: {failed}")
-            return None
+                return HandBack(self.index, f"no screenshot could be taken: {failed}"), None
+            return None, None
         if failed is not None:
             self.emitted.pop(pending.call_id, None)
             settle(self)
-            return HandBack(pending.step, failed, executed=True)
+            return HandBack(pending.step, failed, executed=True), None
         try:
-            problem = verify(self, pending, messages)
+            verified = verify(self, pending, messages)
         except CaptureFailedError as exc:
-            problem = f"its effect cannot be checked: {exc}"
+            verified = Verified(f"its effect cannot be checked: {exc}")
         self.result.steps[-1].seconds = self.clock() - pending.started
-        if problem is not None:
+        if verified.problem is not None:
             self.emitted.pop(pending.call_id, None)  # it did not work as recorded
-            return HandBack(pending.step, problem, executed=True)
+            return HandBack(pending.step, verified.problem, executed=True), None
         self.index = pending.step + 1
-        return None
+        return None, verified.looked
 
     def end_state_verdict(self, messages: list[MessageParam]) -> EndStateVerdict | None:
         """The screen as the conversation ended against the recorded end state, looked at

@@ -9,16 +9,18 @@ A step that ran where its window moved (:mod:`.anchor`) is watched as seen from 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from PIL import Image
 
 from askcache.messages import MessageParam, TextBlockParam
-from askcache.replay.observe import Screen, current
+from askcache.replay.observe import Screen, capture, fresh
 from askcache.replay.state import Pending, ReplayState
 from askcache.replay.wait import watch
 from askcache.screen.elsewhere import check_elsewhere
 from askcache.screen.state import ScreenStateConfig, StepEffect, Thumbnail, compare_tiles
 
-__all__ = ["effect_problem", "failed_call", "has_effect", "verify"]
+__all__ = ["Verified", "effect_problem", "failed_call", "has_effect", "verify"]
 
 
 def has_effect(effect: StepEffect, before_image: Image.Image | None) -> bool:
@@ -72,9 +74,21 @@ def failed_call(messages: list[MessageParam], call_id: str) -> str | None:
     return None
 
 
-def verify(state: ReplayState, pending: Pending, messages: list[MessageParam]) -> str | None:
+@dataclass(frozen=True)
+class Verified:
+    """What the verify phase found."""
+
+    problem: str | None
     """Why the step's recorded effect did not appear (``None``: it did, or none is
     expected, or it cannot be checked)."""
+    looked: Screen | None = None
+    """The last screen it looked at when the replay captured it itself, after the step's
+    result arrived (``None``: it looked at the result's screenshot only, or at nothing): as
+    fresh as a new capture, so the next step is observed on it."""
+
+
+def verify(state: ReplayState, pending: Pending, messages: list[MessageParam]) -> Verified:
+    """Whether the step's recorded effect appeared (see :class:`Verified`)."""
     assert pending.step is not None
     step = state.steps[pending.step]
     record = state.result.steps[-1]
@@ -82,26 +96,29 @@ def verify(state: ReplayState, pending: Pending, messages: list[MessageParam]) -
     config = state.file.metadata.screen_state
     if effect is None or config is None or pending.before is None:
         record.effect = "not_checked"
-        return None
+        return Verified(None)
     before_image = pending.before_image
     if not has_effect(effect, before_image):
         record.effect = "none_recorded"
-        return None
-    screen = current(state, messages, "the result")
+        return Verified(None)
+    result = fresh(state, messages, "the result")
+    screen = result or (capture(state) if state.can_watch() else None)
     if screen is None:
         record.effect = "not_checked"
-        return None
+        return Verified(None)
     before = pending.before
     offset = pending.anchor.offset if pending.anchor is not None else (0, 0)
+    last = [screen]
 
     def evaluate(seen: Screen) -> str | None:
+        last[0] = seen
         return effect_problem(effect, config, before, before_image, seen.moved(offset))
 
     try:
         problem, waited = watch(state, screen, evaluate, lambda outcome: outcome is None)
     except ValueError as exc:
-        return f"the step's recorded effect cannot be checked: {exc}"
+        return Verified(f"the step's recorded effect cannot be checked: {exc}")
     record.waited_seconds += waited
     if problem is None:
         record.effect = "seen"
-    return problem
+    return Verified(problem, None if last[0] is result else last[0])

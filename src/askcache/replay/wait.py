@@ -1,7 +1,8 @@
 """Wait: watch the screen until a phase's outcome is good, the screen settles, or time runs out.
 
 A phase evaluates the screen; while the outcome is not done, the screen is captured again
-every :data:`~askcache.replay.observe.POLL_SECONDS` until the outcome is done, the screen has
+(soon at first, then every :data:`~askcache.replay.observe.POLL_SECONDS`:
+:func:`~askcache.replay.observe.poll_pauses`) until the outcome is done, the screen has
 stayed unchanged (and still different) for the quiet period, or the settle timeout passes. A
 screen that comes back to one it showed lately (a blinking caret) has not changed.
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
-from askcache.replay.observe import POLL_SECONDS, Screen, capture
+from askcache.replay.observe import Screen, capture, poll_pauses
 from askcache.replay.state import CaptureFailedError, ReplayState
 from askcache.screen.state import Thumbnail
 
@@ -54,11 +55,12 @@ def watch(
     # is no move
     seen = [first] if first is not None else []
     still_since = started
+    pauses = poll_pauses()
     while True:
         now = state.clock()
         if now - started >= state.settings.settle_timeout:
             break
-        state.sleep(POLL_SECONDS)
+        state.sleep(next(pauses))
         screen = capture(state)
         outcome = evaluate(screen)
         if done(outcome):

@@ -17,7 +17,8 @@ a fast replay that clicks wrongly would be no result.
 
 Memory: a trajectory of N steps on the simulated form (a click, then typing and deleting one
 character at a time), replayed through ``CacheExecutor`` with the computer tool, as
-``Agent.act`` replays under ``strategy="execute"``; tracemalloc's current size once the replay
+``Agent.act`` replays under ``strategy="execute"`` (only the latest replayed screenshot kept)
+and under ``strategy="auto"`` (every one kept, for a heal); tracemalloc's current size once the replay
 ended, with the conversation still held, plus the pixels of live Pillow images (which
 tracemalloc does not see), less before it. Per step: the difference between
 500 and 50 steps over 450 (what each further step keeps), each in a fresh process.
@@ -115,15 +116,30 @@ def _median_ms(function: Callable[[], object], repeat: int = FLOOR_REPEAT) -> fl
     return statistics.median(times) * 1000
 
 
+def _library_grab(backend: DesktopBackend) -> Image.Image:
+    """A screen grab as mss's own RGB conversion gives it (how askcache grabbed before)."""
+    grabber = backend._grabber
+    shot = grabber.grab(grabber.monitors[0])
+    return Image.frombytes("RGB", shot.size, shot.rgb)
+
+
+def _pillow_png(image: Image.Image) -> bytes:
+    """PNG by Pillow at its fastest level (how askcache encoded before)."""
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG", compress_level=1)
+    return buffer.getvalue()
+
+
 def floor(backend: DesktopBackend, display: str, folder: Path) -> dict[str, float]:
     """The physical floor of a step on the Tk form, in ms: a screen grab, its PNG encoding
     (the screenshot a tool result carries), decoding it, and the perceptual hash of one
-    100 px region at the Save button (the least a check does)."""
+    100 px region at the Save button (the least a check does), each with askcache's own
+    code; and the grab and encoding as the libraries do them (mss's RGB, Pillow's PNG), the
+    floor as issue 24 measured it."""
     with TkFormApp(display, folder / "floor-state.json") as app:
         app.current()
         image = backend.screenshot()
-        data = encode_png(image)
-        raw = base64.b64decode(data)
+        raw = base64.b64decode(encode_png(image))
 
         def decode() -> Image.Image:
             decoded = Image.open(io.BytesIO(raw))
@@ -137,8 +153,13 @@ def floor(backend: DesktopBackend, display: str, folder: Path) -> dict[str, floa
             "encode": _median_ms(lambda: encode_png(image)),
             "decode": _median_ms(decode),
             "hash": _median_ms(lambda: compute_hash(image.crop(box), "phash")),
+            "library_grab": _median_ms(lambda: _library_grab(backend)),
+            "library_encode": _median_ms(lambda: _pillow_png(image)),
         }
-    parts["floor"] = sum(parts.values())
+    parts["floor"] = parts["grab"] + parts["encode"] + parts["decode"] + parts["hash"]
+    parts["library_floor"] = (
+        parts["library_grab"] + parts["library_encode"] + parts["decode"] + parts["hash"]
+    )
     return parts
 
 
@@ -244,10 +265,11 @@ def _pixel_bytes() -> int:
     )
 
 
-def memory_kept(steps: int, keep_step_views: bool) -> dict[str, float]:
+def memory_kept(steps: int, keep_step_views: bool, keep_screenshots: bool) -> dict[str, float]:
     """Record ``steps`` steps on the simulated form, replay them; the bytes still held once
     the replay ended (the conversation held), less before it: what tracemalloc counts plus
-    the pixels of live Pillow images."""
+    the pixels of live Pillow images. ``keep_screenshots``: every replayed step's
+    screenshot stays in the history (a run a heal may follow)."""
     app = SimulatedFormApp()
     tools = ToolCollection([ComputerTool(app)])
     messages = [MessageParam(role="user", content="goal")]
@@ -260,7 +282,7 @@ def memory_kept(steps: int, keep_step_views: bool) -> dict[str, float]:
         cache_file = load_cache_file(storage, "m.json")
     del messages
     tool = ComputerTool(SimulatedFormApp())
-    executor = CacheExecutor(screen=tool.capture, keep_replayed_screenshots=False)
+    executor = CacheExecutor(screen=tool.capture, keep_replayed_screenshots=keep_screenshots)
     settings = CacheExecutionSettings(keep_step_views=keep_step_views)
     forget_images()
     tracemalloc.start()
@@ -278,13 +300,14 @@ def memory_kept(steps: int, keep_step_views: bool) -> dict[str, float]:
     return {"steps": steps, "kept": kept}
 
 
-def memory_per_step(keep_step_views: bool) -> dict[str, float]:
+def memory_per_step(keep_step_views: bool, keep_screenshots: bool = False) -> dict[str, float]:
     """Bytes each further replayed step keeps: (kept at 500 steps - at 50) / 450, each
     measured in a fresh process."""
     kept = {}
     for steps in (50, 500):
+        flags = [str(int(keep_step_views)), str(int(keep_screenshots))]
         output = subprocess.run(
-            [sys.executable, __file__, "--memory", str(steps), str(int(keep_step_views))],
+            [sys.executable, __file__, "--memory", str(steps), *flags],
             capture_output=True,
             text=True,
             check=True,
@@ -295,7 +318,11 @@ def memory_per_step(keep_step_views: bool) -> dict[str, float]:
 
 def main() -> None:
     if sys.argv[1:2] == ["--memory"]:
-        print(json.dumps(memory_kept(int(sys.argv[2]), bool(int(sys.argv[3])))))
+        print(
+            json.dumps(
+                memory_kept(int(sys.argv[2]), bool(int(sys.argv[3])), bool(int(sys.argv[4])))
+            )
+        )
         return
     runs = int(sys.argv[1]) if len(sys.argv) > 1 else 10
     rows = [
@@ -325,45 +352,59 @@ def main() -> None:
     plain = rows[0][1]
     f = plain["floor"]
     ratio = plain["median"] * 1000 / f["floor"]
+    library_ratio = plain["median"] * 1000 / f["library_floor"]
     lines += [
         "",
         "**A step against the physical floor**, measured in the same run on the same display and form "
         f"(medians of {FLOOR_REPEAT}): a screen grab (mss), PNG encoding of it (the screenshot a tool result carries), "
-        "decoding it, and the perceptual hash of one 100 px region. Goal: a step at most 1.5x the floor. "
+        "decoding it, and the perceptual hash of one 100 px region, each with askcache's own code; and, in the second "
+        "row, with the grab and the encoding as the libraries do them (mss's own RGB conversion, Pillow's PNG encoder "
+        "at its fastest level), the floor as issue 24 measured it. Goal: a step at most 1.5x the floor. "
         "Before issue 24 (askcache at 6e2c9db: pyautogui's 50 ms click interval, each step's region and screen copied "
-        "for a report, its result screenshot decoded again), run the same way on 2026-11-25 with the machine as loaded: "
-        "446 ms a step against a floor of 200 ms, 2.22x (issue 24 measured 48 ms against 19 ms, 2.4x, on a quieter machine).",
+        "for a report, its result screenshot decoded again), run the same way on 2026-11-25 on a loaded machine: "
+        "446 ms a step against a floor of 200 ms, 2.22x (issue 24 measured 48 ms against 19 ms, 2.4x, on a quieter machine). "
+        "At d1dabb3 (before the grab, the encoder and the waits below changed), on this machine on 2026-11-27 "
+        "(load 0.9): 55.1 ms a step against a floor of 18.2 ms (grab 3.9, encode 10.6, decode 3.5, hash 0.16), 3.03x.",
         "",
-        "| grab | PNG encode | decode | hash | floor | median step | step / floor |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
-        f"| {f['grab']:.1f} ms | {f['encode']:.1f} ms | {f['decode']:.1f} ms | {f['hash']:.2f} ms | {f['floor']:.1f} ms | {plain['median'] * 1000:.1f} ms | {ratio:.2f}x |",
+        "| floor measured with | grab | PNG encode | decode | hash | floor | median step | step / floor |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        f"| askcache's grab and encoder | {f['grab']:.1f} ms | {f['encode']:.1f} ms | {f['decode']:.1f} ms | {f['hash']:.2f} ms | {f['floor']:.1f} ms | {plain['median'] * 1000:.1f} ms | {ratio:.2f}x |",
+        f"| mss's RGB and Pillow's PNG (as issue 24 measured) | {f['library_grab']:.1f} ms | {f['library_encode']:.1f} ms | {f['decode']:.1f} ms | {f['hash']:.2f} ms | {f['library_floor']:.1f} ms | {plain['median'] * 1000:.1f} ms | {library_ratio:.2f}x |",
         "",
         f"Of a step, the median wait ({plain['median_wait'] * 1000:.0f} ms) is the form's own reaction: nothing sleeps "
-        "in a step now, so the screenshot after an action is taken at once, and the replay looks again every 20 ms "
-        f"until the effect is drawn. The median step less the median wait is {(plain['median'] - plain['median_wait']) * 1000:.0f} ms, "
-        f"{(plain['median'] - plain['median_wait']) * 1000 / f['floor']:.2f}x the floor: a step grabs the screen twice "
-        "(after the action, for its result; before the next step, as the form may still move) and the check lists "
-        "the windows (window anchoring).",
+        "in a step, so the screenshot after an action is taken at once, and the replay looks again 2.5 ms later, "
+        "then twice as long each time (up to every 20 ms) until the effect is drawn; the next step is checked on "
+        "the capture that saw it. "
+        f"The median step less the median wait is {(plain['median'] - plain['median_wait']) * 1000:.0f} ms, "
+        f"{(plain['median'] - plain['median_wait']) * 1000 / f['floor']:.2f}x the floor. What a step does beyond the "
+        "floor: it grabs the screen at least twice (before the check; after the action, for its result), "
+        "checks more than one hash (the detail region, tone, the element under the point, the area the action "
+        "changed, and where the step's window is: one listing of the windows), makes the action (about 1 ms for a "
+        "click, 5 ms to type 12 characters through XTEST) and compares thumbnails of the screen before and after "
+        "it for the effect. It never decodes a screenshot: the one the computer tool encoded is kept with its text.",
     ]
     memory = [
-        ("off (the default)", memory_per_step(False)),
-        ("on (`keep_step_views`)", memory_per_step(True)),
+        ("off (the default)", "latest only", memory_per_step(False)),
+        ("off (the default)", "every one (a heal may follow)", memory_per_step(False, True)),
+        ("on (`keep_step_views`)", "latest only", memory_per_step(True)),
     ]
     lines += [
         "",
         "**Memory a replay keeps per step** (the simulated form, 1280x800; see the module docstring): "
         "what tracemalloc still counts once a replay of N steps ended, with its conversation held, plus the pixels "
-        "of live Pillow images (allocated where tracemalloc does not see them), less before it, "
-        'under `strategy="execute"` (no recording or heal follows, so only the latest replayed screenshot stays in the history). '
+        "of live Pillow images (allocated where tracemalloc does not see them), less before it. "
+        'Under `strategy="execute"` no recording or heal follows, so only the latest replayed screenshot stays in '
+        'the history; under `strategy="auto"` (the default) a heal may follow a hand-back, and it rebuilds the '
+        "trajectory from the history, so every replayed step's screenshot stays (as PNG text). "
         "Goal without a report: at most 20 KiB a step. Before issue 24 (6e2c9db: every step's view kept, every replayed "
         "screenshot in the history): 316 KiB a step.",
         "",
-        "| report | kept after 50 steps | kept after 500 steps | each further step |",
-        "| --- | --- | --- | --- |",
+        "| report | replayed screenshots kept | kept after 50 steps | kept after 500 steps | each further step |",
+        "| --- | --- | --- | --- | --- |",
     ]
-    for name, m in memory:
+    for name, screenshots, m in memory:
         lines.append(
-            f"| {name} | {m['kept_50'] / 2**20:.1f} MiB | {m['kept_500'] / 2**20:.1f} MiB | {m['per_step'] / 1024:.1f} KiB |"
+            f"| {name} | {screenshots} | {m['kept_50'] / 2**20:.1f} MiB | {m['kept_500'] / 2**20:.1f} MiB | {m['per_step'] / 1024:.1f} KiB |"
         )
     body = "\n".join(lines)
     write_section("replay latency", body)

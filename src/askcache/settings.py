@@ -518,6 +518,15 @@ class CacheExecutionSettings(SettingsModel):
     """How long a region that still differs must stay unchanged before the replay gives up
     on it, in seconds. Longer than the slowest answer of the application: a UI that answers
     after 0.8 s is still unchanged for 0.8 s."""
+    settle_still_period: float = Field(0.025, ge=0, le=5)
+    """How long the screen must stay unchanged, in seconds, before a step whose checks pass
+    acts on it: a later look must pass too and show the same screen (inside the step's
+    window, when recorded, and apart from tiles that changed by themselves when recorded).
+    A check can pass on a frame the application is still drawing (a window half painted
+    at start-up, the last typed letter not drawn yet: a toolkit painting at 60 Hz shows a
+    new frame every 17 ms); the default covers one and a half such frames. A screen that
+    keeps changing while the checks pass (an animation in the window) is acted on after
+    ``settle_quiet_period``. 0: act on the first look that passes."""
     check_effects: bool = True
     """After each step, check it had the effect it had when recorded (files that recorded
     effects): an action that changed its area then but changes nothing now did not land."""

@@ -991,12 +991,13 @@ class LateTypingApp(SimulatedFormApp):
         self.typed = (len(self.order) + self.late, text)
 
 
-def test_the_next_step_is_checked_on_the_look_that_saw_the_effect(
+def test_the_next_step_acts_once_the_screen_that_showed_the_effect_stays_still(
     storage: LocalCacheStorage,
 ) -> None:
     # The form draws the typed name 4 looks after the keys: the replay's wait for that
-    # effect sees it on its own capture, and the Save click that follows is checked on that
-    # very capture (no look in between), then clicked.
+    # effect sees it on its own capture; the Save click that follows is checked on that
+    # very capture, and clicked after one more look, settle_still_period later, shows the
+    # same screen (a frame still being drawn would have changed by then).
     record_form(storage)
     app = LateTypingApp(late=4)
     tool = ComputerTool(app)
@@ -1021,9 +1022,12 @@ def test_the_next_step_is_checked_on_the_look_that_saw_the_effect(
     drawn = order.index("look name='Ada Lovelace'")
     assert order[typed + 1 : drawn] == ["look name=''"] * (drawn - typed - 1)
     assert drawn - typed > 2  # the effect was waited for: the result and more looks
-    assert order[drawn + 1] == "click"  # checked on the look that saw the effect
     assert result.steps[2].effect == "seen"
-    # the wait looked again soon, then less often: each pause twice the one before
+    # one look to see the screen stay still, then the click: no look in between
+    assert order[drawn + 1 : drawn + 3] == ["look name='Ada Lovelace'", "click"]
+    still = CacheExecutionSettings().settle_still_period
+    assert [seconds for at, seconds in pauses if at == drawn + 1] == [pytest.approx(still)]
+    # the wait for the effect looked again soon, then less often: each pause twice the last
     waits = [seconds for at, seconds in pauses if typed < at <= drawn]
     assert len(waits) == drawn - typed - 1  # a pause before each look but the result's
     assert waits[0] == FIRST_POLL_SECONDS
@@ -1036,3 +1040,96 @@ def test_the_pauses_of_a_wait_double_from_the_first_up_to_the_longest() -> None:
     assert pauses[-1] == POLL_SECONDS
     assert pauses == sorted(pauses)
     assert all(b == min(2 * a, POLL_SECONDS) for a, b in pairwise(pauses))
+
+
+class StillDrawing(SimulatedFormApp):
+    """A form that goes on drawing after each action: a block in its bottom-right corner, away
+    from every step's point, changes shade for ``frames`` looks (for ever with ``None``),
+    then is gone. Notes each look (its shade) and each action in order."""
+
+    def __init__(self, frames: int | None) -> None:
+        super().__init__()
+        self.frames = frames
+        self.left: int | None = 0
+        self.order: list[str] = []
+
+    def _acted(self, name: str) -> None:
+        self.order.append(name)
+        self.left = self.frames
+
+    def click(self, point: Point | None, button: str, count: int, modifiers: str | None) -> None:
+        self._acted("click")
+        super().click(point, button, count, modifiers)
+
+    def type_text(self, text: str) -> None:
+        self._acted("type")
+        super().type_text(text)
+
+    def screenshot(self) -> Image.Image:
+        image = super().screenshot()
+        drawing = self.left is None or self.left > 0
+        shade = 40 + (sum(1 for e in self.order if e.startswith("look")) * 70) % 200
+        if drawing:
+            image.paste((shade, shade, shade), (560, 330, 620, 380))
+            if self.left is not None:
+                self.left -= 1
+        self.order.append(f"look {shade if drawing else 'done'}")
+        return image
+
+
+def _replay_drawing(
+    storage: LocalCacheStorage, app: StillDrawing, **settings: Any
+) -> tuple[Any, list[str]]:
+    now = [0.0]
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds
+
+    tool = ComputerTool(app)
+    executor = CacheExecutor(screen=tool.capture, sleep=sleep, clock=lambda: now[0])
+    executor.activate_cache_execution(
+        load_cache_file(storage, "form.json"),
+        "form.json",
+        execution_settings=CacheExecutionSettings(end_state="off", **settings),
+    )
+    Conversation(
+        [executor, FinishingSpeaker()], ToolCollection([tool]), first_speaker=executor.name
+    ).run(GOAL)
+    assert executor.result is not None
+    return executor.result, app.order
+
+
+def test_a_step_waits_until_the_screen_its_check_passed_on_stops_changing(
+    storage: LocalCacheStorage,
+) -> None:
+    # After each action the form goes on drawing for 3 looks. Every later action runs only
+    # once two looks in a row showed the same screen; acting on the first look that passes
+    # (settle_still_period=0) acts while the form is still drawing.
+    record_form(storage)
+    result, order = _replay_drawing(storage, StillDrawing(frames=3))
+    assert (result.status, result.handbacks) == ("completed", 0)
+    actions = [i for i, event in enumerate(order) if not event.startswith("look")]
+    assert len(actions) == 3  # click, type, click
+    for i in actions[1:]:
+        assert order[i - 2] == order[i - 1] == "look done", order[actions[0] : i + 1]
+
+    record_form(storage)
+    result, order = _replay_drawing(storage, StillDrawing(frames=3), settle_still_period=0)
+    assert (result.status, result.handbacks) == ("completed", 0)
+    actions = [i for i, event in enumerate(order) if not event.startswith("look")]
+    assert any(order[i - 1] != "look done" for i in actions[1:])
+
+
+def test_a_screen_that_never_stops_changing_is_acted_on_after_the_quiet_period(
+    storage: LocalCacheStorage,
+) -> None:
+    # An animation away from the steps never stops: each step whose checks pass acts after
+    # settle_quiet_period, not after settle_timeout, and the replay never hands back.
+    record_form(storage)
+    result, _ = _replay_drawing(
+        storage, StillDrawing(frames=None), settle_quiet_period=0.5, settle_timeout=10
+    )
+    assert (result.status, result.handbacks) == ("completed", 0)
+    acted = [step for step in result.steps if step.action in ("left_click", "type")]
+    assert len(acted) == 3
+    assert all(0.5 <= step.waited_seconds < 1.0 for step in acted[1:])

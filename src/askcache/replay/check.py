@@ -37,6 +37,7 @@ __all__ = [
     "check",
     "check_ways",
     "needs_screen",
+    "outside_window",
     "passes",
     "start_screen_tolerance",
     "unchecked",
@@ -247,13 +248,8 @@ def _check_start_screen(
     if checked.screen is None or not checked.record.validated:
         return checked
     now = checked.screen.thumbnail(config)
-    skip = set(state.start.skip)
     anchor = checked.anchor
-    if anchor is not None:
-        skip |= set(start.tiles_outside(anchor.compared_box(checked.screen.recorded.size)))
-    elif step.window is not None:
-        frame = step.window
-        skip |= set(start.tiles_outside((frame.x, frame.y, frame.width, frame.height)))
+    skip = set(state.start.skip) | outside_window(step, checked, start)
     differing = [i for i in now.differing_tiles(start) if i not in skip]
     compared = now.rows * now.columns - len(skip)
     if len(differing) <= start_screen_tolerance(compared):
@@ -267,6 +263,21 @@ def _check_start_screen(
         f"(at {', '.join(map(str, boxes))}){where}",
         own_checks=checked,
     )
+
+
+def outside_window(step: ToolUseBlockParam, checked: Checked, thumbnail: Thumbnail) -> set[int]:
+    """The tiles of ``thumbnail`` outside the window ``step`` was checked in: where its window
+    moved (or the search found its region), outside the window's frame and the part of the
+    screen brought into view; else outside the step's recorded window; none when no window
+    was recorded (the whole screen is the step's)."""
+    if checked.anchor is not None and checked.screen is not None:
+        return set(
+            thumbnail.tiles_outside(checked.anchor.compared_box(checked.screen.recorded.size))
+        )
+    if step.window is not None:
+        frame = step.window
+        return set(thumbnail.tiles_outside((frame.x, frame.y, frame.width, frame.height)))
+    return set()
 
 
 def _check_affected_area(

@@ -11,11 +11,12 @@ back, or finish. Each step goes through named phases, each returning a typed out
              step's result screenshot was taken the moment it ran), or the capture its verify
              phase saw the effect on
 ``wait``     watch the screen (soon at first, then less often) until the step's checks pass
-             (go at once), or until it has stayed unchanged and still different for the quiet
-             period, or a timeout (a screen that comes back to one it showed lately, a
-             blinking caret, has not changed); the replay's first checked step waits for the
-             timeout (the application may still be starting: an empty screen stays unchanged
-             until its window appears)
+             on a screen that then stays still for ``settle_still_period`` (never act on a
+             frame still being drawn), or until it has stayed unchanged and still different
+             for the quiet period, or a timeout (a screen that comes back to one it showed
+             lately, a blinking caret, has not changed); the replay's first checked step waits
+             for the timeout (the application may still be starting: an empty screen stays
+             unchanged until its window appears)
 ``check``    the step's fingerprint (perceptual hashes of the regions at its point) and the
              area it changed when recorded, as it looked before the action; where its window
              is now when it moved (:mod:`.anchor`); when its region does not match and there
@@ -59,6 +60,7 @@ from askcache.replay.check import (
     check,
     check_ways,
     needs_screen,
+    outside_window,
     passes,
     unchecked,
 )
@@ -144,7 +146,15 @@ class ReplaySession(ReplayState):
             last[0] = seen
             return check_ways(self, step, action, seen)
 
-        outcome, waited = watch(self, screen, evaluate, passes, quiet=not starting)
+        outcome, waited = watch(
+            self,
+            screen,
+            evaluate,
+            passes,
+            quiet=not starting,
+            still=self.settings.settle_still_period,
+            outside=lambda seen: self._outside_window(step, seen),
+        )
         if isinstance(outcome, Refused) and outcome.own_checks is not None:
             outcome = _without_start_screen(outcome, outcome.own_checks, waited)
         if isinstance(outcome, Refused) and _region_moved(outcome):
@@ -168,6 +178,16 @@ class ReplaySession(ReplayState):
         if outcome.variant is not None:
             step = self.take_variant(outcome.variant)
         return act(self, step, outcome, waited)
+
+    def _outside_window(self, step: ToolUseBlockParam, outcome: Checked | Refused) -> set[int]:
+        """The tiles outside the window a passing check ran in (the variant's first step's,
+        when one was taken): changes there do not keep the step from acting."""
+        config = self.file.metadata.screen_state
+        if not isinstance(outcome, Checked) or outcome.screen is None or config is None:
+            return set()
+        if outcome.variant is not None:
+            step = self.variants[self.index][outcome.variant].steps[0]
+        return outside_window(step, outcome, outcome.screen.thumbnail(config))
 
     def _after(
         self, pending: Pending, messages: list[MessageParam]

@@ -9,10 +9,10 @@ screen that comes back to one it showed lately (a blinking caret) has not change
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import TypeVar
 
-from askcache.replay.observe import Screen, capture, poll_pauses
+from askcache.replay.observe import FIRST_POLL_SECONDS, Screen, capture, poll_pauses
 from askcache.replay.state import CaptureFailedError, ReplayState
 from askcache.screen.state import Thumbnail
 
@@ -41,32 +41,54 @@ def watch(
     done: Callable[[T], bool],
     *,
     quiet: bool = True,
+    still: float = 0.0,
+    outside: Callable[[T], Collection[int]] | None = None,
 ) -> tuple[T, float]:
     """Evaluate ``screen``; while the outcome is not ``done``, look again until the
     screen has stayed unchanged for the quiet period (only when ``quiet``), or the
-    timeout. Returns the last outcome and the seconds waited."""
+    timeout. Returns the last outcome and the seconds waited.
+
+    ``still``: a done outcome counts only once the screen has stayed unchanged for this
+    many seconds: a later look is done too and shows the same screen, apart from the tiles
+    that changed by themselves when recorded and those ``outside`` names for the outcome
+    (outside the step's window). A screen that keeps changing while the outcome stays
+    done counts after the quiet period."""
     started = state.clock()
     outcome = evaluate(screen)
-    if done(outcome) or not state.can_watch():
-        return outcome, 0.0
     config = state.file.metadata.screen_state
+    if not state.can_watch() or (done(outcome) and (still <= 0 or config is None)):
+        return outcome, 0.0
     first = screen.thumbnail(config) if config is not None else None
     # the distinct screens seen lately: coming back to one of them (a blinking caret)
     # is no move
     seen = [first] if first is not None else []
     still_since = started
+    last, changed_at, done_since = first, started, started
     pauses = poll_pauses()
     while True:
         now = state.clock()
         if now - started >= state.settings.settle_timeout:
             break
-        state.sleep(next(pauses))
+        # when done, only its stillness is awaited: look again once the look can tell
+        awaited = max(changed_at + still - now, FIRST_POLL_SECONDS)
+        state.sleep(awaited if done(outcome) else next(pauses))
         screen = capture(state)
         outcome = evaluate(screen)
-        if done(outcome):
-            break
         now = state.clock()
         current = screen.thumbnail(config) if config is not None else None
+        if done(outcome):
+            ignored = _volatile(state) | set(outside(outcome) if outside is not None else ())
+            if _changed(last, current, ignored):
+                changed_at = now
+            if now - changed_at >= still or now - done_since >= state.settings.settle_quiet_period:
+                break
+        else:
+            done_since = now
+            if _changed(last, current, _volatile(state)):
+                changed_at = now
+        last = current
+        if done(outcome):
+            continue
         if _moved(seen, current, _volatile(state)):
             assert current is not None
             seen = [*seen[-(_BLINK_STATES - 1) :], current]
@@ -74,6 +96,13 @@ def watch(
         elif quiet and now - still_since >= state.settings.settle_quiet_period:
             break
     return outcome, state.clock() - started
+
+
+def _changed(last: Thumbnail | None, current: Thumbnail | None, ignore: set[int]) -> bool:
+    """True when ``current`` differs from the look before it (outside ``ignore``)."""
+    if last is None or current is None:
+        return True
+    return any(index not in ignore for index in last.changed_tiles(current))
 
 
 def settle(state: ReplayState) -> None:

@@ -5,32 +5,81 @@ with the recording (a perceptual hash of a region); when it differs, control goe
 the model.
 
 This module holds what the README and docs write (``from askcache import Agent, ...``);
-everything else is reached from its subpackage (docs/architecture.md lists them). Names that
-moved still work from their old import path, with a :class:`DeprecationWarning`, until 0.2.
+everything else is reached from its subpackage (docs/architecture.md lists them). Each name
+is imported from its module the first time it is used. Names that moved still work from
+their old import path, with a :class:`DeprecationWarning`, until 0.2.
 """
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from askcache import _moved
-from askcache.agent.act import ActResult, Agent, VisionAgent
-from askcache.cachefile.format import CacheFile
-from askcache.cachefile.parse import parse_cache_file
-from askcache.cachefile.signing import SigningKeys, sign_cache_file, verify_cache_file
-from askcache.errors import AskCacheError
-from askcache.loop import AsyncLoopReplay, LoopReplay, record_messages
-from askcache.replay.executor import CacheExecutor
-from askcache.replay.guard import check_replayable
-from askcache.replay.result import ReplayResult
-from askcache.settings import (
-    CacheExecutionSettings,
-    CacheWritingSettings,
-    CachingSettings,
-    HealMode,
-)
-from askcache.storage.base import CacheStorage, LocalCacheStorage, load_cache_file, save_cache_file
-from askcache.storage.ledger import RunLedger, RunRecord, open_ledger
-from askcache.storage.remote import storage_for
-from askcache.storage.versions import TrajectoryVersions
-from askcache.tools.base import Tool, ToolCollection, ToolOutput
-from askcache.tools.computer import ComputerTool
+
+if TYPE_CHECKING:
+    from askcache.agent.act import ActResult, Agent, VisionAgent
+    from askcache.cachefile.format import CacheFile
+    from askcache.cachefile.parse import parse_cache_file
+    from askcache.cachefile.signing import SigningKeys, sign_cache_file, verify_cache_file
+    from askcache.errors import AskCacheError
+    from askcache.loop import AsyncLoopReplay, LoopReplay, record_messages
+    from askcache.replay.executor import CacheExecutor
+    from askcache.replay.guard import check_replayable
+    from askcache.replay.result import ReplayResult
+    from askcache.settings import (
+        CacheExecutionSettings,
+        CacheWritingSettings,
+        CachingSettings,
+        HealMode,
+    )
+    from askcache.storage.base import (
+        CacheStorage,
+        LocalCacheStorage,
+        load_cache_file,
+        save_cache_file,
+    )
+    from askcache.storage.ledger import RunLedger, RunRecord, open_ledger
+    from askcache.storage.remote import storage_for
+    from askcache.storage.versions import TrajectoryVersions
+    from askcache.tools.base import Tool, ToolCollection, ToolOutput
+    from askcache.tools.computer import ComputerTool
+
+_PUBLIC: dict[str, str] = {
+    "ActResult": "askcache.agent.act",
+    "Agent": "askcache.agent.act",
+    "VisionAgent": "askcache.agent.act",
+    "CacheFile": "askcache.cachefile.format",
+    "parse_cache_file": "askcache.cachefile.parse",
+    "SigningKeys": "askcache.cachefile.signing",
+    "sign_cache_file": "askcache.cachefile.signing",
+    "verify_cache_file": "askcache.cachefile.signing",
+    "AskCacheError": "askcache.errors",
+    "AsyncLoopReplay": "askcache.loop",
+    "LoopReplay": "askcache.loop",
+    "record_messages": "askcache.loop",
+    "CacheExecutor": "askcache.replay.executor",
+    "check_replayable": "askcache.replay.guard",
+    "ReplayResult": "askcache.replay.result",
+    "CacheExecutionSettings": "askcache.settings",
+    "CacheWritingSettings": "askcache.settings",
+    "CachingSettings": "askcache.settings",
+    "HealMode": "askcache.settings",
+    "CacheStorage": "askcache.storage.base",
+    "LocalCacheStorage": "askcache.storage.base",
+    "load_cache_file": "askcache.storage.base",
+    "save_cache_file": "askcache.storage.base",
+    "RunLedger": "askcache.storage.ledger",
+    "RunRecord": "askcache.storage.ledger",
+    "open_ledger": "askcache.storage.ledger",
+    "storage_for": "askcache.storage.remote",
+    "TrajectoryVersions": "askcache.storage.versions",
+    "Tool": "askcache.tools.base",
+    "ToolCollection": "askcache.tools.base",
+    "ToolOutput": "askcache.tools.base",
+    "ComputerTool": "askcache.tools.computer",
+}
+"""Each public name and the module it lives in: imported the first time it is used, so
+``import askcache`` (and the ``askcache`` command, whose ``stats`` and ``list`` need none of
+the imaging or the Anthropic client) starts without loading what it does not use."""
 
 __version__ = "0.1.0"
 
@@ -71,4 +120,19 @@ __all__ = [
 ]
 
 _moved.install()
-__getattr__ = _moved.forward(__name__)
+_forward_moved = _moved.forward(__name__)
+
+
+def __getattr__(name: str) -> Any:
+    """A public name, imported from its module on first use (:data:`_PUBLIC`); a name that
+    moved, with a :class:`DeprecationWarning` (:mod:`askcache._moved`)."""
+    module = _PUBLIC.get(name)
+    if module is None:
+        return _forward_moved(name)
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later uses find it directly
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

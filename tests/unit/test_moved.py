@@ -68,3 +68,19 @@ def test_importing_askcache_itself_warns_about_nothing() -> None:
     # a fresh interpreter, warnings as errors: importing the package touches no old path
     code = "import askcache, askcache.cli.app, askcache.testing"
     subprocess.run([sys.executable, "-W", "error", "-c", code], check=True)
+
+
+def test_the_command_starts_without_the_agent_the_client_or_scipy() -> None:
+    # the askcache command's stats and list read files and ledgers: starting it (a fresh
+    # interpreter) loads neither the agent, nor the Anthropic client, nor scipy; using a
+    # public name imports its module then
+    code = (
+        "import sys, askcache.cli.app\n"
+        "heavy = [m for m in ('askcache.agent.act', 'anthropic', 'scipy') if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+        "from askcache import Agent, CachingSettings\n"
+        "assert 'askcache.agent.act' in sys.modules and Agent.__module__ == 'askcache.agent.act'\n"
+        "import askcache\n"
+        "assert set(askcache.__all__) <= set(dir(askcache))\n"
+    )
+    subprocess.run([sys.executable, "-W", "error", "-c", code], check=True)

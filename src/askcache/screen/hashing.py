@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 
 import imagehash
 import numpy as np
-import scipy.fftpack
 from PIL import Image, ImageFilter
 
 from askcache.errors import InvalidHashError
@@ -80,6 +79,8 @@ def phash_coefficients(image: Image.Image, hash_size: int, blur: float = 0.0) ->
         grey = grey.filter(ImageFilter.GaussianBlur(blur))
     side = hash_size * 4
     pixels = np.asarray(grey.resize((side, side), Image.Resampling.LANCZOS))
+    import scipy.fftpack  # on first use: 0.2 s to import, and reading files needs no hash
+
     dct = scipy.fftpack.dct(scipy.fftpack.dct(pixels, axis=0), axis=1)
     low = dct[:hash_size, :hash_size]
     return np.asarray((low - np.median(low)).ravel(), dtype=np.float64)

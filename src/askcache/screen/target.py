@@ -22,7 +22,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from PIL import Image
-from scipy import ndimage
 
 from askcache.errors import InvalidHashError
 
@@ -112,6 +111,8 @@ def _grey(image: Image.Image, box: Box) -> np.ndarray:
 def estimate_target(image: Image.Image, point: tuple[int, int], region_size: int) -> Box | None:
     """The enclosed element around ``point``, relative to it, when it is larger than the main
     region; ``None`` otherwise (page background, a small element, nothing enclosed)."""
+    from scipy import ndimage  # on first use (0.2 s to import): reading files needs none
+
     width, height = image.size
     x, y = point
     if not (0 <= x < width and 0 <= y < height):

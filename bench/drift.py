@@ -3,8 +3,10 @@ replay it unchanged and in four kinds of drift, and count what reached the appli
 
     python bench/drift.py [--only NAME ...] [--no-write]
 
-Applications: Debian's ``mousepad`` (GTK 3) and ``vi`` hosted in ``xterm`` (Xt), both under
-Xvfb with the real :class:`~askcache.tools.desktop.DesktopBackend`. Each task is recorded once
+Applications: Debian's ``mousepad`` (GTK 3), ``vi`` hosted in ``xterm`` (Xt) and a list
+editor as a web page in Debian's ``chromium`` (``bench/weblist.py``: a ``<textarea>``, saved
+by ctrl+s through a local server), all under Xvfb with the real
+:class:`~askcache.tools.desktop.DesktopBackend`. Each task is recorded once
 with a scripted model through the real ``anthropic`` client and
 :class:`~askcache.testing.MessagesApiStandIn`, then replayed with ``strategy="execute"`` and
 the default :class:`~askcache.CacheExecutionSettings`:
@@ -13,7 +15,7 @@ the default :class:`~askcache.CacheExecutionSettings`:
 - *extra line*: the file has a fourth line;
 - *moved window*: the window is 150 px right and 120 px down;
 - *another file open*: the application shows another file (mousepad: in a second tab, the
-  list's tab in front; vi: another file in the list's place);
+  list's tab in front; vi and the web page: another file in the list's place);
 - *started late*: the application is started at the same moment as the replay.
 
 When the replay hands back, the scripted model stops at once (it never acts), so every action
@@ -137,7 +139,22 @@ VI = App(
         _type(":w\n"),
     ],
 )
-APPS = [MOUSEPAD, VI]
+WEB = App(
+    name="a web page in Chromium",
+    command=lambda files: [
+        sys.executable,
+        str(Path(__file__).resolve().parent / "weblist.py"),
+        *map(str, files),
+    ],
+    window="Chromium",  # an app window: class (127.0.0.1, Chromium), no name
+    script=[
+        tool_use_reply("computer", {"action": "left_click", "coordinate": [200, 250]}),
+        _key("Return"),
+        _type("apples"),
+        _key("ctrl+s"),
+    ],
+)
+APPS = [MOUSEPAD, VI, WEB]
 
 
 def _differing(a: Image.Image, b: Image.Image) -> int:
@@ -497,7 +514,9 @@ def _section(text: str, where: str, runs: int) -> str:
     def run(*command: str) -> str:
         return subprocess.run(command, check=False, capture_output=True, text=True).stdout.strip()
 
-    versions = run("dpkg-query", "-W", "-f", "${Package} ${Version}; ", "mousepad", "xterm")
+    versions = run(
+        "dpkg-query", "-W", "-f", "${Package} ${Version}; ", "mousepad", "xterm", "chromium"
+    )
     return f"""## Drift on applications no test was built around (`bench/drift.py`)
 
 {where} `uname -srm`: {run("uname", "-srm")}; Debian packages: {versions.rstrip("; ")}.
@@ -505,14 +524,17 @@ def _section(text: str, where: str, runs: int) -> str:
 Each application's task is recorded under Xvfb (a scripted model through the real
 `anthropic` client and the local stand-in): mousepad: click below the list, Return, type
 "apples", ctrl+s; vi in xterm: click in the terminal (it takes the
-keyboard focus), G, o, type "apples", Escape, type ":w" and Enter. The task is
+keyboard focus), G, o, type "apples", Escape, type ":w" and Enter; the web page in Chromium
+(`bench/weblist.py`: the list in a `<textarea>`, saved through a local server by ctrl+s):
+as mousepad. The task is
 recorded {runs} times (what a recording catches varies: mousepad's blinking caret is on or
 off in its screenshots), and each recording is replayed once in each situation with
 `strategy="execute"` and the default settings, each time on a fresh X server, application
 and copy of the file.
 *Extra line*: the file has a fourth line; *moved window*: the window is 150 px right and
 120 px down; *another file open*: mousepad has another file in a first tab (the list's tab
-in front), vi has another file in the list's place; *started late*: the application starts
+in front), vi and the web page have another file in the list's place; *started late*: the
+application starts
 at the same moment as the replay. When the replay hands back, the scripted model stops.
 
 **Wrong actions** (the dangerous failures): replayed actions that reached the application

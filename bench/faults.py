@@ -85,8 +85,9 @@ class Fault:
     zoom: float = 1.0
     fail_click: int | None = None
     """The backend raises on this click (1-based, every click counted)."""
-    fail_screenshots: tuple[int, ...] = ()
-    """The backend raises on these screenshots (1-based, every screenshot counted)."""
+    fail_looks_after_result_of_click: tuple[int, int] | None = None
+    """``(click, looks)``: the backend raises on this many screenshots in a row right after
+    the result of this click (1-based): the looks of the replay's wait for its effect."""
     fail_result_of_click: int | None = None
     """The backend raises on the first screenshot after this click (1-based): the click's
     own result, so its tool call fails after the click was done."""
@@ -146,14 +147,13 @@ FAULTS: list[Fault] = [
     ),
     Fault(
         "screenshots fail: 4 in a row after the Name click's result",
-        fail_screenshots=(4, 5, 6, 7),
+        fail_looks_after_result_of_click=(1, 4),
     ),
     Fault(
-        # screenshots: 1 the first step's result, 2 the look before the Name click, 3 its
-        # result, 4 the first look of the wait for the slow form's answer
+        # the first look of the wait for the slow form's answer to the Name click
         "screenshot fails inside the replay's wait (slow app)",
         form_args=("--slow", "0.8"),
-        fail_screenshots=(4,),
+        fail_looks_after_result_of_click=(1, 1),
         status="completed",
         rejoins=0,  # a look skipped: the wait goes on
     ),
@@ -245,14 +245,17 @@ class FaultyDesktop(DesktopBackend):
         display: str,
         *,
         fail_click: int | None = None,
-        fail_screenshots: tuple[int, ...] = (),
         fail_result_of_click: int | None = None,
+        fail_looks_after_result_of_click: tuple[int, int] | None = None,
     ) -> None:
         super().__init__(display)
-        self.fail_click, self.fail_screenshots = fail_click, set(fail_screenshots)
+        self.fail_click = fail_click
         self.fail_result_of_click = fail_result_of_click
-        self.clicks = self.screenshots = 0
+        self.fail_looks = fail_looks_after_result_of_click
+        self.clicks = 0
         self._result_due = False
+        self._looks_due = 0
+        """Screenshots still to fail after the result of the click ``fail_looks`` names."""
 
     def click(self, point: Point | None, button: str, count: int, modifiers: str | None) -> None:
         self.clicks += 1
@@ -260,11 +263,17 @@ class FaultyDesktop(DesktopBackend):
             raise RuntimeError("injected fault: the X server refused the click")
         super().click(point, button, count, modifiers)
         self._result_due = self.clicks == self.fail_result_of_click
+        if self.fail_looks is not None and self.clicks == self.fail_looks[0]:
+            self._looks_due = -1  # the click's result comes first, then the failing looks
 
     def screenshot(self) -> Any:
-        self.screenshots += 1
         due, self._result_due = self._result_due, False
-        if due or self.screenshots in self.fail_screenshots:
+        if self._looks_due == -1:  # the click's own result
+            self._looks_due = self.fail_looks[1] if self.fail_looks else 0
+        elif self._looks_due > 0:
+            self._looks_due -= 1
+            due = True
+        if due:
             raise RuntimeError("injected fault: the screenshot could not be taken")
         return super().screenshot()
 
@@ -397,8 +406,10 @@ def _desktop(
         backend = FaultyDesktop(
             screen.display,
             fail_click=fault.fail_click if fault else None,
-            fail_screenshots=fault.fail_screenshots if fault else (),
             fail_result_of_click=fault.fail_result_of_click if fault else None,
+            fail_looks_after_result_of_click=(
+                fault.fail_looks_after_result_of_click if fault else None
+            ),
         )
         try:
             yield screen.display, backend

@@ -51,12 +51,14 @@ def fold_generation(
     cutoff: str | None,
     merge: Segment | None = None,
     retired: list[str] | None = None,
+    now: datetime | None = None,
 ) -> Folded:
     """Fold ``pending`` (entries by stem, not empty) after ``previous`` into the next
     generation; segments whose entries all have a stem below ``cutoff`` (the retention; ``None``:
     none) are left out of its table. ``merge``: the contents of :func:`merge_candidate`'s
     segment, taken into the new one (its row replaced, its name added to ``retired``, the
-    segments retired before and not deleted yet)."""
+    segments retired before and not deleted yet). ``now``: the generation's ``created_at``
+    (default: the system clock)."""
     number = (previous.generation if previous else 0) + 1
     where = segment_name(trajectory, number, uuid.uuid4().hex[:12])
     rows = previous.segments if previous else []
@@ -83,7 +85,7 @@ def fold_generation(
         ),
         folded=list(pending),
         segments=[*kept, row],
-        created_at=datetime.now(UTC),
+        created_at=datetime.now(UTC) if now is None else now,
         merged=merged,
         retired=gone,
     )

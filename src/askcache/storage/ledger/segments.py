@@ -45,6 +45,7 @@ import contextlib
 import logging
 import time
 import zlib
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 from askcache.errors import AskCacheError, CacheExistsError, InvalidSettingsError
@@ -82,6 +83,10 @@ GENERATION_GRACE_SECONDS = 900.0
 """A generation older than the one before the newest is deleted once that one is this old."""
 
 
+def _system_clock() -> datetime:
+    return datetime.now(UTC)
+
+
 class SegmentLedger(RunLedger):
     """The run ledger as objects in a cache storage (see the module docstring).
 
@@ -92,6 +97,8 @@ class SegmentLedger(RunLedger):
         max_fold: At most this many entries are folded by one compaction.
         check_every: About one append in this many (chosen by a hash of the entry's name)
             lists its trajectory to decide on compaction; the others make one request.
+        clock: The current time (UTC) this ledger writes into generations and claims and
+            judges their age by (default: the system clock; tests move it).
     """
 
     supports_retention = True
@@ -104,6 +111,7 @@ class SegmentLedger(RunLedger):
         compact_after: int = 32,
         max_fold: int = 1000,
         check_every: int = 8,
+        clock: Callable[[], datetime] = _system_clock,
     ) -> None:
         if check_every < 1:
             raise InvalidSettingsError("SegmentLedger", [("check_every", "must be at least 1")])
@@ -112,6 +120,7 @@ class SegmentLedger(RunLedger):
         self.compact_after = compact_after
         self.max_fold = max_fold
         self.check_every = check_every
+        self.clock = clock
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -145,7 +154,9 @@ class SegmentLedger(RunLedger):
         if not objects.loose or (not force and len(objects.loose) <= self.compact_after):
             return 0
         number = (objects.latest_number or 0) + 1
-        claim = take_claim(self.storage, objects, number, COMPACTION_DEADLINE_SECONDS)
+        claim = take_claim(
+            self.storage, objects, number, COMPACTION_DEADLINE_SECONDS, now=self.clock()
+        )
         if claim is None:
             return 0
         try:
@@ -177,7 +188,13 @@ class SegmentLedger(RunLedger):
         forget = self._old_enough(previous)
         carried = [] if forget or previous is None else previous.retired
         folded = fold_generation(
-            trajectory, previous, pending, cutoff=cutoff, merge=merge, retired=carried
+            trajectory,
+            previous,
+            pending,
+            cutoff=cutoff,
+            merge=merge,
+            retired=carried,
+            now=self.clock(),
         )
         self.storage.create(folded.segment_name, folded.segment.model_dump_json().encode())
         if time.monotonic() - started > COMPACTION_DEADLINE_SECONDS:
@@ -203,15 +220,14 @@ class SegmentLedger(RunLedger):
         """The smallest entry stem the retention keeps (``None``: all)."""
         if self.retention_days is None:
             return None
-        return stem_at(datetime.now(UTC) - timedelta(days=self.retention_days))
+        return stem_at(self.clock() - timedelta(days=self.retention_days))
 
-    @staticmethod
-    def _old_enough(previous: Generation | None) -> bool:
+    def _old_enough(self, previous: Generation | None) -> bool:
         """True when the generations before ``previous`` (and the segments they alone list)
         are to be deleted: ``previous`` has existed for :data:`GENERATION_GRACE_SECONDS`."""
         if previous is None:
             return False
-        age = (datetime.now(UTC) - previous.created_at).total_seconds()
+        age = (self.clock() - previous.created_at).total_seconds()
         return age >= GENERATION_GRACE_SECONDS
 
     def prune(self, before: datetime) -> int:

@@ -5,11 +5,15 @@ A trajectory's summary is its newest generation's plus the loose entries that ge
 not hold; loose entries it lists as folded (left by a compaction killed before deleting them),
 and entries found in an older segment (sent again by the outbox after being folded), are set
 apart for the next compaction to delete. An object gone between the listing and the read (a
-compaction committed meanwhile) makes it list and read again.
+compaction committed meanwhile) makes it list and read again; so does a segment the generation
+read lists that is gone (:func:`read_segments`: deleted after the grace period of
+:mod:`askcache.storage.ledger.segment_grace`, by a machine whose clock runs ahead or while
+this reader paused), so a reader never misses an entry its generation holds.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 
 from askcache.storage.base import CacheStorage
@@ -26,7 +30,9 @@ from askcache.storage.ledger.segment_objects import (
 )
 from askcache.storage.ledger.summary import TrajectorySummary, fold_all
 
-__all__ = ["TrajectoryView", "list_trajectories", "read_views"]
+__all__ = ["TrajectoryView", "list_trajectories", "read_segments", "read_views"]
+
+logger = logging.getLogger(__name__)
 
 _READ_TRIES = 3
 
@@ -80,6 +86,27 @@ def read_views(
             return views, complete
         listing = _relist(storage, listing)
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def read_segments(
+    storage: CacheStorage, listing: dict[str, TrajectoryObjects], since: str | None
+) -> tuple[dict[str, TrajectoryView], list[Segment]]:
+    """Read the trajectories listed (:func:`read_views`) and the segments their generations
+    list (those holding an entry stem at or after ``since``; ``None``: all). A segment gone
+    makes it list and read again; after the last try, it is left out with a warning."""
+    for attempt in range(_READ_TRIES):
+        views = read_views(storage, listing)[0]
+        rows = [r for v in views.values() if v.generation for r in v.generation.segments]
+        wanted = [r.segment for r in rows if since is None or r.last >= since]
+        data = storage.read_many(wanted)
+        missing = [name for name in wanted if name not in data]
+        if not missing or attempt == _READ_TRIES - 1:
+            break
+        listing = _relist(storage, listing)
+    if missing:
+        logger.warning("ledger segments listed but gone, their entries left out: %s", missing)
+    segments = (parse_object(Segment, name, data[name]) for name in wanted if name in data)
+    return views, [segment for segment in segments if segment is not None]
 
 
 def _relist(

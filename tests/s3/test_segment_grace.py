@@ -112,6 +112,31 @@ def test_a_reader_whose_segment_was_deleted_meanwhile_lists_again(s3_url: str) -
     assert SegmentLedger(storage).records(TRAJECTORY) == [*records[5:], *later]
 
 
+def test_a_resent_entry_whose_segment_was_deleted_meanwhile_is_not_counted_again(
+    s3_url: str,
+) -> None:
+    ahead = _Clock(datetime.now(UTC) + timedelta(hours=1))
+    writer = SegmentLedger(_s3(s3_url), retention_days=None, check_every=100_000, clock=ahead)
+    records = _append(writer, range(6))
+    writer.compact(TRAJECTORY, force=True)
+    records += _append(writer, range(6, 9))
+    writer.compact(TRAJECTORY, force=True)  # merged: its segment holds 0..8
+    writer.append(records[3], entry_id="e003")  # the outbox sends it again
+
+    def merge_it_away_past_the_grace() -> None:
+        records.extend(_append(writer, range(9, 11)))
+        writer.compact(TRAJECTORY, force=True)
+        ahead.advance(GENERATION_GRACE_SECONDS)
+        records.extend(_append(writer, range(11, 12)))
+        writer.compact(TRAJECTORY, force=True)  # deletes the segment the reader looks in
+
+    storage = _PausingStorage(s3_url)
+    storage.meanwhile = merge_it_away_past_the_grace
+    summary = SegmentLedger(storage).summary(TRAJECTORY)
+    assert len(records) == 12
+    assert summary == fold_all(TrajectorySummary(trajectory=TRAJECTORY), records)
+
+
 def test_segments_merged_away_are_deleted_with_the_old_generations_after_the_grace_period(
     s3_url: str,
 ) -> None:

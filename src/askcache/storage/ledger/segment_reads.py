@@ -5,10 +5,12 @@ A trajectory's summary is its newest generation's plus the loose entries that ge
 not hold; loose entries it lists as folded (left by a compaction killed before deleting them),
 and entries found in an older segment (sent again by the outbox after being folded), are set
 apart for the next compaction to delete. An object gone between the listing and the read (a
-compaction committed meanwhile) makes it list and read again; so does a segment the generation
-read lists that is gone (:func:`read_segments`: deleted after the grace period of
-:mod:`askcache.storage.ledger.segment_grace`, by a machine whose clock runs ahead or while
-this reader paused), so a reader never misses an entry its generation holds.
+compaction committed meanwhile) makes it list and read again; so does a segment gone that the
+generation read lists, whether it was read to recognise a resent entry or for its entries
+(:func:`read_segments`): one deleted after the grace period of
+:mod:`askcache.storage.ledger.segment_grace` by a machine whose clock runs ahead, or while
+this reader paused. So a reader neither misses an entry its generation holds nor counts a
+resent one again.
 """
 
 from __future__ import annotations
@@ -152,18 +154,21 @@ def _read(
             for row in rows:
                 if row.covers(stem):
                     covering.setdefault(row.segment, []).append((view, stem))
-    _drop_resent(storage, covering)
+    complete = _drop_resent(storage, covering) and complete
     return views, complete
 
 
 def _drop_resent(
     storage: CacheStorage, covering: dict[str, list[tuple[TrajectoryView, str]]]
-) -> None:
+) -> bool:
     """Loose entries found in an older segment were sent again after being folded: they
-    are ignored (and deleted by the next compaction)."""
-    for name, data in storage.read_many(covering).items():
+    are ignored (and deleted by the next compaction). False when a segment was gone (so a
+    resent entry may not have been recognised: list and read again)."""
+    found = storage.read_many(covering)
+    for name, data in found.items():
         segment = parse_object(Segment, name, data)
         for view, stem in covering[name]:
             if segment is not None and stem in segment.entries:
                 del view.pending[stem]
                 view.folded_loose.append(view.objects.loose[stem])
+    return len(found) == len(covering)

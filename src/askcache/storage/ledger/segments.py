@@ -26,6 +26,8 @@ Why nothing is lost or counted twice with many machines appending and compacting
 - An entry sent again after it was folded (the outbox resending a write whose answer was
   lost) is recognised by its stem in the segment whose range covers it and ignored (for the
   newest segment, the range it merged: its other entries are the ones its generation folded).
+  Once the retention has dropped that segment, it cannot be told from an entry sent for the
+  first time that late, and is counted again (docs/ledger.md, as in every engine).
 - Nothing a generation still in storage lists is deleted: segments a new generation no
   longer lists (merged away, dropped or rewritten by the retention) are named in its
   ``retired`` and deleted, with the generations before, once a newer one has existed for

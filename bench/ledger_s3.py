@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -66,6 +67,18 @@ def _cli(env: dict[str, str], *args: str) -> tuple[float, str]:
         check=True,
     )
     return time.perf_counter() - start, done.stdout
+
+
+def _cpu_of(pid: int) -> float:
+    """CPU seconds (user + system) a running process has used so far (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _children_cpu() -> float:
+    """CPU seconds used by the child processes waited for so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _cache_files(url: str) -> None:
@@ -191,7 +204,7 @@ def main() -> None:
                 rows += _measure_writers(f"s3://{BUCKET}/writers", env, options.writes)
             for count in [int(c) for c in options.scale.split(",")] if "scale" in parts else []:
                 rows += _measure_scale(
-                    f"s3://{BUCKET}/scale-{count}", env, count, options.segment_entries
+                    f"s3://{BUCKET}/scale-{count}", env, count, options.segment_entries, server.pid
                 )
     finally:
         server.terminate()
@@ -332,7 +345,7 @@ def _seed(url: str, trajectory: str, count: int, per_segment: int) -> int:
 
 
 def _measure_scale(
-    url: str, env: dict[str, str], count: int, per_segment: int
+    url: str, env: dict[str, str], count: int, per_segment: int, server_pid: int
 ) -> list[tuple[str, str]]:
     from askcache.storage.ledger.segment_objects import SUMMARY_CACHE_NAME
     from askcache.storage.remote import storage_for
@@ -349,7 +362,9 @@ def _measure_scale(
     seeded = time.perf_counter() - start
     _progress("stats, hand-back check")
     storage_for(url).delete(SUMMARY_CACHE_NAME)
+    client, server = _children_cpu(), _cpu_of(server_pid)
     cold, out = _cli(env, "stats", "--cache-dir", url)
+    client, server = _children_cpu() - client, _cpu_of(server_pid) - server
     warm, again = _cli(env, "stats", "--cache-dir", url)
     assert out == again, "stats printed something else from the summary cache"
     startup, _ = _cli(env, "--help")
@@ -365,6 +380,10 @@ def _measure_scale(
             f"`askcache stats`, {total:,} entries over {TRAJECTORIES + 1} trajectories, "
             "no summary cache",
             f"{cold:.1f} s",
+        ),
+        (
+            "the same `stats`: CPU of the `askcache` process / of moto's server",
+            f"{client:.1f} s / {server:.1f} s",
         ),
         (f"`askcache stats`, {total:,} entries, summary cache kept", f"{warm:.1f} s"),
         ("`askcache --help` in the same minutes (process start-up)", f"{startup:.1f} s"),

@@ -51,6 +51,7 @@ def test_the_retention_drops_only_segments_whose_entries_are_all_older() -> None
         "login.json", two.generation, _entries(6, 1), cutoff=stem_at(T0 + timedelta(days=4))
     )
     assert [r.segment for r in three.dropped] == [one.segment_name]
+    assert three.generation.retired == [one.segment_name]  # deleted after the grace period
     assert [r.segment for r in three.generation.segments] == [
         two.segment_name,
         three.segment_name,

@@ -19,7 +19,7 @@ generations up to its own (left by a process killed while compacting).
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 
 from askcache.errors import CacheExistsError
 from askcache.storage.base import CacheStorage
@@ -34,11 +34,16 @@ __all__ = ["spent_claims", "take_claim"]
 
 
 def take_claim(
-    storage: CacheStorage, objects: TrajectoryObjects, generation: int, deadline: float
+    storage: CacheStorage,
+    objects: TrajectoryObjects,
+    generation: int,
+    deadline: float,
+    *,
+    now: datetime,
 ) -> str | None:
-    """Claim the compaction of ``objects``' trajectory into ``generation``; the claim's
-    storage name, or ``None`` when another process holds a claim younger than ``deadline``
-    seconds (or took it first, or committed meanwhile)."""
+    """Claim the compaction of ``objects``' trajectory into ``generation`` at ``now`` (UTC);
+    the claim's storage name, or ``None`` when another process holds a claim younger than
+    ``deadline`` seconds (or took it first, or committed meanwhile)."""
     attempts = objects.claims.get(generation, {})
     attempt = 0
     if attempts:
@@ -48,13 +53,13 @@ def take_claim(
             return None
         claim = parse_object(Claim, attempts[newest], raw)
         if claim is not None:
-            age = (datetime.now(UTC) - claim.created_at).total_seconds()
+            age = (now - claim.created_at).total_seconds()
             if age < deadline:
                 return None
         attempt = newest + 1
     name = claim_name(objects.trajectory, generation, attempt)
     try:
-        storage.create(name, Claim(created_at=datetime.now(UTC)).model_dump_json().encode())
+        storage.create(name, Claim(created_at=now).model_dump_json().encode())
     except CacheExistsError:
         return None
     return name

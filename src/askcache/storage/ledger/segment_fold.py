@@ -27,7 +27,9 @@ class Folded:
     generation: Generation
     """The next generation (the segment is the last of its rows)."""
     dropped: list[SegmentRow]
-    """The previous generation's segments the retention drops (to delete after the commit)."""
+    """The previous generation's segments the retention drops: left out of the table and
+    named in the generation's ``retired`` (deleted after the grace period,
+    :mod:`askcache.storage.ledger.segment_grace`)."""
 
 
 def merge_candidate(
@@ -51,18 +53,21 @@ def fold_generation(
     cutoff: str | None,
     merge: Segment | None = None,
     retired: list[str] | None = None,
+    now: datetime | None = None,
 ) -> Folded:
     """Fold ``pending`` (entries by stem, not empty) after ``previous`` into the next
     generation; segments whose entries all have a stem below ``cutoff`` (the retention; ``None``:
-    none) are left out of its table. ``merge``: the contents of :func:`merge_candidate`'s
-    segment, taken into the new one (its row replaced, its name added to ``retired``, the
-    segments retired before and not deleted yet)."""
+    none) are left out of its table and added to its ``retired``, after ``retired`` (the
+    segments retired before and not deleted yet). ``merge``: the contents of
+    :func:`merge_candidate`'s segment, taken into the new one (its row replaced, its name
+    retired too). ``now``: the generation's ``created_at`` (default: the system clock)."""
     number = (previous.generation if previous else 0) + 1
     where = segment_name(trajectory, number, uuid.uuid4().hex[:12])
     rows = previous.segments if previous else []
     kept = [r for r in rows if cutoff is None or r.last >= cutoff]
     dropped = [r for r in rows if cutoff is not None and r.last < cutoff]
-    entries, merged, gone = pending, None, list(retired or [])
+    entries, merged = pending, None
+    gone = [*(retired or []), *(r.segment for r in dropped)]
     if merge is not None and kept:
         older = kept.pop()
         entries = {**merge.entries, **pending}
@@ -83,7 +88,7 @@ def fold_generation(
         ),
         folded=list(pending),
         segments=[*kept, row],
-        created_at=datetime.now(UTC),
+        created_at=datetime.now(UTC) if now is None else now,
         merged=merged,
         retired=gone,
     )

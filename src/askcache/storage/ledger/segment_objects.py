@@ -123,8 +123,9 @@ class Generation(BaseModel):
     the table stays short): that segment's range, under this generation's segment's name. A
     loose entry outside it and not in :attr:`folded` is not in this generation's segment."""
     retired: list[str] = Field(default_factory=list)
-    """Segments merged into newer ones that an older generation may still list: deleted
-    with the generations that list them."""
+    """Segments an older generation may still list and this one does not (merged into a newer
+    segment, dropped or rewritten by the retention): deleted with the generations that list
+    them, after a grace period (:mod:`askcache.storage.ledger.segment_grace`)."""
 
 
 class Segment(BaseModel):

@@ -5,11 +5,17 @@ A trajectory's summary is its newest generation's plus the loose entries that ge
 not hold; loose entries it lists as folded (left by a compaction killed before deleting them),
 and entries found in an older segment (sent again by the outbox after being folded), are set
 apart for the next compaction to delete. An object gone between the listing and the read (a
-compaction committed meanwhile) makes it list and read again.
+compaction committed meanwhile) makes it list and read again; so does a segment gone that the
+generation read lists, whether it was read to recognise a resent entry or for its entries
+(:func:`read_segments`): one deleted after the grace period of
+:mod:`askcache.storage.ledger.segment_grace` by a machine whose clock runs ahead, or while
+this reader paused. So a reader neither misses an entry its generation holds nor counts a
+resent one again.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 
 from askcache.storage.base import CacheStorage
@@ -26,7 +32,9 @@ from askcache.storage.ledger.segment_objects import (
 )
 from askcache.storage.ledger.summary import TrajectorySummary, fold_all
 
-__all__ = ["TrajectoryView", "list_trajectories", "read_views"]
+__all__ = ["TrajectoryView", "list_trajectories", "read_segments", "read_views"]
+
+logger = logging.getLogger(__name__)
 
 _READ_TRIES = 3
 
@@ -82,6 +90,27 @@ def read_views(
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+def read_segments(
+    storage: CacheStorage, listing: dict[str, TrajectoryObjects], since: str | None
+) -> tuple[dict[str, TrajectoryView], list[Segment]]:
+    """Read the trajectories listed (:func:`read_views`) and the segments their generations
+    list (those holding an entry stem at or after ``since``; ``None``: all). A segment gone
+    makes it list and read again; after the last try, it is left out with a warning."""
+    for attempt in range(_READ_TRIES):
+        views = read_views(storage, listing)[0]
+        rows = [r for v in views.values() if v.generation for r in v.generation.segments]
+        wanted = [r.segment for r in rows if since is None or r.last >= since]
+        data = storage.read_many(wanted)
+        missing = [name for name in wanted if name not in data]
+        if not missing or attempt == _READ_TRIES - 1:
+            break
+        listing = _relist(storage, listing)
+    if missing:
+        logger.warning("ledger segments listed but gone, their entries left out: %s", missing)
+    segments = (parse_object(Segment, name, data[name]) for name in wanted if name in data)
+    return views, [segment for segment in segments if segment is not None]
+
+
 def _relist(
     storage: CacheStorage, listing: dict[str, TrajectoryObjects]
 ) -> dict[str, TrajectoryObjects]:
@@ -125,18 +154,21 @@ def _read(
             for row in rows:
                 if row.covers(stem):
                     covering.setdefault(row.segment, []).append((view, stem))
-    _drop_resent(storage, covering)
+    complete = _drop_resent(storage, covering) and complete
     return views, complete
 
 
 def _drop_resent(
     storage: CacheStorage, covering: dict[str, list[tuple[TrajectoryView, str]]]
-) -> None:
+) -> bool:
     """Loose entries found in an older segment were sent again after being folded: they
-    are ignored (and deleted by the next compaction)."""
-    for name, data in storage.read_many(covering).items():
+    are ignored (and deleted by the next compaction). False when a segment was gone (so a
+    resent entry may not have been recognised: list and read again)."""
+    found = storage.read_many(covering)
+    for name, data in found.items():
         segment = parse_object(Segment, name, data)
         for view, stem in covering[name]:
             if segment is not None and stem in segment.entries:
                 del view.pending[stem]
                 view.folded_loose.append(view.objects.loose[stem])
+    return len(found) == len(covering)

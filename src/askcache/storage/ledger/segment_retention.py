@@ -1,34 +1,45 @@
 """Retention in the S3 run ledger (:mod:`askcache.storage.ledger.segments`): dropping the raw
-entries older than a time from a trajectory's segments, its summary kept."""
+entries older than a time from a trajectory's segments, its summary kept.
+
+The new generation no longer lists the segments dropped or rewritten; it names them in its
+``retired``, and they are deleted after the grace period, as merged-away segments are
+(:mod:`askcache.storage.ledger.segment_grace`), so a reader working from the generation before
+still finds every segment it lists.
+"""
 
 from __future__ import annotations
 
 import uuid
-from datetime import UTC, datetime
+from datetime import datetime
 
 from askcache.errors import CacheExistsError
 from askcache.storage.base import CacheStorage
+from askcache.storage.ledger.segment_grace import expiry
 from askcache.storage.ledger.segment_objects import (
-    Generation,
     Segment,
     parse_object,
     segment_name,
     summary_name,
 )
+from askcache.storage.ledger.segment_reads import TrajectoryView
 
 __all__ = ["prune_trajectory"]
 
 
 def prune_trajectory(
-    storage: CacheStorage, trajectory: str, previous: Generation, cutoff: str
+    storage: CacheStorage, view: TrajectoryView, cutoff: str, *, now: datetime
 ) -> int:
-    """Drop the entries of ``trajectory`` whose stem is below ``cutoff``: segments holding
-    only those are deleted, the others rewritten without them, under a new generation after
-    ``previous`` (its summary unchanged). Returns how many entries went (0 when another
-    process committed a generation first: pruned next time)."""
-    if all(row.first >= cutoff for row in previous.segments):
+    """Drop the entries of ``view``'s trajectory whose stem is below ``cutoff``: segments
+    holding only those leave the table, the others are rewritten without them, under a new
+    generation after ``view.generation`` (its summary unchanged), written at ``now`` (UTC).
+    Returns how many entries went (0 when another process committed a generation first:
+    pruned next time)."""
+    previous = view.generation
+    if previous is None or all(row.first >= cutoff for row in previous.segments):
         return 0
+    trajectory = view.objects.trajectory
     number = previous.generation + 1
+    expired = expiry(view.objects, previous, now)
     rows, created, gone, dropped = [], [], [], 0
     for row in previous.segments:
         if row.first >= cutoff:
@@ -53,8 +64,9 @@ def prune_trajectory(
         update={
             "generation": number,
             "segments": rows,
-            "created_at": datetime.now(UTC),
+            "created_at": now,
             "merged": None,  # every row is now older than this generation: read in full
+            "retired": [*expired.carried, *gone],
         }
     )
     try:
@@ -64,5 +76,5 @@ def prune_trajectory(
     except CacheExistsError:  # compacted meanwhile: pruned next time
         storage.delete_many(created)
         return 0
-    storage.delete_many(gone)
+    storage.delete_many(expired.delete)
     return dropped

@@ -26,17 +26,23 @@ Why nothing is lost or counted twice with many machines appending and compacting
 - An entry sent again after it was folded (the outbox resending a write whose answer was
   lost) is recognised by its stem in the segment whose range covers it and ignored (for the
   newest segment, the range it merged: its other entries are the ones its generation folded).
-- Old generations, and the segments merged away that only they list, are deleted only when a
-  newer one has existed for :data:`GENERATION_GRACE_SECONDS`, and a compaction that took
-  longer than
-  :data:`COMPACTION_DEADLINE_SECONDS` gives up before committing, so a slow compaction can
-  never commit a generation number that was deleted.
+  Once the retention has dropped that segment, it cannot be told from an entry sent for the
+  first time that late, and is counted again (docs/ledger.md, as in every engine).
+- Nothing a generation still in storage lists is deleted: segments a new generation no
+  longer lists (merged away, dropped or rewritten by the retention) are named in its
+  ``retired`` and deleted, with the generations before, once a newer one has existed for
+  :data:`~askcache.storage.ledger.segment_grace.GENERATION_GRACE_SECONDS`
+  (:mod:`askcache.storage.ledger.segment_grace`); a reader that still finds a segment gone
+  lists again. A compaction that took longer than :data:`COMPACTION_DEADLINE_SECONDS` gives
+  up before committing, so a slow compaction can never commit a generation number that was
+  deleted.
 
 Reads cost a listing of the trajectory's loose entries and generations and a few object reads
 (concurrent, :meth:`~askcache.storage.base.CacheStorage.read_many`); ``summaries()`` one
 listing of each folder for all trajectories. Retention: each compaction drops the segments
-whose entries are all older than ``retention_days``; :meth:`SegmentLedger.prune` does it for
-every trajectory. Generations (summaries) are kept for ever.
+whose entries are all older than ``retention_days`` from its table (deleted after the grace
+period, as above); :meth:`SegmentLedger.prune` does it for every trajectory. Generations
+(summaries) are kept for ever.
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ import contextlib
 import logging
 import time
 import zlib
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 from askcache.errors import AskCacheError, CacheExistsError, InvalidSettingsError
@@ -54,10 +61,10 @@ from askcache.storage.ledger.folder import create_entry
 from askcache.storage.ledger.records import RunRecord, newest_records
 from askcache.storage.ledger.segment_claims import spent_claims, take_claim
 from askcache.storage.ledger.segment_fold import fold_generation, merge_candidate
+from askcache.storage.ledger.segment_grace import GENERATION_GRACE_SECONDS, expiry
 from askcache.storage.ledger.segment_objects import (
     SUMMARY_CACHE_NAME,
     CachedSummary,
-    Generation,
     Segment,
     SummaryCache,
     TrajectoryObjects,
@@ -67,7 +74,12 @@ from askcache.storage.ledger.segment_objects import (
     stem_of,
     summary_name,
 )
-from askcache.storage.ledger.segment_reads import TrajectoryView, list_trajectories, read_views
+from askcache.storage.ledger.segment_reads import (
+    TrajectoryView,
+    list_trajectories,
+    read_segments,
+    read_views,
+)
 from askcache.storage.ledger.segment_retention import prune_trajectory
 from askcache.storage.ledger.summary import TrajectorySummary
 
@@ -78,8 +90,9 @@ logger = logging.getLogger(__name__)
 COMPACTION_DEADLINE_SECONDS = 300.0
 """A compaction that took longer than this gives up before committing its generation."""
 
-GENERATION_GRACE_SECONDS = 900.0
-"""A generation older than the one before the newest is deleted once that one is this old."""
+
+def _system_clock() -> datetime:
+    return datetime.now(UTC)
 
 
 class SegmentLedger(RunLedger):
@@ -92,6 +105,8 @@ class SegmentLedger(RunLedger):
         max_fold: At most this many entries are folded by one compaction.
         check_every: About one append in this many (chosen by a hash of the entry's name)
             lists its trajectory to decide on compaction; the others make one request.
+        clock: The current time (UTC) this ledger writes into generations and claims and
+            judges their age by (default: the system clock; tests move it).
     """
 
     supports_retention = True
@@ -104,6 +119,7 @@ class SegmentLedger(RunLedger):
         compact_after: int = 32,
         max_fold: int = 1000,
         check_every: int = 8,
+        clock: Callable[[], datetime] = _system_clock,
     ) -> None:
         if check_every < 1:
             raise InvalidSettingsError("SegmentLedger", [("check_every", "must be at least 1")])
@@ -112,6 +128,7 @@ class SegmentLedger(RunLedger):
         self.compact_after = compact_after
         self.max_fold = max_fold
         self.check_every = check_every
+        self.clock = clock
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -145,7 +162,9 @@ class SegmentLedger(RunLedger):
         if not objects.loose or (not force and len(objects.loose) <= self.compact_after):
             return 0
         number = (objects.latest_number or 0) + 1
-        claim = take_claim(self.storage, objects, number, COMPACTION_DEADLINE_SECONDS)
+        claim = take_claim(
+            self.storage, objects, number, COMPACTION_DEADLINE_SECONDS, now=self.clock()
+        )
         if claim is None:
             return 0
         try:
@@ -174,10 +193,15 @@ class SegmentLedger(RunLedger):
         if candidate is not None:
             raw = self.storage.read_many([candidate.segment]).get(candidate.segment)
             merge = None if raw is None else parse_object(Segment, candidate.segment, raw)
-        forget = self._old_enough(previous)
-        carried = [] if forget or previous is None else previous.retired
+        expired = expiry(view.objects, previous, self.clock())
         folded = fold_generation(
-            trajectory, previous, pending, cutoff=cutoff, merge=merge, retired=carried
+            trajectory,
+            previous,
+            pending,
+            cutoff=cutoff,
+            merge=merge,
+            retired=expired.carried,
+            now=self.clock(),
         )
         self.storage.create(folded.segment_name, folded.segment.model_dump_json().encode())
         if time.monotonic() - started > COMPACTION_DEADLINE_SECONDS:
@@ -192,39 +216,27 @@ class SegmentLedger(RunLedger):
             self.storage.delete(folded.segment_name)
             return 0
         self.storage.delete_many(view.objects.loose[stem] for stem in pending)
-        self.storage.delete_many(r.segment for r in folded.dropped)
-        if forget and previous is not None:
-            generations = view.objects.generations
-            old = [name for g, name in generations.items() if g < previous.generation]
-            self.storage.delete_many([*old, *previous.retired])
+        self.storage.delete_many(expired.delete)
         return len(pending)
 
     def _cutoff(self) -> str | None:
         """The smallest entry stem the retention keeps (``None``: all)."""
         if self.retention_days is None:
             return None
-        return stem_at(datetime.now(UTC) - timedelta(days=self.retention_days))
-
-    @staticmethod
-    def _old_enough(previous: Generation | None) -> bool:
-        """True when the generations before ``previous`` (and the segments they alone list)
-        are to be deleted: ``previous`` has existed for :data:`GENERATION_GRACE_SECONDS`."""
-        if previous is None:
-            return False
-        age = (datetime.now(UTC) - previous.created_at).total_seconds()
-        return age >= GENERATION_GRACE_SECONDS
+        return stem_at(self.clock() - timedelta(days=self.retention_days))
 
     def prune(self, before: datetime) -> int:
         """Compact every trajectory, then drop its entries started before ``before``: the
-        segments holding only those are deleted, the others rewritten without them, under a
-        new generation (its summary unchanged). Returns how many entries went."""
+        segments holding only those leave its table, the others are rewritten without them,
+        under a new generation (its summary unchanged; what it no longer lists is deleted
+        after the grace period). Returns how many entries went."""
         cutoff = stem_at(before)
         dropped = 0
         for trajectory in sorted(self._listing(None)):
             self.compact(trajectory, force=True)
             view = self._views(self._listing(trajectory))[trajectory]
             if view.generation is not None:
-                dropped += prune_trajectory(self.storage, trajectory, view.generation, cutoff)
+                dropped += prune_trajectory(self.storage, view, cutoff, now=self.clock())
         return dropped
 
     # -- reading ---------------------------------------------------------------------------
@@ -277,14 +289,10 @@ class SegmentLedger(RunLedger):
         since: datetime | None = None,
         limit: int | None = None,
     ) -> list[RunRecord]:
-        views = self._views(self._listing(trajectory))
-        rows = [r for v in views.values() if v.generation for r in v.generation.segments]
-        if since is not None:
-            rows = [r for r in rows if r.last >= stem_at(since)]
-        found: list[RunRecord] = []
-        for name, data in self.storage.read_many(r.segment for r in rows).items():
-            segment = parse_object(Segment, name, data)
-            found.extend(segment.entries.values() if segment else [])
+        views, segments = read_segments(
+            self.storage, self._listing(trajectory), None if since is None else stem_at(since)
+        )
+        found = [record for segment in segments for record in segment.entries.values()]
         for view in views.values():
             found.extend(view.pending.values())
         return newest_records(found, since, limit)

@@ -259,7 +259,9 @@ def main() -> None:
         "(ratios in brackets: to decoding the screenshot once)",
         "",
         "A 200-step replay end to end (a screenshot, a click, then 198 validated keystrokes, each changing the screen), "
-        "delay 0, in a fresh process. "
+        "delay 0, in a fresh process, each step checked on its tool result's screenshot: the executor is given no "
+        "screen of its own, so nothing is waited for (no auto-wait, no `settle_still_period`; the replay latency "
+        "section measures those on a real application). "
         "The time includes the simulated application rendering and PNG-encoding a screenshot after every action, "
         "which a real desktop also pays (mss + PNG).",
         "",

@@ -526,7 +526,8 @@ class CacheExecutionSettings(SettingsModel):
     at start-up, the last typed letter not drawn yet: a toolkit painting at 60 Hz shows a
     new frame every 17 ms); the default covers one and a half such frames. A screen that
     keeps changing while the checks pass (an animation in the window) is acted on after
-    ``settle_quiet_period``. 0: act on the first look that passes."""
+    ``settle_quiet_period``. Judged on the screen-state thumbnails a file records (format
+    version 3 on). 0: act on the first look that passes."""
     check_effects: bool = True
     """After each step, check it had the effect it had when recorded (files that recorded
     effects): an action that changed its area then but changes nothing now did not land."""

@@ -152,7 +152,7 @@ class ReplaySession(ReplayState):
             evaluate,
             passes,
             quiet=not starting,
-            still=self.settings.settle_still_period,
+            still=self._still_for,
             outside=lambda seen: self._outside_window(step, seen),
         )
         if isinstance(outcome, Refused) and outcome.own_checks is not None:
@@ -178,6 +178,11 @@ class ReplaySession(ReplayState):
         if outcome.variant is not None:
             step = self.take_variant(outcome.variant)
         return act(self, step, outcome, waited)
+
+    def _still_for(self, outcome: Checked | Refused) -> float:
+        """How long the screen must stay still before ``outcome`` counts: a step that will
+        act waits ``settle_still_period``; a refusal that hands back waits for nothing."""
+        return self.settings.settle_still_period if isinstance(outcome, Checked) else 0.0
 
     def _outside_window(self, step: ToolUseBlockParam, outcome: Checked | Refused) -> set[int]:
         """The tiles outside the window a passing check ran in (the variant's first step's,

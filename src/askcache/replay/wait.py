@@ -41,54 +41,59 @@ def watch(
     done: Callable[[T], bool],
     *,
     quiet: bool = True,
-    still: float = 0.0,
+    still: Callable[[T], float] | None = None,
     outside: Callable[[T], Collection[int]] | None = None,
 ) -> tuple[T, float]:
     """Evaluate ``screen``; while the outcome is not ``done``, look again until the
     screen has stayed unchanged for the quiet period (only when ``quiet``), or the
     timeout. Returns the last outcome and the seconds waited.
 
-    ``still``: a done outcome counts only once the screen has stayed unchanged for this
-    many seconds: a later look is done too and shows the same screen, apart from the tiles
-    that changed by themselves when recorded and those ``outside`` names for the outcome
-    (outside the step's window). A screen that keeps changing while the outcome stays
-    done counts after the quiet period."""
+    ``still``: how long the screen must stay unchanged before a done outcome counts (``0``:
+    at once): a later look is done too and shows the same screen, apart from the tiles that
+    changed by themselves when recorded and those ``outside`` names for the outcome (outside
+    the step's window). A screen that keeps changing while the outcome stays done counts
+    after the quiet period. Stillness is judged on thumbnails: a file that records none is
+    not waited on."""
     started = state.clock()
     outcome = evaluate(screen)
     config = state.file.metadata.screen_state
-    if not state.can_watch() or (done(outcome) and (still <= 0 or config is None)):
+
+    def still_for(seen: T) -> float:
+        return still(seen) if still is not None and config is not None else 0.0
+
+    if not state.can_watch() or (done(outcome) and still_for(outcome) <= 0):
         return outcome, 0.0
     first = screen.thumbnail(config) if config is not None else None
     # the distinct screens seen lately: coming back to one of them (a blinking caret)
     # is no move
     seen = [first] if first is not None else []
-    still_since = started
-    last, changed_at, done_since = first, started, started
+    still_since = started  # for the quiet period of an outcome not done
+    last, changed_at, done_since = first, started, started  # for a done one's stillness
     pauses = poll_pauses()
     while True:
         now = state.clock()
         if now - started >= state.settings.settle_timeout:
             break
-        # when done, only its stillness is awaited: look again once the look can tell
-        awaited = max(changed_at + still - now, FIRST_POLL_SECONDS)
-        state.sleep(awaited if done(outcome) else next(pauses))
+        if done(outcome):  # only its stillness is awaited: look again once a look can tell
+            state.sleep(max(changed_at + still_for(outcome) - now, FIRST_POLL_SECONDS))
+        else:
+            state.sleep(next(pauses))
         screen = capture(state)
         outcome = evaluate(screen)
         now = state.clock()
         current = screen.thumbnail(config) if config is not None else None
-        if done(outcome):
-            ignored = _volatile(state) | set(outside(outcome) if outside is not None else ())
-            if _changed(last, current, ignored):
-                changed_at = now
-            if now - changed_at >= still or now - done_since >= state.settings.settle_quiet_period:
-                break
-        else:
-            done_since = now
-            if _changed(last, current, _volatile(state)):
-                changed_at = now
+        ignored = _volatile(state)
+        if done(outcome) and outside is not None:
+            ignored |= set(outside(outcome))
+        if _changed(last, current, ignored):
+            changed_at = now
         last = current
         if done(outcome):
+            quiet_over = now - done_since >= state.settings.settle_quiet_period
+            if now - changed_at >= still_for(outcome) or quiet_over:
+                break
             continue
+        done_since = now
         if _moved(seen, current, _volatile(state)):
             assert current is not None
             seen = [*seen[-(_BLINK_STATES - 1) :], current]

@@ -5,9 +5,10 @@ with the recording (a perceptual hash of a region); when it differs, control goe
 the model.
 
 This module holds what the README and docs write (``from askcache import Agent, ...``);
-everything else is reached from its subpackage (docs/architecture.md lists them). Each name
-is imported from its module the first time it is used. Names that moved still work from
-their old import path, with a :class:`DeprecationWarning`, until 0.2.
+everything else is reached from its subpackage (docs/architecture.md lists them). Each name,
+and each subpackage (``askcache.settings``), is imported the first time it is used. Names
+that moved still work from their old import path, with a :class:`DeprecationWarning`, until
+0.2.
 """
 
 import importlib
@@ -125,13 +126,14 @@ _forward_moved = _moved.forward(__name__)
 
 def __getattr__(name: str) -> Any:
     """A public name, imported from its module on first use (:data:`_PUBLIC`); a name that
-    moved, with a :class:`DeprecationWarning` (:mod:`askcache._moved`)."""
+    moved, with a :class:`DeprecationWarning` (:mod:`askcache._moved`); a subpackage or
+    module of askcache (``askcache.settings``), imported on first use."""
     module = _PUBLIC.get(name)
-    if module is None:
-        return _forward_moved(name)
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later uses find it directly
-    return value
+    if module is not None:
+        value = getattr(importlib.import_module(module), name)
+        globals()[name] = value  # later uses find it directly
+        return value
+    return _forward_moved(name)
 
 
 def __dir__() -> list[str]:

@@ -436,12 +436,21 @@ _OLD_PACKAGES = frozenset({"askcache.commands"})
 
 
 def forward(old_module: str) -> Callable[[str], Any]:
-    """A module ``__getattr__`` serving ``old_module``'s moved names, each with a warning."""
+    """A module ``__getattr__`` serving ``old_module``'s moved names, each with a warning;
+    and, for a package, its submodules not imported yet (``askcache.storage.ledger`` after
+    ``import askcache``), imported on first use."""
     moved = MOVED.get(old_module, {})
 
     def forwarded(name: str) -> Any:
         new_module = moved.get(name)
         if new_module is None:
+            submodule = f"{old_module}.{name}"
+            if not name.startswith("__"):
+                try:
+                    return importlib.import_module(submodule)
+                except ModuleNotFoundError as exc:
+                    if exc.name not in (submodule, old_module):  # a dependency is missing
+                        raise
             raise AttributeError(f"module {old_module!r} has no attribute {name!r}")
         warnings.warn(
             f"{old_module}.{name} moved to {new_module}.{name}: import it from there "

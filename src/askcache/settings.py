@@ -520,14 +520,17 @@ class CacheExecutionSettings(SettingsModel):
     after 0.8 s is still unchanged for 0.8 s."""
     settle_still_period: float = Field(0.025, ge=0, le=5)
     """How long the screen must stay unchanged, in seconds, before a step whose checks pass
-    acts on it: a later look must pass too and show the same screen (inside the step's
-    window, when recorded, and apart from tiles that changed by themselves when recorded).
-    A check can pass on a frame the application is still drawing (a window half painted
-    at start-up, the last typed letter not drawn yet: a toolkit painting at 60 Hz shows a
-    new frame every 17 ms); the default covers one and a half such frames. A screen that
-    keeps changing while the checks pass (an animation in the window) is acted on after
-    ``settle_quiet_period``. Judged on the screen-state thumbnails a file records (format
-    version 3 on). 0: act on the first look that passes."""
+    acts on it: a later look, this long after the first look the checks passed on, must
+    pass too and show the same screen (around the step's window where it is now, when
+    recorded, and apart from tiles that changed by themselves when recorded). A check can
+    pass on a frame the application is still drawing (a window half painted at start-up,
+    the last typed letter not drawn yet: a toolkit painting at 60 Hz shows a new frame every
+    17 ms); the default covers one and a half such frames. The same holds for a first step
+    that runs on its own checks after the start screen never came, and for a step the
+    search found elsewhere. A screen that keeps changing while the checks pass (an
+    animation in the window) is acted on after ``settle_quiet_period`` (at least one more
+    look). Judged on the screen-state thumbnails a file records (format version 3 on). 0:
+    act on the first look that passes."""
     check_effects: bool = True
     """After each step, check it had the effect it had when recorded (files that recorded
     effects): an action that changed its area then but changes nothing now did not land."""

@@ -84,3 +84,23 @@ def test_the_command_starts_without_the_agent_the_client_or_scipy() -> None:
         "assert set(askcache.__all__) <= set(dir(askcache))\n"
     )
     subprocess.run([sys.executable, "-W", "error", "-c", code], check=True)
+
+
+def test_subpackages_are_attributes_of_the_package_once_used() -> None:
+    # a fresh interpreter: after `import askcache`, askcache.settings and
+    # askcache.storage.ledger are there as before the names were imported lazily
+    code = (
+        "import askcache\n"
+        "assert askcache.settings.CachingSettings.__name__ == 'CachingSettings'\n"
+        "assert callable(askcache.storage.ledger.open_ledger)\n"
+        "for missing in ('no_such_thing', 'storage.no_such_thing'):\n"
+        "    head, _, tail = missing.rpartition('.')\n"
+        "    owner = askcache.storage if head else askcache\n"
+        "    try:\n"
+        "        getattr(owner, tail)\n"
+        "    except AttributeError:\n"
+        "        pass\n"
+        "    else:\n"
+        "        raise AssertionError(missing)\n"
+    )
+    subprocess.run([sys.executable, "-W", "error", "-c", code], check=True)

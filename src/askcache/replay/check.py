@@ -34,6 +34,7 @@ __all__ = [
     "START_SCREEN_TOLERANCE",
     "Checked",
     "Refused",
+    "apart_from_window",
     "check",
     "check_ways",
     "needs_screen",
@@ -269,14 +270,28 @@ def outside_window(step: ToolUseBlockParam, checked: Checked, thumbnail: Thumbna
     """The tiles of ``thumbnail`` outside the window ``step`` was checked in: where its window
     moved (or the search found its region), outside the window's frame and the part of the
     screen brought into view; else outside the step's recorded window; none when no window
-    was recorded (the whole screen is the step's)."""
+    was recorded (the whole screen is the step's). The boxes are the recording's: the screen
+    as seen from where the window is now (:meth:`~askcache.replay.observe.Screen.moved`)."""
     if checked.anchor is not None and checked.screen is not None:
-        return set(
-            thumbnail.tiles_outside(checked.anchor.compared_box(checked.screen.recorded.size))
-        )
+        box = checked.anchor.compared_box(checked.screen.recorded.size)
+        return set(thumbnail.tiles_outside(box))
     if step.window is not None:
         frame = step.window
         return set(thumbnail.tiles_outside((frame.x, frame.y, frame.width, frame.height)))
+    return set()
+
+
+def apart_from_window(step: ToolUseBlockParam, checked: Checked, thumbnail: Thumbnail) -> set[int]:
+    """The tiles of ``thumbnail``, a look at the screen as it is (not as seen from a moved
+    window), that do not touch the window ``step`` was checked in, where that window is now:
+    what changes there cannot concern the step. None when no window was recorded."""
+    if checked.anchor is not None and checked.screen is not None:
+        x, y, width, height = checked.anchor.compared_box(checked.screen.recorded.size)
+        dx, dy = checked.anchor.offset
+        return thumbnail.tiles_apart((x + dx, y + dy, width, height))
+    if step.window is not None:
+        frame = step.window
+        return thumbnail.tiles_apart((frame.x, frame.y, frame.width, frame.height))
     return set()
 
 

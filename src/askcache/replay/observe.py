@@ -115,7 +115,8 @@ def observe(
     the application may still be reacting to it (its effect can be complete while the
     layout changes under the next step's point). When the step's verify phase captured the
     screen itself (``looked``: it waited for the effect), that capture is the fresh one: it
-    was taken after the effect was drawn, a moment ago."""
+    was taken after the effect was drawn (the session drops it when a fixed delay came
+    between)."""
     if just_acted and state.can_watch():
         return looked if looked is not None else capture(state)
     found = find_recent_screenshot_block(messages)

@@ -11,7 +11,7 @@ back, or finish. Each step goes through named phases, each returning a typed out
              step's result screenshot was taken the moment it ran), or the capture its verify
              phase saw the effect on
 ``wait``     watch the screen (soon at first, then less often) until the step's checks pass
-             on a screen that then stays still for ``settle_still_period`` (never act on a
+             on a screen that then stays still for ``settle_still_period`` (do not act on a
              frame still being drawn), or until it has stayed unchanged and still different
              for the quiet period, or a timeout (a screen that comes back to one it showed
              lately, a blinking caret, has not changed); the replay's first checked step waits
@@ -45,6 +45,7 @@ runs them.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import replace
 
 from PIL import Image
@@ -57,10 +58,10 @@ from askcache.replay.act import act
 from askcache.replay.check import (
     Checked,
     Refused,
+    apart_from_window,
     check,
     check_ways,
     needs_screen,
-    outside_window,
     passes,
     unchecked,
 )
@@ -115,6 +116,7 @@ class ReplaySession(ReplayState):
         action = parse_action(step)
         if not self.first_step and self.settings.delay_time_between_action:
             self.sleep(self.settings.delay_time_between_action)
+            looked = None  # taken before the delay: the screen is looked at again
         self.first_step = False
         self.step_started = self.clock()
         if not needs_screen(action):
@@ -146,23 +148,19 @@ class ReplaySession(ReplayState):
             last[0] = seen
             return check_ways(self, step, action, seen)
 
-        outcome, waited = watch(
-            self,
-            screen,
-            evaluate,
-            passes,
-            quiet=not starting,
-            still=self._still_for,
-            outside=lambda seen: self._outside_window(step, seen),
-        )
+        outcome, waited = self._watch(step, screen, evaluate, quiet=not starting)
         if isinstance(outcome, Refused) and outcome.own_checks is not None:
-            outcome = _without_start_screen(outcome, outcome.own_checks, waited)
+            # the start screen never came: the step's own checks decide, as for any step
+            # (on a still screen: the last look may be a frame still being drawn)
+            refused, self.start = outcome, replace(self.start, step=None)
+            outcome, more = self._watch(step, last[0], evaluate, quiet=True)
+            waited += more
+            if isinstance(outcome, Checked):
+                outcome = _without_start_screen(refused, outcome, waited)
         if isinstance(outcome, Refused) and _region_moved(outcome):
-            found = search(self, step, action, last[0])
+            found = self._search(step, action, last, waited)
             if found is not None:
-                found.record.waited_seconds = waited
-                logger.info("step %d: %s", self.index, found.record.note)
-                outcome = found
+                outcome, waited = found
         if isinstance(outcome, Refused):
             if outcome.record is not None:
                 outcome.record.waited_seconds = waited
@@ -179,20 +177,62 @@ class ReplaySession(ReplayState):
             step = self.take_variant(outcome.variant)
         return act(self, step, outcome, waited)
 
+    def _watch(
+        self,
+        step: ToolUseBlockParam,
+        screen: Screen,
+        evaluate: Callable[[Screen], Checked | Refused],
+        *,
+        quiet: bool,
+    ) -> tuple[Checked | Refused, float]:
+        """Watch until ``evaluate`` passes on a still screen (:func:`~.wait.watch`)."""
+        return watch(
+            self,
+            screen,
+            evaluate,
+            passes,
+            quiet=quiet,
+            still=self._still_for,
+            outside=lambda seen: self._apart_from_window(step, seen),
+        )
+
+    def _search(
+        self, step: ToolUseBlockParam, action: Action | None, last: list[Screen], waited: float
+    ) -> tuple[Checked, float] | None:
+        """The step where the bounded search finds its region (:mod:`.search`) on the last
+        look, when the search finds the same one place again on a still screen; with the
+        seconds waited in all."""
+        if search(self, step, action, last[0]) is None:
+            return None
+
+        def evaluate(seen: Screen) -> Checked | Refused:
+            last[0] = seen
+            found = search(self, step, action, seen)
+            return found or Refused(None, "the search no longer finds one place for the step")
+
+        outcome, more = self._watch(step, last[0], evaluate, quiet=True)
+        if not isinstance(outcome, Checked):
+            return None
+        outcome.record.waited_seconds = waited + more
+        logger.info("step %d: %s", self.index, outcome.record.note)
+        return outcome, waited + more
+
     def _still_for(self, outcome: Checked | Refused) -> float:
         """How long the screen must stay still before ``outcome`` counts: a step that will
         act waits ``settle_still_period``; a refusal that hands back waits for nothing."""
         return self.settings.settle_still_period if isinstance(outcome, Checked) else 0.0
 
-    def _outside_window(self, step: ToolUseBlockParam, outcome: Checked | Refused) -> set[int]:
-        """The tiles outside the window a passing check ran in (the variant's first step's,
-        when one was taken): changes there do not keep the step from acting."""
+    def _apart_from_window(self, step: ToolUseBlockParam, outcome: Checked | Refused) -> set[int]:
+        """The tiles that do not touch the window a passing check ran in, where it is now
+        (the variant's first step's, when one was taken): changes there do not keep the step
+        from acting."""
         config = self.file.metadata.screen_state
         if not isinstance(outcome, Checked) or outcome.screen is None or config is None:
             return set()
         if outcome.variant is not None:
             step = self.variants[self.index][outcome.variant].steps[0]
-        return outside_window(step, outcome, outcome.screen.thumbnail(config))
+        # the checked screen's thumbnail for its tile grid: the same size as the look's
+        return apart_from_window(step, outcome, outcome.screen.thumbnail(config))
 
     def _after(
         self, pending: Pending, messages: list[MessageParam]

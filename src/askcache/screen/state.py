@@ -273,6 +273,22 @@ class Thumbnail:
                 outside.append(index)
         return outside
 
+    def tiles_apart(self, box: tuple[int, int, int, int]) -> set[int]:
+        """The tiles that do not touch ``box`` (``x``, ``y``, width, height in screen
+        pixels): none of their pixels lies inside it."""
+        x, y, width, height = box
+        side = self.config.tile * self.config.block
+        first_column, last_column = x // side, (x + max(width, 1) - 1) // side
+        first_row, last_row = y // side, (y + max(height, 1) - 1) // side
+        return {
+            index
+            for index in range(self.rows * self.columns)
+            if not (
+                first_row <= index // self.columns <= last_row
+                and first_column <= index % self.columns <= last_column
+            )
+        }
+
     def near(self, tiles: Iterable[int], point: tuple[int, int] | None) -> list[int]:
         """The ``tiles`` within the effect radius of ``point`` (all of them without a point)."""
         if point is None:

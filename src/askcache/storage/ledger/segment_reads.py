@@ -81,10 +81,17 @@ def read_views(
 ) -> tuple[dict[str, TrajectoryView], bool]:
     """Read the trajectories listed; and whether every object listed was read. An object
     gone between the listing and the read (a compaction committed meanwhile) makes it
-    list and read again."""
+    list and read again; after the last try, what was read is used, with a warning."""
     for attempt in range(_READ_TRIES):
         views, complete = _read(storage, listing)
         if complete or attempt == _READ_TRIES - 1:
+            if not complete:
+                logger.warning(
+                    "ledger objects of %s kept going while being read (%d tries): an entry "
+                    "may be missing, or a resent one counted twice",
+                    ", ".join(sorted(listing)),
+                    _READ_TRIES,
+                )
             return views, complete
         listing = _relist(storage, listing)
     raise AssertionError("unreachable")  # pragma: no cover

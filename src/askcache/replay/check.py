@@ -266,33 +266,38 @@ def _check_start_screen(
     )
 
 
-def outside_window(step: ToolUseBlockParam, checked: Checked, thumbnail: Thumbnail) -> set[int]:
-    """The tiles of ``thumbnail`` outside the window ``step`` was checked in: where its window
-    moved (or the search found its region), outside the window's frame and the part of the
-    screen brought into view; else outside the step's recorded window; none when no window
-    was recorded (the whole screen is the step's). The boxes are the recording's: the screen
-    as seen from where the window is now (:meth:`~askcache.replay.observe.Screen.moved`)."""
+def _window_box(
+    step: ToolUseBlockParam, checked: Checked, *, where_now: bool
+) -> tuple[int, int, int, int] | None:
+    """The box (``x``, ``y``, width, height) of the window ``step`` was checked in: where its
+    window moved (or the search found its region), the window's frame and the part of the
+    screen brought into view, as seen from there (the recording's coordinates,
+    :meth:`~askcache.replay.observe.Screen.moved`) or, with ``where_now``, where it is on
+    the screen as it is; else the step's recorded window; ``None`` when no window was
+    recorded (the whole screen is the step's)."""
     if checked.anchor is not None and checked.screen is not None:
-        box = checked.anchor.compared_box(checked.screen.recorded.size)
-        return set(thumbnail.tiles_outside(box))
+        x, y, width, height = checked.anchor.compared_box(checked.screen.recorded.size)
+        dx, dy = checked.anchor.offset if where_now else (0, 0)
+        return (x + dx, y + dy, width, height)
     if step.window is not None:
         frame = step.window
-        return set(thumbnail.tiles_outside((frame.x, frame.y, frame.width, frame.height)))
-    return set()
+        return (frame.x, frame.y, frame.width, frame.height)
+    return None
+
+
+def outside_window(step: ToolUseBlockParam, checked: Checked, thumbnail: Thumbnail) -> set[int]:
+    """The tiles of ``thumbnail``, the screen as seen from the step's window, that do not lie
+    wholly inside that window (:func:`_window_box`); none when no window was recorded."""
+    box = _window_box(step, checked, where_now=False)
+    return set() if box is None else set(thumbnail.tiles_outside(box))
 
 
 def apart_from_window(step: ToolUseBlockParam, checked: Checked, thumbnail: Thumbnail) -> set[int]:
     """The tiles of ``thumbnail``, a look at the screen as it is (not as seen from a moved
     window), that do not touch the window ``step`` was checked in, where that window is now:
     what changes there cannot concern the step. None when no window was recorded."""
-    if checked.anchor is not None and checked.screen is not None:
-        x, y, width, height = checked.anchor.compared_box(checked.screen.recorded.size)
-        dx, dy = checked.anchor.offset
-        return thumbnail.tiles_apart((x + dx, y + dy, width, height))
-    if step.window is not None:
-        frame = step.window
-        return thumbnail.tiles_apart((frame.x, frame.y, frame.width, frame.height))
-    return set()
+    box = _window_box(step, checked, where_now=True)
+    return set() if box is None else thumbnail.tiles_apart(box)
 
 
 def _check_affected_area(

@@ -202,15 +202,19 @@ class ReplaySession(ReplayState):
         """The step where the bounded search finds its region (:mod:`.search`) on the last
         look, when the search finds the same one place again on a still screen; with the
         seconds waited in all."""
-        if search(self, step, action, last[0]) is None:
+        screen = last[0]
+        first = search(self, step, action, screen)
+        if first is None:
             return None
 
         def evaluate(seen: Screen) -> Checked | Refused:
+            if seen is screen:  # the look just searched: not searched again
+                return first
             last[0] = seen
             found = search(self, step, action, seen)
             return found or Refused(None, "the search no longer finds one place for the step")
 
-        outcome, more = self._watch(step, last[0], evaluate, quiet=True)
+        outcome, more = self._watch(step, screen, evaluate, quiet=True)
         if not isinstance(outcome, Checked):
             return None
         outcome.record.waited_seconds = waited + more

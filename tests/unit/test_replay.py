@@ -991,49 +991,6 @@ class LateTypingApp(SimulatedFormApp):
         self.typed = (len(self.order) + self.late, text)
 
 
-def test_the_next_step_acts_once_the_screen_that_showed_the_effect_stays_still(
-    storage: LocalCacheStorage,
-) -> None:
-    # The form draws the typed name 4 looks after the keys: the replay's wait for that
-    # effect sees it on its own capture; the Save click that follows is checked on that
-    # very capture, and clicked after one more look, settle_still_period later, shows the
-    # same screen (a frame still being drawn would have changed by then).
-    record_form(storage)
-    app = LateTypingApp(late=4)
-    tool = ComputerTool(app)
-    now = [0.0]
-    pauses: list[tuple[int, float]] = []  # (looks and actions so far, seconds)
-
-    def sleep(seconds: float) -> None:
-        pauses.append((len(app.order), seconds))
-        now[0] += seconds
-
-    executor = CacheExecutor(screen=tool.capture, sleep=sleep, clock=lambda: now[0])
-    executor.activate_cache_execution(load_cache_file(storage, "form.json"), "form.json")
-    Conversation(
-        [executor, FinishingSpeaker()], ToolCollection([tool]), first_speaker=executor.name
-    ).run(GOAL)
-    result = executor.result
-    assert result is not None
-    assert (result.status, result.handbacks) == ("completed", 0)
-    assert app.saved == [{"name": "Ada Lovelace", "email": ""}]
-    order = app.order
-    typed = order.index("type")
-    drawn = order.index("look name='Ada Lovelace'")
-    assert order[typed + 1 : drawn] == ["look name=''"] * (drawn - typed - 1)
-    assert drawn - typed > 2  # the effect was waited for: the result and more looks
-    assert result.steps[2].effect == "seen"
-    # one look to see the screen stay still, then the click: no look in between
-    assert order[drawn + 1 : drawn + 3] == ["look name='Ada Lovelace'", "click"]
-    still = CacheExecutionSettings().settle_still_period
-    assert [seconds for at, seconds in pauses if at == drawn + 1] == [pytest.approx(still)]
-    # the wait for the effect looked again soon, then less often: each pause twice the last
-    waits = [seconds for at, seconds in pauses if typed < at <= drawn]
-    assert len(waits) == drawn - typed - 1  # a pause before each look but the result's
-    assert waits[0] == FIRST_POLL_SECONDS
-    assert all(b == min(2 * a, POLL_SECONDS) for a, b in pairwise(waits))
-
-
 def test_the_pauses_of_a_wait_double_from_the_first_up_to_the_longest() -> None:
     pauses = list(itertools.islice(poll_pauses(), 7))
     assert pauses[0] == FIRST_POLL_SECONDS

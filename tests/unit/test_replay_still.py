@@ -5,6 +5,7 @@ screen near the step's window (:func:`askcache.replay.wait.watch`)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ from askcache import Agent, CacheExecutionSettings, CacheWritingSettings, Cachin
 from askcache.conversation.loop import Conversation
 from askcache.geometry import Point
 from askcache.replay import CacheExecutor
-from askcache.replay.observe import Screen, screen_of
+from askcache.replay.observe import FIRST_POLL_SECONDS, POLL_SECONDS, Screen, screen_of
 from askcache.replay.result import ReplayResult
 from askcache.replay.session import ReplaySession
 from askcache.replay.wait import watch
@@ -76,11 +77,16 @@ def _replay(
     screen: Any,
     *,
     windows: Callable[[], Any] | None = None,
+    slept: Callable[[float], None] | None = None,
     **settings: Any,
 ) -> ReplayResult:
+    """Replay ``cache_file`` on ``screen`` with a clock only the replay's pauses move (each
+    told to ``slept`` first); the end state is not compared unless ``settings`` say so."""
     now = [0.0]
 
     def sleep(seconds: float) -> None:
+        if slept is not None:
+            slept(seconds)
         now[0] += seconds
 
     tool = ComputerTool(screen)
@@ -90,7 +96,7 @@ def _replay(
     executor.activate_cache_execution(
         cache_file,
         "form.json",
-        execution_settings=CacheExecutionSettings(end_state="off", **settings),
+        execution_settings=CacheExecutionSettings(**{"end_state": "off", **settings}),
     )
     Conversation(
         [executor, FinishingSpeaker()], ToolCollection([tool]), first_speaker=executor.name
@@ -267,26 +273,48 @@ def test_a_delay_between_actions_makes_the_next_step_look_at_the_screen_again(
     cache_file = record_form(storage)
     app = LateTypingApp(late=4)
     sleeps: list[tuple[int, float]] = []
-    now = [0.0]
-
-    def sleep(seconds: float) -> None:
-        sleeps.append((len(app.order), seconds))
-        now[0] += seconds
-
-    tool = ComputerTool(app)
-    executor = CacheExecutor(screen=tool.capture, sleep=sleep, clock=lambda: now[0])
-    executor.activate_cache_execution(
+    result = _replay(
         cache_file,
-        "form.json",
-        execution_settings=CacheExecutionSettings(
-            delay_time_between_action=0.5, settle_still_period=0, end_state="off"
-        ),
+        app,
+        slept=lambda seconds: sleeps.append((len(app.order), seconds)),
+        delay_time_between_action=0.5,
+        settle_still_period=0,
     )
-    Conversation(
-        [executor, FinishingSpeaker()], ToolCollection([tool]), first_speaker=executor.name
-    ).run(GOAL)
-    assert executor.result is not None
-    assert executor.result.status == "completed"
+    assert result.status == "completed"
     drawn = app.order.index("look name='Ada Lovelace'")
     delay = next(at for at, seconds in sleeps if seconds == 0.5 and at > drawn)
     assert app.order[delay : delay + 2] == ["look name='Ada Lovelace'", "click"]
+
+
+def test_the_next_step_acts_once_the_screen_that_showed_the_effect_stays_still(
+    storage: LocalCacheStorage,
+) -> None:
+    # The form draws the typed name 4 looks after the keys: the replay's wait for that
+    # effect sees it on its own capture; the Save click that follows is checked on that
+    # very capture, and clicked after one more look, settle_still_period later, shows the
+    # same screen (a frame still being drawn would have changed by then).
+    cache_file = record_form(storage)
+    app = LateTypingApp(late=4)
+    pauses: list[tuple[int, float]] = []  # (looks and actions so far, seconds)
+    result = _replay(
+        cache_file,
+        app,
+        slept=lambda seconds: pauses.append((len(app.order), seconds)),
+        end_state="report",
+    )
+    assert (result.status, result.handbacks) == ("completed", 0)
+    assert app.saved == [{"name": "Ada Lovelace", "email": ""}]
+    order = app.order
+    typed = order.index("type")
+    drawn = order.index("look name='Ada Lovelace'")
+    assert order[typed + 1 : drawn] == ["look name=''"] * (drawn - typed - 1)
+    assert drawn - typed > 2  # the effect was waited for: the result and more looks
+    assert result.steps[2].effect == "seen"
+    # one look to see the screen stay still, then the click: no look in between
+    assert order[drawn + 1 : drawn + 3] == ["look name='Ada Lovelace'", "click"]
+    assert [seconds for at, seconds in pauses if at == drawn + 1] == [pytest.approx(STILL)]
+    # the wait for the effect looked again soon, then less often: each pause twice the last
+    waits = [seconds for at, seconds in pauses if typed < at <= drawn]
+    assert len(waits) == drawn - typed - 1  # a pause before each look but the result's
+    assert waits[0] == FIRST_POLL_SECONDS
+    assert all(b == min(2 * a, POLL_SECONDS) for a, b in pairwise(waits))

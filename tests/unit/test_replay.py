@@ -834,6 +834,18 @@ def test_text_left_in_the_name_field_hands_back_before_typing(storage: LocalCach
 def test_a_format_2_file_replays_as_recorded(storage: LocalCacheStorage) -> None:
     # The same trajectory as a format-2 file: no tone, no target, no blur. It loads and
     # replays with exactly its old check, which does not see the far end of the field.
+    _format_2_form(storage)
+    app = SimulatedFormApp(values={"name": "alice", "email": ""})
+    executor, _, _ = _replay(storage, app, name="old.json")
+    result = executor.result
+    assert result is not None
+    assert result.status == "completed"
+    assert app.saved == [{"name": "aliceAda Lovelace", "email": ""}]
+
+
+def _format_2_form(storage: LocalCacheStorage) -> None:
+    """The form recorded, then written back as format 2 would have stored it: no tone, no
+    target, no detail blur, no effects and no screen state, as ``old.json``."""
     record_form(
         storage,
         name="old.json",
@@ -855,12 +867,36 @@ def test_a_format_2_file_replays_as_recorded(storage: LocalCacheStorage) -> None
     del data["metadata"]["start_state"]
     storage.write("old.json", json.dumps(data).encode())
     assert load_cache_file(storage, "old.json").version == 2  # loading never upgrades
-    app = SimulatedFormApp(values={"name": "alice", "email": ""})
-    executor, _, _ = _replay(storage, app, name="old.json")
+
+
+def test_a_format_2_file_on_a_changed_screen_hands_back_after_the_wait(
+    storage: LocalCacheStorage,
+) -> None:
+    # A file without screen-state thumbnails (format 2), replayed with auto-wait on the
+    # banner layout: no look can tell whether the screen still moves, so the replay waits
+    # settle_timeout, then hands back before the first click (it used to fail an assertion).
+    _format_2_form(storage)
+    app = SimulatedFormApp(layout="banner")
+    tool = ComputerTool(app)
+    now = [0.0]
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds
+
+    executor = CacheExecutor(screen=tool.capture, sleep=sleep, clock=lambda: now[0])
+    executor.activate_cache_execution(
+        load_cache_file(storage, "old.json"),
+        "old.json",
+        execution_settings=CacheExecutionSettings(settle_timeout=2),
+    )
+    Conversation(
+        [executor, FinishingSpeaker()], ToolCollection([tool]), first_speaker=executor.name
+    ).run(GOAL)
     result = executor.result
     assert result is not None
-    assert result.status == "completed"
-    assert app.saved == [{"name": "aliceAda Lovelace", "email": ""}]
+    assert (result.status, result.stopped_at_step) == ("handed_back", 1)
+    assert app.events == []
+    assert 2 <= now[0] < 3
 
 
 class HalfDrawnApp(SimulatedFormApp):

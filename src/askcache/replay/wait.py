@@ -130,9 +130,9 @@ def watch(
             if _changed(last, current, volatile | away):
                 passing.changed = now
         last = current
-        if _moved(seen, current, volatile):
-            assert current is not None
-            seen = [*seen[-(_BLINK_STATES - 1) :], current]
+        if _moved(seen, current, volatile):  # a file without thumbnails: every look moved
+            if current is not None:
+                seen = [*seen[-(_BLINK_STATES - 1) :], current]
             still_since = now
         if passing is not None:
             if passing.settled(now):

@@ -34,6 +34,7 @@ __all__ = [
     "MissingDependencyError",
     "OutboxError",
     "RemoteStorageError",
+    "SignatureLossRefusedError",
     "StorageLockBusyError",
     "StorageUnwritableError",
     "UnsupportedCacheVersionError",
@@ -425,3 +426,22 @@ class MissingApiKeyError(AskCacheError, RuntimeError):
         super().__init__(
             f"{what} needs ANTHROPIC_API_KEY: export ANTHROPIC_API_KEY=...{alternative}"
         )
+
+
+class SignatureLossRefusedError(AskCacheError, ValueError):
+    """A change would make a signed trajectory unsigned (it was made where no signing key is
+    set: a heal, a learned screen profile, a re-recording, ``tune``), and is not committed.
+
+    A signed trajectory becomes unsigned only by an explicit command (``askcache accept`` or
+    ``askcache rollback`` of an unsigned version); a heal or a re-recording that cannot be
+    signed is kept as a proposal instead (see docs/cache-format.md, "Signed files").
+
+    Attributes:
+        name: The trajectory's name.
+        reason: Why the change was not committed, and what to do.
+    """
+
+    def __init__(self, name: str, reason: str) -> None:
+        self.name = name
+        self.reason = reason
+        super().__init__(f"{name} not changed: {reason}")

@@ -33,9 +33,9 @@ def signed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> LocalCacheStorage
     changed = load_cache_file(storage, "t.json")
     changed.metadata.goal = "Fill the form again"
     versions = TrajectoryVersions(storage, "t.json")
-    assert versions.commit(first, healed_bytes(changed)) == 2
+    assert versions.commit(first, healed_bytes(changed, first)) == 2
     changed.metadata.goal = "A proposal"
-    versions.propose(healed_bytes(changed))
+    versions.propose(healed_bytes(changed, first))
     return storage
 
 

@@ -40,6 +40,7 @@ __all__ = [
     "SIGNING_KEY_ENV",
     "VERIFY_KEYS_ENV",
     "SigningKeys",
+    "carries_signature",
     "check_signature",
     "parse_verified",
     "sign_cache_file",
@@ -122,13 +123,84 @@ def signature_for(cache_file: CacheFile, key_id: str, secret: bytes) -> FileSign
     return FileSignature(key_id=key_id, value=value)
 
 
-def sign_cache_file(cache_file: CacheFile, keys: SigningKeys | None = None) -> bool:
-    """Sign ``cache_file`` in place with the signing key; False when there is none."""
+def sign_cache_file(
+    cache_file: CacheFile,
+    keys: SigningKeys | None = None,
+    *,
+    base: CacheFile | bytes | None = None,
+    name: str | None = None,
+) -> bool:
+    """Sign ``cache_file`` in place with the signing key; False when there is none (then
+    nothing is checked or changed).
+
+    Every signature askcache writes is made here, and a signature is never put on content
+    whose present signature fails: the file the signed content comes from must verify with
+    the keys set, or carry no signature at all. That file is ``base`` when ``cache_file``
+    was made from another version (a heal, a learned screen profile, ``tune``: the bytes or
+    file they read), otherwise ``cache_file`` itself (``askcache sign``). A file signed for
+    the first time (a recording, ``askcache sign`` of an unsigned file) is signed as it is;
+    no option signs a file whose signature does not match its content, or was made with a
+    key that is neither the signing key nor a verify key (it cannot be verified).
+
+    Args:
+        cache_file: The file to sign.
+        keys: The keys (default: :meth:`SigningKeys.from_env`).
+        base: The version ``cache_file`` was made from, when it was.
+        name: The file's name or path, for the error.
+
+    Raises:
+        CacheSignatureError: the file the content comes from is signed and does not verify;
+            the message (one line) names it and says what to do.
+    """
     keys = keys or SigningKeys.from_env()
     if keys.signing_id is None:
         return False
+    label = name or "the file"
+    source = cache_file if base is None else base
+    if isinstance(source, bytes):
+        source = parse_cache_file(source, label)
+    _refuse_unverified(source, label, keys)
     cache_file.signature = signature_for(cache_file, keys.signing_id, keys.keys[keys.signing_id])
     return True
+
+
+def _refuse_unverified(source: CacheFile, name: str, keys: SigningKeys) -> None:
+    """Refuse to sign content made from ``source`` when ``source`` is signed and does not
+    verify (:func:`sign_cache_file`)."""
+    signature = source.signature
+    if signature is None:
+        return
+    todo = (
+        "re-record it, or roll back to a version that verifies (askcache rollback NAME "
+        "[VERSION]); no option signs it"
+    )
+    secret = keys.keys.get(signature.key_id)
+    if secret is None:
+        raise CacheSignatureError(
+            name,
+            f"not signed: it is signed with key {signature.key_id!r}, which is neither "
+            f"{SIGNING_KEY_ENV} nor among {VERIFY_KEYS_ENV}, so its content cannot be "
+            f"verified; add that key to {VERIFY_KEYS_ENV} if it still verifies, or {todo}",
+            field="signature.key_id",
+        )
+    expected = signature_for(source, signature.key_id, secret)
+    if not hmac.compare_digest(expected.value, signature.value):
+        raise CacheSignatureError(
+            name,
+            f"not signed: its signature (key {signature.key_id!r}) does not match its "
+            f"content, it was changed after it was signed; {todo}",
+            field="signature.value",
+        )
+
+
+def carries_signature(raw: bytes) -> bool:
+    """Whether the stored cache file ``raw`` carries a signature (whether or not it
+    verifies); False for bytes that are no cache file."""
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return False
+    return isinstance(data, dict) and data.get("signature") is not None
 
 
 def verify_cache_file(cache_file: CacheFile, name: str, keys: SigningKeys | None = None) -> None:

@@ -55,9 +55,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from askcache.actions import ACTING_ACTIONS, parse_action
 from askcache.cachefile.format import CacheFile, TrajectoryVariant, dump_cache_file
 from askcache.cachefile.parse import parse_cache_file
-from askcache.cachefile.signing import parse_verified, sign_cache_file
+from askcache.cachefile.signing import SIGNING_KEY_ENV, parse_verified, sign_cache_file
 from askcache.conversation.loop import ConversationResult
-from askcache.errors import AskCacheError, CacheNotFoundError
+from askcache.errors import AskCacheError, CacheNotFoundError, SignatureLossRefusedError
 from askcache.fingerprint.step import decode_screenshot
 from askcache.heal.profile import into_profile, merge_profile, profile_display
 from askcache.heal.start_screen import healed_start_state
@@ -551,7 +551,7 @@ def prepare_heal(
     profile = None
     if session.profile.key is not None:  # kept as this screen profile's trajectory
         new, profile = into_profile(base, name, new)
-    data = healed_bytes(new)
+    data = healed_bytes(new, base, storage.describe(name))
     try:
         parse_cache_file(data, name)  # a healed file always loads
     except AskCacheError as exc:
@@ -591,9 +591,12 @@ def apply_heal(storage: CacheStorage, heal: PreparedHeal, *, again: bool = False
             return done
     reason = heal.reason
     if heal.mode == "auto" and reason is None:
-        number = versions.commit(heal.base, heal.new)
-        if number is None and heal.profile is not None:
-            number = _commit_profile_again(storage, versions, heal)
+        try:
+            number = versions.commit(heal.base, heal.new)
+            if number is None and heal.profile is not None:
+                number = _commit_profile_again(storage, versions, heal)
+        except SignatureLossRefusedError as exc:  # made where no signing key is set
+            number, reason = None, _unsigned_reason(exc)
         if number is not None:
             logger.warning(
                 "%s healed: version %d (steps %s from the model)",
@@ -602,11 +605,20 @@ def apply_heal(storage: CacheStorage, heal: PreparedHeal, *, again: bool = False
                 heal.healed_steps,
             )
             return _outcome("healed", versions.version_name(number), heal)
-        reason = "the trajectory changed while this run healed it"
+        reason = reason or "the trajectory changed while this run healed it"
     if heal.mode == "auto":
         logger.warning("%s: the heal is a proposal: %s", heal.name, reason)
     proposal = versions.propose(heal.new, name=heal.proposal)
     return _outcome("proposed", proposal, heal, reason)
+
+
+def _unsigned_reason(exc: SignatureLossRefusedError) -> str:
+    """Why a heal that could not be signed is a proposal, and how it becomes current."""
+    return (
+        f"{exc.reason}; the heal is kept unsigned as a proposal: review it (askcache diff "
+        f"{exc.name}) and, where {SIGNING_KEY_ENV} is set, sign it (askcache sign {exc.name} "
+        f"--proposal) and accept it (askcache accept {exc.name})"
+    )
 
 
 def _commit_profile_again(
@@ -629,7 +641,7 @@ def _commit_profile_again(
     logger.info(
         "%s: the heal of profile %s made again on the current file", heal.name, heal.profile
     )
-    return versions.commit(current, healed_bytes(merged))
+    return versions.commit(current, healed_bytes(merged, current, storage.describe(heal.name)))
 
 
 def _written_before(
@@ -696,12 +708,23 @@ def heal_trajectory(
     return None if heal is None else apply_heal(storage, heal)
 
 
-def healed_bytes(cache_file: CacheFile) -> bytes:
+def healed_bytes(
+    cache_file: CacheFile, base: CacheFile | bytes | None = None, name: str | None = None
+) -> bytes:
     """The bytes a changed version (healed, tuned) is stored as: signed with the signing key
-    when one is set (:mod:`askcache.cachefile.signing`), before it is written anywhere; without a
-    key, a signature the file carried is removed (it signed the old content and would not verify:
-    a replay that requires signatures refuses the new version until it is signed again)."""
-    if not sign_cache_file(cache_file):
+    when one is set (:mod:`askcache.cachefile.signing`), before it is written anywhere, as long
+    as ``base``, the version it was made from, verifies
+    (:func:`~askcache.cachefile.signing.sign_cache_file`); without a key, a signature the file
+    carried is removed (it signed the old content and would not verify). Such an unsigned
+    version never replaces a signed trajectory: the commit refuses it
+    (:meth:`~askcache.storage.versions.TrajectoryVersions.commit`) and a heal keeps it as a
+    proposal.
+
+    Raises:
+        CacheSignatureError: ``base`` (by default ``cache_file`` itself) is signed and does
+            not verify; nothing is signed.
+    """
+    if not sign_cache_file(cache_file, base=base, name=name):
         cache_file.signature = None
     return dump_cache_file(cache_file)
 

@@ -31,11 +31,12 @@ from askcache.cachefile.format import (
     RecordingStats,
     dump_cache_file,
 )
-from askcache.cachefile.signing import sign_cache_file
+from askcache.cachefile.signing import SIGNING_KEY_ENV, sign_cache_file
 from askcache.errors import (
     CacheNotFoundError,
     CacheOverwriteRefusedError,
     InvalidScreenshotError,
+    SignatureLossRefusedError,
 )
 from askcache.fingerprint.step import (
     compute_step_representation,
@@ -404,7 +405,22 @@ class CacheManager:
             except CacheNotFoundError:  # deleted meanwhile: nothing to keep
                 write_cache_file(self.storage, name, data)
                 return
-            number = versions.commit(old, data)
+            try:
+                number = versions.commit(old, data)
+            except SignatureLossRefusedError as exc:  # recorded where no signing key is set
+                proposal = versions.propose(data)
+                logger.warning(
+                    "%s; the recording is kept unsigned as %s: review it (askcache diff %s) "
+                    "and, where %s is set, sign it (askcache sign %s --proposal) and accept "
+                    "it (askcache accept %s)",
+                    exc,
+                    proposal,
+                    name,
+                    SIGNING_KEY_ENV,
+                    name,
+                    name,
+                )
+                return
             if number is not None:
                 logger.info(
                     "%s recorded again: now version %d; the earlier recording is kept as the "

@@ -49,11 +49,12 @@ from typing import Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from askcache.cachefile.format import CacheFile
-from askcache.cachefile.signing import parse_verified
+from askcache.cachefile.signing import SIGNING_KEY_ENV, carries_signature, parse_verified
 from askcache.errors import (
     AskCacheError,
     CacheExistsError,
     CacheNotFoundError,
+    SignatureLossRefusedError,
     StorageLockBusyError,
 )
 from askcache.storage.base import CacheStorage
@@ -255,9 +256,22 @@ class TrajectoryVersions:
         read). Returns the new version's number, or ``None`` when the trajectory changed
         since ``base`` was read (another healer, a re-recording) or another live process
         kept it locked for ``lock_wait`` seconds: then nothing is written and the caller
-        keeps ``new`` as a proposal."""
-        # Re-signing hook: a signed trajectory is re-signed before this write, by the
-        # caller that produced ``new`` (see askcache.heal.trajectory.healed_bytes).
+        keeps ``new`` as a proposal.
+
+        A signed trajectory never becomes unsigned here: ``new`` is signed by the caller
+        that produced it (:func:`~askcache.heal.trajectory.healed_bytes`), and when it is not
+        (made where no signing key is set) while ``base`` is, nothing is written.
+
+        Raises:
+            SignatureLossRefusedError: ``base`` is signed and ``new`` is not; the caller
+                keeps ``new`` as a proposal (a heal, a re-recording) or says so (``tune``).
+        """
+        if carries_signature(base) and not carries_signature(new):
+            raise SignatureLossRefusedError(
+                self.name,
+                f"it is signed and the new version is not ({SIGNING_KEY_ENV} is not set "
+                "where it was made)",
+            )
         try:
             return self._change(new, base=base)
         except StorageLockBusyError as exc:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import argparse
 
-from askcache.cachefile.format import upgrade_cache_file
+from askcache.cachefile.format import dump_cache_file, upgrade_cache_file
+from askcache.cachefile.parse import parse_cache_file
 from askcache.cachefile.signing import (
     SIGNING_KEY_ENV,
     SigningKeys,
@@ -14,8 +15,9 @@ from askcache.cachefile.signing import (
 )
 from askcache.cli.commands.common import EXIT_OK, emit_json, open_storage, resolve_name
 from askcache.errors import AskCacheError
-from askcache.storage.base import load_cache_file
+from askcache.storage.base import CacheStorage, load_cache_file
 from askcache.storage.index import save_indexed
+from askcache.storage.versions import TrajectoryVersions
 
 __all__ = ["add_signing_commands"]
 
@@ -33,15 +35,28 @@ def add_signing_commands(
         parser = commands.add_parser(command, parents=parents, help=text, description=text)
         parser.add_argument("name", help="cache file name, with or without .json")
         parser.set_defaults(run=run)
+        if command == "sign":
+            parser.add_argument(
+                "--proposal",
+                nargs="?",
+                const="proposed",
+                metavar="FILE",
+                help="sign a proposal of NAME instead (default: the newest), e.g. a heal made "
+                "where no signing key is set; then askcache accept NAME",
+            )
 
 
 def _sign(args: argparse.Namespace) -> int:
     keys = SigningKeys.from_env()  # a malformed key is the first thing to hear of
     storage = open_storage(args.cache_dir)
     name = resolve_name(storage, args.name)
-    cache_file = load_cache_file(storage, name)
-    if not sign_cache_file(cache_file, keys):
+    if not keys.can_sign:
         raise AskCacheError(f"set {SIGNING_KEY_ENV}='<key_id>:<secret>' to sign")
+    if args.proposal is not None:
+        return _sign_proposal(args, storage, name, keys)
+    cache_file = load_cache_file(storage, name)
+    # refuses a file whose present signature does not verify (it would launder an edit)
+    sign_cache_file(cache_file, keys, name=storage.describe(name))
     save_indexed(storage, name, cache_file)
     assert cache_file.signature is not None
     key = cache_file.signature.key_id
@@ -49,6 +64,28 @@ def _sign(args: argparse.Namespace) -> int:
         emit_json({"name": name, "signed": True, "key_id": key})
     else:
         print(f"signed {name} with key {key!r}")
+    return EXIT_OK
+
+
+def _sign_proposal(
+    args: argparse.Namespace, storage: CacheStorage, name: str, keys: SigningKeys
+) -> int:
+    """Sign a proposal of ``name`` in place (under the name its heal reported), by the same
+    rule as a trajectory: one whose present signature does not verify is refused."""
+    versions = TrajectoryVersions(storage, name)
+    label, data = versions.resolve(args.proposal)
+    where = f"{versions.folder}/{label}"
+    if where not in versions.proposals():
+        raise AskCacheError(f"{name}: {args.proposal!r} is not a proposal (askcache diff {name})")
+    cache_file = parse_cache_file(data, storage.describe(where))
+    sign_cache_file(cache_file, keys, name=storage.describe(where))
+    storage.write(where, dump_cache_file(cache_file))
+    assert cache_file.signature is not None
+    key = cache_file.signature.key_id
+    if args.json:
+        emit_json({"name": name, "proposal": label, "signed": True, "key_id": key})
+    else:
+        print(f"signed proposal {label} of {name} with key {key!r} (askcache accept {name})")
     return EXIT_OK
 
 

@@ -122,7 +122,7 @@ def run_tune(args: argparse.Namespace) -> int:
     version = None
     if not args.check and after != before:
         versions = TrajectoryVersions(storage, name, keep=args.keep_versions)
-        version = versions.commit(base, healed_bytes(cache_file))
+        version = versions.commit(base, healed_bytes(cache_file, base, storage.describe(name)))
         if version is None:
             raise AskCacheError(f"{name} changed while it was tuned; run askcache tune again")
     if args.json:

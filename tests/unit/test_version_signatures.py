@@ -146,3 +146,42 @@ def test_tune_refuses_a_file_that_does_not_verify(
     argv = ["tune", "t", "--run", str(folder), "--cache-dir", str(signed.directory)]
     assert "does not match" in _refused(capsys, argv, path)
     assert _state(signed) == before
+
+
+def test_no_re_signing_blesses_a_version_that_does_not_verify_even_unchecked(
+    signed: LocalCacheStorage,
+) -> None:
+    # a heal, a learned profile or tune signs what it made from a version: when that version
+    # does not verify, signing refuses, even for a caller that did not check it first
+    path = _tamper(signed, "t.json")
+    tampered = path.read_bytes()
+    fresh = load_cache_file(signed, ".versions/t.json/v000002.json")
+    fresh.signature = None  # a file built anew from the run, as a heal builds it
+    with pytest.raises(CacheSignatureError, match="changed after it was signed") as refused:
+        healed_bytes(fresh, tampered, str(path))
+    assert str(path) in str(refused.value)
+    assert "re-record it, or roll back to a version that verifies" in str(refused.value)
+    assert fresh.signature is None
+
+
+def test_a_commit_never_makes_a_signed_trajectory_unsigned(
+    signed: LocalCacheStorage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # every writer (a heal, a learned profile, a re-recording, tune) commits through here
+    from askcache.errors import SignatureLossRefusedError
+
+    base = signed.read("t.json")
+    changed = load_cache_file(signed, "t.json")
+    changed.metadata.goal = "Fill the form a third time"
+    monkeypatch.delenv(SIGNING_KEY_ENV)  # a machine that cannot sign
+    unsigned = healed_bytes(changed, base)
+    assert json.loads(unsigned)["signature"] is None
+    versions = TrajectoryVersions(signed, "t.json")
+    before = _state(signed)
+    with pytest.raises(SignatureLossRefusedError, match="it is signed and the new version is not"):
+        versions.commit(base, unsigned)
+    assert _state(signed) == before
+    # an explicit command may: accepting an unsigned proposal where no key is set
+    proposal = versions.propose(unsigned)
+    assert versions.accept(proposal.rsplit("/", 1)[1]) == 3
+    assert signed.read("t.json") == unsigned

@@ -20,6 +20,12 @@ from anywhere (a version, a proposal).
 Key rotation: make a new key the signing key and move the old one to
 ``ASKCACHE_SIGNING_VERIFY_KEYS``; files signed with either verify. Re-sign the old files
 (``askcache sign NAME``) and drop the old key when none is left.
+
+Every signature is made by :func:`sign_cache_file`, and it never blesses content whose
+present signature fails: the file the content comes from must verify with the keys set, or
+be unsigned (a first signature). A change made where no signing key is set is unsigned, and
+:meth:`~askcache.storage.versions.TrajectoryVersions.commit` never lets it replace a signed
+trajectory (:func:`carries_signature`): a heal or a recording is kept as a proposal instead.
 """
 
 from __future__ import annotations

@@ -114,8 +114,8 @@ class HealOutcome:
     """How the run was verified (see the module docstring)."""
     reason: str | None = None
     """Why a heal meant to make the new version current kept it as a proposal (typed text
-    that could not be stored, another healer won the race, versions are off); ``None``
-    otherwise."""
+    that could not be stored, another healer won the race, versions are off, it could not be
+    signed where the trajectory is signed); ``None`` otherwise."""
     profile: str | None = None
     """The screen profile whose trajectory was written (:attr:`PreparedHeal.profile`);
     ``None``: the recorded trajectory."""

@@ -182,19 +182,14 @@ def test_sign_signs_an_unsigned_file_and_re_signs_a_verified_one(
     assert json.loads(checked.stdout)["key_id"] == "team-2026q4"
 
 
-@pytest.mark.parametrize(
-    ("signing", "verify"),
-    [(None, OLD), (None, None)],
-    ids=["verify-only node", "node without keys"],
-)
-def test_a_heal_where_no_signing_key_is_set_is_a_proposal_and_the_fleet_keeps_replaying(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, signing: str | None, verify: str | None
+def test_a_heal_on_a_verify_only_node_is_a_proposal_and_the_fleet_keeps_replaying(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _keys(monkeypatch, OLD, None)
     recorded = _record(tmp_path)
     storage = LocalCacheStorage(tmp_path)
-    # a node that cannot sign replays on a changed screen, hands back, and the model completes
-    _keys(monkeypatch, signing, verify)
+    # a node that can only verify replays on a changed screen, hands back, the model completes
+    _keys(monkeypatch, None, OLD)
     first, app = _fill(tmp_path, "bob", "banner")
     assert app.saved == [{"name": "bob", "email": ""}]
     assert first.model_calls > 0
@@ -210,11 +205,12 @@ def test_a_heal_where_no_signing_key_is_set_is_a_proposal_and_the_fleet_keeps_re
     entries = [r for r in open_ledger(storage).records("login.json") if r.event == "proposed"]
     assert [(e.version, e.reason) for e in entries] == [(first.heal.version, first.heal.reason)]
     # every machine of the fleet still replays it, verifying it
-    _keys(monkeypatch, OLD, None)
-    again, _ = _fill(tmp_path, "carol")
-    assert again.model_calls == 0
-    assert again.replay is not None
-    assert again.replay.status == "completed"
+    for keys in ((OLD, None), (None, OLD)):
+        _keys(monkeypatch, *keys)
+        again, _ = _fill(tmp_path, "carol")
+        assert again.model_calls == 0
+        assert again.replay is not None
+        assert again.replay.status == "completed"
     # where the key is, the proposal is reviewed, signed and accepted; then it replays
     proposal = first.heal.version.rsplit("/", 1)[1]
     done = _askcache(tmp_path, "sign", "login", "--proposal", signing=OLD)
@@ -227,6 +223,29 @@ def test_a_heal_where_no_signing_key_is_set_is_a_proposal_and_the_fleet_keeps_re
     assert healed.model_calls == 0
     assert healed.replay is not None
     assert healed.replay.status == "completed"
+
+
+def test_a_node_without_keys_never_makes_a_signed_trajectory_unsigned(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    _keys(monkeypatch, OLD, None)
+    recorded = _record(tmp_path)
+    storage = LocalCacheStorage(tmp_path)
+    # it replays the file without checking it (no key is set) and the model completes; it
+    # cannot check the file it would heal, so it writes nothing, not even a proposal
+    _keys(monkeypatch, None, None)
+    first, app = _fill(tmp_path, "bob", "banner")
+    assert app.saved == [{"name": "bob", "email": ""}]
+    assert first.model_calls > 0
+    assert first.heal is None
+    assert storage.read("login.json") == recorded
+    assert storage.list_prefix(".versions") == []
+    said = [r.getMessage() for r in caplog.records if "could not heal" in r.getMessage()]
+    assert len(said) == 1
+    assert "no key is set" in said[0]
+    _keys(monkeypatch, None, OLD)
+    again, _ = _fill(tmp_path, "carol")
+    assert again.model_calls == 0
 
 
 def test_a_recording_over_a_signed_trajectory_where_no_signing_key_is_set_is_a_proposal(

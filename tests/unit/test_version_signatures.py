@@ -132,7 +132,13 @@ def test_a_file_that_is_changed_and_signed_again_must_verify_whatever_the_settin
     with pytest.raises(CacheSignatureError, match="does not match"):
         parse_verified(raw, str(path), required=False, resign=True)
     monkeypatch.delenv(SIGNING_KEY_ENV)
-    parse_verified(raw, str(path), resign=True)  # no key: nothing is signed
+    # no key: nothing is signed, but a signed file that nobody here can check is not
+    # changed either (its change would be an unsigned proposal made from unchecked content)
+    with pytest.raises(CacheSignatureError, match="no key is set"):
+        parse_verified(raw, str(path), resign=True)
+    unsigned = json.loads(raw)
+    del unsigned["signature"]
+    parse_verified(json.dumps(unsigned).encode(), str(path), resign=True)
 
 
 def test_tune_refuses_a_file_that_does_not_verify(

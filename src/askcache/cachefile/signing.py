@@ -261,14 +261,16 @@ def check_signature(
     set, as ``CacheExecutionSettings.require_signature`` defaults), the file must verify
     (:func:`verify_cache_file`). ``resign``: the caller signs a changed file derived from
     this one (a heal, ``tune``); then the file must verify whenever a signing key is set,
-    whatever ``required`` says, so that a signature is never put on content nobody checked.
+    whatever ``required`` says, so that a signature is never put on content nobody checked;
+    and whenever the file is signed, even where no key is set (its change, unsigned, may
+    only be a proposal, which must not be made from content nobody could check either).
 
     Raises:
         CacheSignatureError: a required signature is missing, unknown or wrong.
         InvalidSettingsError: the keys in the environment are malformed.
     """
     keys = keys or SigningKeys.from_env()
-    if resign and keys.can_sign:
+    if resign and (keys.can_sign or cache_file.signature is not None):
         required = True
     elif required is None:
         required = keys.configured

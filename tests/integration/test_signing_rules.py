@@ -28,6 +28,7 @@ from askcache import (
     ComputerTool,
     open_ledger,
 )
+from askcache.cachefile.parse import parse_cache_file
 from askcache.cachefile.signing import SIGNING_KEY_ENV, VERIFY_KEYS_ENV, parse_verified
 from askcache.errors import CacheSignatureError
 from askcache.storage.base import LocalCacheStorage
@@ -223,6 +224,29 @@ def test_a_heal_on_a_verify_only_node_is_a_proposal_and_the_fleet_keeps_replayin
     assert healed.model_calls == 0
     assert healed.replay is not None
     assert healed.replay.status == "completed"
+
+
+def test_a_screen_profile_learned_on_a_verify_only_node_is_a_proposal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _keys(monkeypatch, OLD, None)
+    recorded = _record(tmp_path)
+    storage = LocalCacheStorage(tmp_path)
+    _keys(monkeypatch, None, OLD)
+    app = SimulatedFormApp(layout="banner", width=960, height=600)  # another screen profile
+    with MessagesApiStandIn(FormFillingScript(app, "bob")) as api:
+        result = Agent(api.client(), [ComputerTool(app)], max_turns=100).act(
+            "Log in as bob", _settings(tmp_path, "bob", "auto")
+        )
+    assert app.saved == [{"name": "bob", "email": ""}]
+    assert result.heal is not None
+    assert (result.heal.event, result.heal.profile) == ("proposed", "960x600@1x")
+    assert result.heal.reason is not None
+    assert "it is signed and the new version is not" in result.heal.reason
+    assert storage.read("login.json") == recorded
+    proposal = parse_cache_file(storage.read(result.heal.version), "proposal")
+    assert list(proposal.profiles) == ["960x600@1x"]
+    assert proposal.signature is None
 
 
 def test_a_node_without_keys_never_makes_a_signed_trajectory_unsigned(

@@ -152,6 +152,9 @@ class TrajectoryVersions:
         self.folder = f"{VERSIONS_FOLDER}/{name}"
         self.journal = f"{self.folder}/{JOURNAL_NAME}"
         self.lock = StorageLock(storage, self.folder, lease=lease, wait=lock_wait)
+        self.refused: str | None = None
+        """Why the last :meth:`commit` wrote nothing, when the lock was the reason (busy, or
+        lost before writing); ``None`` otherwise."""
 
     # reading ----------------------------------------------------------------------------
 
@@ -261,10 +264,12 @@ class TrajectoryVersions:
         trajectory is not written and the caller keeps ``new`` as a proposal."""
         # Re-signing hook: a signed trajectory is re-signed before this write, by the
         # caller that produced ``new`` (see askcache.heal.trajectory.healed_bytes).
+        self.refused = None
         try:
             return self._change(new, base=base)
         except (StorageLockBusyError, StorageLockLostError) as exc:
             logger.warning("%s not changed: %s", self.name, exc)
+            self.refused = str(exc)
             return None
 
     def proposal_name(self) -> str:

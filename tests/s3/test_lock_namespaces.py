@@ -9,6 +9,7 @@ import json
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -28,7 +29,7 @@ LEASE_OVER = 10_000
 def unshare() -> list[str]:
     """The command that runs a program as the first process of a new PID namespace (with its
     own /proc); skipped where this machine does not permit it."""
-    command = ["unshare", "--pid", "--fork", "--mount-proc"]
+    command = ["unshare", "--pid", "--fork", "--mount-proc", "--kill-child"]
     if shutil.which("unshare") is None:
         pytest.skip("unshare (util-linux) is not installed")
     tried = subprocess.run([*command, "true"], capture_output=True, text=True, check=False)
@@ -42,6 +43,22 @@ def cache_dir(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "s3":
         return str(request.getfixturevalue("s3_url"))
     return str(tmp_path / "cache")
+
+
+@pytest.fixture
+def start(unshare: list[str], cache_dir: str) -> Iterator[Callable[..., Machine]]:
+    """Starts workers on ``cache_dir``; any still running at the test's end are killed (with
+    unshare's ``--kill-child`` their whole namespace goes)."""
+    started: list[Machine] = []
+
+    def machine(layout: str, user: str, *, point: str = "-", ahead: int = 0) -> Machine:
+        started.append(Machine(unshare, cache_dir, layout, user, point=point, ahead=ahead))
+        started[-1].identify()
+        return started[-1]
+
+    yield machine
+    for each in started:
+        each.stop()
 
 
 class Machine:
@@ -60,21 +77,27 @@ class Machine:
             stderr=subprocess.PIPE,
             text=True,
         )
-        assert self.process.stdout is not None
+        self.host = self.pid = self.namespace = ""
+
+    def identify(self) -> None:
+        """Read the worker's first line: its host name, process id and PID namespace."""
         _, self.host, self.pid, self.namespace = self._line().split()
+
+    def stop(self) -> None:
+        if self.process.returncode is None:
+            self.process.kill()
+            self.process.communicate()
 
     def _line(self) -> str:
         assert self.process.stdout is not None
         line = self.process.stdout.readline()
         if not line:
-            self.process.kill()
             pytest.fail(f"the worker ended early: {self.process.communicate()[1]}")
         return line.strip()
 
     def paused_at(self, point: str) -> None:
         line = self._line()
         if line != f"paused at {point}":
-            self.process.kill()
             pytest.fail(f"the worker did not stop at {point}: {line!r}")
 
     def finish(self, go: str = "") -> tuple[dict[str, object], str]:
@@ -84,14 +107,14 @@ class Machine:
 
 
 def test_a_container_with_the_same_host_name_never_takes_a_live_lock(
-    unshare: list[str], cache_dir: str
+    start: Callable[..., Machine], cache_dir: str
 ) -> None:
     heal_run(cache_dir, "original", "alice", strategy="record")
     storage = storage_for(cache_dir)
     recorded = storage.read("login.json")
-    first = Machine(unshare, cache_dir, "banner", "bob", point="locked", ahead=0)
+    first = start("banner", "bob", point="locked")
     first.paused_at("locked")  # it holds the lock
-    second = Machine(unshare, cache_dir, "swapped", "carol", point="-", ahead=0)
+    second = start("swapped", "carol")
     assert (second.host, second.pid) == (first.host, first.pid)  # the same host name and pid
     assert second.namespace != first.namespace
     waited, _ = second.finish()
@@ -109,13 +132,13 @@ def test_a_container_with_the_same_host_name_never_takes_a_live_lock(
 
 @pytest.mark.parametrize("point", ["archived", "created"])
 def test_a_holder_that_lost_its_lock_writes_nothing_and_keeps_its_heal_as_a_proposal(
-    unshare: list[str], cache_dir: str, point: str
+    start: Callable[..., Machine], cache_dir: str, point: str
 ) -> None:
     heal_run(cache_dir, "original", "alice", strategy="record")
     storage = storage_for(cache_dir)
-    first = Machine(unshare, cache_dir, "banner", "bob", point=point, ahead=0)
+    first = start("banner", "bob", point=point)
     first.paused_at(point)  # it holds the lock, and stalls past its lease
-    second = Machine(unshare, cache_dir, "swapped", "carol", point="-", ahead=LEASE_OVER)
+    second = start("swapped", "carol", ahead=LEASE_OVER)
     took_over, _ = second.finish()
     assert took_over["heal"] == "healed"
     versions = TrajectoryVersions(storage, "login.json")

@@ -236,7 +236,8 @@ class StorageLock:
 
     @property
     def held(self) -> bool:
-        """True while this object holds the lock (and its lease has not run out)."""
+        """True while this object holds the lock and its lease has not run out, by its own
+        clock only: :meth:`check_held` proves it against the storage before a write."""
         return self._held is not None and time.monotonic() < self._deadline
 
     def owners(self) -> dict[str, LockOwner | None]:
@@ -354,18 +355,17 @@ class StorageLock:
     def _rival(self, where: str, name: str) -> LockOwner | None:
         """Another live lock object that was taken after this one's (``None``: none); raises
         when this one's is gone or replaced, or another was taken before it."""
-        try:
-            stored = self.storage.read(name)
-        except CacheNotFoundError:
+        found = self.owners()  # one listing, and each lock object read once
+        if name not in found:
             raise StorageLockLostError(
                 where, "its lock object is gone: another process took the lock over"
-            ) from None
-        if stored != self._mine:
+            )
+        mine = LockOwner.model_validate_json(self._mine)
+        if found[name] != mine:
             raise StorageLockLostError(where, "its lock object was replaced")
-        mine = LockOwner.model_validate_json(stored)
         now = wall_clock()
         later: LockOwner | None = None
-        for other_name, owner in self.owners().items():
+        for other_name, owner in found.items():
             if other_name == name or owner is None or owner.gone(now):
                 continue
             if owner.acquired_at <= mine.acquired_at:

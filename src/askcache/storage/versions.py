@@ -32,8 +32,17 @@ A process killed anywhere in there leaves the old trajectory (killed before 6) o
 (after), never a mixture. The next commit finds its journal and completes it: when the
 trajectory is the new bytes it only removes the journal; when it is still the old bytes,
 the new version never became current and is deleted (rolled back), so version numbers stay
-dense and the next heal commits normally. The lock it left is taken over at once on the
-same host (its process is gone), after the lease elsewhere.
+dense and the next heal commits normally. The lock it left is taken over at once in the
+same PID namespace of the same machine (its process is gone), after the lease elsewhere.
+
+Each write of steps 3 to 6 is fenced: just before it the holder proves it still holds the
+lock (:meth:`~askcache.storage.lock.StorageLock.check_held`), and the new version's number,
+chosen holding the lock, is created exclusively, so a holder that lost the lock (it stalled
+past its lease and another process took over and committed) cannot make that version, and
+is refused with :class:`~askcache.errors.StorageLockLostError` before writing anything more.
+After step 6 the holder reads its version back: were it no longer its own (a take-over
+between the last check and the write), the trajectory is put back to the newest version and
+the lock counts as lost.
 """
 
 from __future__ import annotations

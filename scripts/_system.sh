@@ -10,6 +10,8 @@
 #   chromium: headless Chromium, which renders pages for parity checks
 #   postgresql: a real PostgreSQL server the run-ledger tests start in a temporary folder
 #     (askcache.testing.postgres; as root, it runs as nobody)
+#   util-linux: unshare, which runs two lock holders in two PID namespaces sharing a host
+#     name (tests/s3/test_lock_namespaces.py; essential on Debian, so normally present)
 # and, for the accuracy benchmark (ASKCACHE_BENCH_PACKAGES=1), besides the tests' packages:
 #   python3-doc, valgrind, nodejs, debian-reference-en: the HTML manuals those pages are
 #     (Sphinx, DocBook, Node's own generator, DocBook with its own stylesheet)
@@ -22,6 +24,7 @@ if [ "${ASKCACHE_TEST_PACKAGES:-0}" = 1 ]; then
     command -v xwininfo >/dev/null 2>&1 || missing+=(x11-utils)
     command -v chromium >/dev/null 2>&1 || missing+=(chromium)
     compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || missing+=(postgresql)
+    command -v unshare >/dev/null 2>&1 || missing+=(util-linux)
 fi
 if [ "${ASKCACHE_BENCH_PACKAGES:-0}" = 1 ]; then
     [ -e /usr/share/doc/python3/html/library/json.html ] || missing+=(python3-doc)

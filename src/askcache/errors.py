@@ -36,6 +36,7 @@ __all__ = [
     "RemoteStorageError",
     "SignatureLossRefusedError",
     "StorageLockBusyError",
+    "StorageLockLostError",
     "StorageUnwritableError",
     "UnsupportedCacheVersionError",
 ]
@@ -232,6 +233,26 @@ class StorageLockBusyError(AskCacheError, TimeoutError):
         self.where = where
         self.owner = owner
         super().__init__(f"{where} is locked by {owner}; try again once it is done")
+
+
+class StorageLockLostError(AskCacheError, RuntimeError):
+    """A process that took the lock of a trajectory's versions no longer holds it when it
+    comes to write: its lease ran out (a stall, a suspended machine) and another process took
+    the lock over, or its lock object is gone. Nothing more is written by it (a heal keeps
+    its fix as a proposal); see :mod:`askcache.storage.lock`, "Fencing".
+
+    Attributes:
+        where: The locked folder.
+        reason: How the lock was found lost.
+    """
+
+    def __init__(self, where: str, reason: str) -> None:
+        self.where = where
+        self.reason = reason
+        super().__init__(
+            f"{where}: this process no longer holds the lock ({reason}); nothing more was "
+            "written by it"
+        )
 
 
 class StorageUnwritableError(CacheStorageError):

@@ -9,15 +9,17 @@ import socket
 import subprocess
 import sys
 import uuid
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from askcache.cli.app import main
-from askcache.errors import StorageLockBusyError
+from askcache.errors import StorageLockBusyError, StorageLockLostError
 from askcache.heal.trajectory import healed_bytes
+from askcache.storage import versions as versions_module
 from askcache.storage.base import LocalCacheStorage, load_cache_file
-from askcache.storage.lock import LockOwner, StorageLock, process_start_time
+from askcache.storage.lock import LockOwner, StorageLock, local_identity, process_start_time
 from askcache.storage.versions import CommitJournal, TrajectoryVersions
 from tests.helpers import record_form
 
@@ -25,14 +27,20 @@ FOLDER = ".versions/t.json"
 
 
 def _lock(storage: LocalCacheStorage, **owner: object) -> str:
-    """A lock object as another process would have left it."""
+    """A lock object as another process of this PID namespace would have left it (of
+    another machine, with its own boot id, when ``host`` names another one)."""
     now = datetime.now(UTC)
+    boot_id, namespace = local_identity()
+    if owner.get("host", socket.gethostname()) != socket.gethostname():
+        boot_id = f"boot of {owner['host']}"
     fields: dict[str, object] = {
         "host": socket.gethostname(),
         "pid": os.getpid(),
         "started": process_start_time(os.getpid()),
         "acquired_at": now,
         "expires_at": now + timedelta(minutes=2),
+        "boot_id": boot_id,
+        "pid_namespace": namespace,
     }
     fields.update(owner)
     name = f"{FOLDER}/lock-{uuid.uuid4().hex}.json"
@@ -196,3 +204,95 @@ def test_the_cli_says_who_holds_the_lock_in_one_line(
     assert "locked by ci-runner-7 pid 4242 since" in err
     assert storage.read("t.json") == before
     assert json.loads(before)["metadata"]["goal"] == "Fill the form again"
+
+
+@pytest.mark.parametrize(
+    "owner",
+    [
+        {"pid_namespace": 1},  # a container sharing this host name, in its own PID namespace
+        {"boot_id": "another-machine"},  # a cloned VM that kept the image's host name
+        {"boot_id": None, "pid_namespace": None},  # an older askcache: no identity written
+    ],
+    ids=["other-namespace", "other-machine", "no-identity"],
+)
+def test_a_lock_of_another_namespace_with_this_host_name_is_judged_by_its_lease_only(
+    storage: LocalCacheStorage, two: tuple[bytes, bytes], owner: dict[str, object]
+) -> None:
+    old, new = two
+    _lock(storage, pid=2**22 + 1, **owner)  # its process id is free *here*, not there
+    versions = TrajectoryVersions(storage, "t.json", lock_wait=0)
+    assert versions.commit(old, new) is None
+    assert storage.read("t.json") == old
+    assert versions.numbers() == []
+
+
+def _take_over_at(point: str, take_over: Callable[[TrajectoryVersions], None]) -> None:
+    """Set the commit seam to call ``take_over`` once, at ``point``."""
+
+    def hook(at: str) -> None:
+        if at == point:
+            versions_module.commit_point_hook = None
+            take_over(TrajectoryVersions(LocalCacheStorage(_ROOT[0]), "t.json"))
+
+    versions_module.commit_point_hook = hook
+
+
+_ROOT: list[str] = []
+
+
+@pytest.fixture
+def seam(storage: LocalCacheStorage) -> Iterator[None]:
+    _ROOT[:] = [str(storage.directory)]
+    yield
+    versions_module.commit_point_hook = None
+
+
+def _steal(versions: TrajectoryVersions) -> None:
+    """Another process takes the lock over (it judged this one's lease run out) and keeps
+    it: this holder's lock object is deleted and the other's is there."""
+    for name in versions.lock.owners():
+        versions.storage.delete(name)
+    _lock(versions.storage, host="other", pid=1, boot_id="other")
+
+
+@pytest.mark.parametrize("point", ["locked", "archived", "journaled", "created"])
+@pytest.mark.usefixtures("seam")
+def test_a_holder_that_lost_its_lock_is_refused_before_it_writes(
+    storage: LocalCacheStorage, two: tuple[bytes, bytes], point: str
+) -> None:
+    old, new = two
+    versions = TrajectoryVersions(storage, "t.json", lock_wait=0)
+    _take_over_at(point, _steal)
+    with pytest.raises(StorageLockLostError, match="another process took the lock over"):
+        versions.rollback("current") if point == "locked" else versions._append(new)
+    assert storage.read("t.json") == old
+    _take_over_at(point, _steal)
+    assert versions.commit(old, new) is None  # a heal keeps its fix as a proposal
+
+
+@pytest.mark.usefixtures("seam")
+def test_a_version_made_first_by_another_commit_refuses_this_one(
+    storage: LocalCacheStorage, two: tuple[bytes, bytes]
+) -> None:
+    old, new = two
+
+    def other_commit(versions: TrajectoryVersions) -> None:  # without the lock: the fence
+        versions.storage.create(versions.version_name(2), b"theirs")
+        versions.storage.write("t.json", b"theirs")
+
+    versions = TrajectoryVersions(storage, "t.json", lock_wait=0)
+    _take_over_at("journaled", other_commit)
+    assert versions.commit(old, new) is None
+    assert storage.read("t.json") == b"theirs"
+    assert storage.read(versions.version_name(2)) == b"theirs"
+
+
+def test_a_holder_yields_to_a_lock_taken_after_it_that_stays(
+    storage: LocalCacheStorage,
+) -> None:
+    lock = StorageLock(storage, FOLDER, sleep=lambda _: None)
+    assert lock.try_acquire() is None
+    lock.check_held()  # alone: held
+    _lock(storage, host="other", pid=1, boot_id="other")  # taken after it, and kept
+    with pytest.raises(StorageLockLostError, match=r"other pid 1 since .* kept it"):
+        lock.check_held()

@@ -605,7 +605,7 @@ def apply_heal(storage: CacheStorage, heal: PreparedHeal, *, again: bool = False
                 heal.healed_steps,
             )
             return _outcome("healed", versions.version_name(number), heal)
-        reason = reason or "the trajectory changed while this run healed it"
+        reason = reason or versions.refused or "the trajectory changed while this run healed it"
     if heal.mode == "auto":
         logger.warning("%s: the heal is a proposal: %s", heal.name, reason)
     proposal = versions.propose(heal.new, name=heal.proposal)

@@ -14,14 +14,32 @@ the same in a local folder, on S3 and across machines:
   appeared meanwhile, it deletes its own and tries again a moment later (at random, so two
   never keep colliding). Of two processes, the one that lists second always sees the
   other's object, so two never both hold the lock.
-- A lock object is *gone* (not live) when its lease has expired, or when its owner ran on
-  this host and that process is no longer running (its id is free, a zombie, or now belongs
-  to a process started at another time). Gone objects are deleted by whoever finds them.
-  The owner of a lock on another host cannot be looked at (a process id means nothing
-  there, notably on S3), so there only the lease counts: a machine that died holding the
-  lock blocks changes of that one trajectory for at most :data:`LOCK_LEASE_SECONDS`
-  (healers meanwhile keep their fix as a proposal). The lease is compared with the local
-  clock: the machines' clocks must agree to well within the lease (NTP does).
+- A lock object is *gone* (not live) when its lease has expired, or when its owner ran in
+  this very PID namespace of this very boot of this machine and that process is no longer
+  running (its id is free, a zombie, or now belongs to a process started at another time).
+  Gone objects are deleted by whoever finds them. The owner's identity is its machine's
+  boot id (``/proc/sys/kernel/random/boot_id``: random at every boot, so no two machines,
+  cloned VMs included, share it) and the inode of its PID namespace
+  (``/proc/self/ns/pid``: no two namespaces of one kernel share it); the host name is kept
+  for messages only, since containers with host networking and cloned VMs share it. A
+  process id is looked at only when both match (:func:`local_identity`); the owner of a
+  lock in another namespace or on another machine cannot be looked at (a process id means
+  nothing there, notably on S3), so there only the lease counts: a machine that died
+  holding the lock blocks changes of that one trajectory for at most
+  :data:`LOCK_LEASE_SECONDS` (healers meanwhile keep their fix as a proposal). Where the
+  identity cannot be read (no ``/proc``), only the lease counts. The lease is compared with
+  the local clock: the machines' clocks must agree to well within the lease (NTP does).
+- Fencing: a holder proves it still holds the lock each time it is about to write
+  (:meth:`StorageLock.check_held`), not from its own clock alone: at least
+  :data:`LOCK_WRITE_MARGIN` of its lease must be left, its own lock object must still be in
+  the storage with the bytes it wrote (a process that took the lock over deleted it), and
+  no other live lock object may have been taken before it (one taken after it is a
+  contender that steps back at once; one that stays is a process that took the lock
+  over, and the holder yields). A holder that finds it lost the lock raises
+  :class:`~askcache.errors.StorageLockLostError` instead of writing. The writes of a
+  commit are fenced as well by the storage itself (:mod:`askcache.storage.versions`): its
+  version is created exclusively under the number it chose while holding the lock, so of
+  two commits only one can ever make that version.
 - Releasing deletes the holder's object (a storage that cannot delete marks it released).
   When releasing fails (the storage went away), the object stays; this process remembers it
   and its next lock takes it over at once (a worker that runs one task after another, or
@@ -44,16 +62,43 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from askcache.errors import AskCacheError, CacheNotFoundError, StorageLockBusyError
+from askcache.errors import (
+    AskCacheError,
+    CacheNotFoundError,
+    StorageLockBusyError,
+    StorageLockLostError,
+)
 from askcache.storage.base import CacheStorage
 
-__all__ = ["LOCK_LEASE_SECONDS", "LockOwner", "StorageLock", "process_start_time"]
+__all__ = [
+    "LOCK_LEASE_SECONDS",
+    "LOCK_WRITE_MARGIN",
+    "LockOwner",
+    "StorageLock",
+    "local_identity",
+    "process_start_time",
+]
 
 logger = logging.getLogger(__name__)
 
 LOCK_LEASE_SECONDS = 120.0
 """How long a lock is held at most: past it, any process may take it over. A change of a
 trajectory takes a few storage requests, far less."""
+
+LOCK_WRITE_MARGIN = 0.25
+"""The part of its lease a holder must still have left to write (a quarter: 30 s of the
+default lease). A holder's last check and its write are a few storage requests apart; the
+margin is what keeps a process that stalls between them (or whose clock is a little off)
+from writing after its lease ran out elsewhere."""
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+wall_clock: Callable[[], datetime] = _utc_now
+"""The time leases are set and judged by: a test seam (a machine whose clock runs ahead, or
+one that stalled past another's lease: tests/integration/test_lock_namespaces.py)."""
 
 _LOCK = re.compile(r"/lock-[0-9a-f]{32}\.json$")
 
@@ -78,15 +123,34 @@ def _process_state(pid: int) -> str | None:
     return None
 
 
+def _boot_id() -> str | None:
+    with contextlib.suppress(OSError):
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip() or None
+    return None
+
+
+def _pid_namespace() -> int | None:
+    with contextlib.suppress(OSError):
+        return os.stat("/proc/self/ns/pid").st_ino
+    return None
+
+
+def local_identity() -> tuple[str | None, int | None]:
+    """Who this process is beyond its process id: the machine's boot id and the inode of its
+    PID namespace (Linux); ``None`` for what cannot be read. Process ids mean the same
+    process only where both are equal (see the module docstring)."""
+    return _boot_id(), _pid_namespace()
+
+
 class LockOwner(BaseModel):
     """What a lock object holds: who holds the lock, and until when."""
 
     model_config = ConfigDict(extra="ignore", use_attribute_docstrings=True)
 
     host: str
-    """The holder's host name."""
+    """The holder's host name (for messages: machines and containers may share one)."""
     pid: int = Field(ge=1)
-    """The holder's process id on that host."""
+    """The holder's process id in its PID namespace."""
     started: int | None = None
     """The holder process's start time (clock ticks since boot, Linux), which tells it from
     a later process that got the same id; ``None`` where it cannot be read."""
@@ -96,14 +160,31 @@ class LockOwner(BaseModel):
     """When the lease ends (UTC): past it, anyone may take the lock over."""
     released: bool = False
     """Released by a holder whose storage cannot delete the object."""
+    boot_id: str | None = None
+    """The boot id of the holder's machine (``/proc/sys/kernel/random/boot_id``); ``None``
+    where it cannot be read, or written by an older askcache: then only the lease counts."""
+    pid_namespace: int | None = None
+    """The inode of the holder's PID namespace (``/proc/self/ns/pid``); ``None`` as for
+    :attr:`boot_id`."""
+
+    def local(self) -> bool:
+        """True when the holder's process id can be looked at here: it ran on this boot of
+        this machine, in this PID namespace (both known, both equal)."""
+        boot_id, namespace = local_identity()
+        return (
+            self.boot_id is not None
+            and self.pid_namespace is not None
+            and (self.boot_id, self.pid_namespace) == (boot_id, namespace)
+        )
 
     def gone(self, now: datetime) -> bool:
         """True when this lock no longer holds: released, its lease expired, or its owner
-        ran on this host and is no longer running (see the module docstring)."""
+        ran in this PID namespace of this machine and is no longer running (see the module
+        docstring)."""
         if self.released or now >= self.expires_at:
             return True
-        if self.host != socket.gethostname():
-            return False  # another machine's process cannot be looked at: the lease decides
+        if not self.local():
+            return False  # another namespace's or machine's process: the lease decides
         try:
             os.kill(self.pid, 0)
         except ProcessLookupError:
@@ -150,11 +231,13 @@ class StorageLock:
         self.wait = wait
         self._sleep = sleep
         self._held: str | None = None
+        self._mine = b""
         self._deadline = 0.0
 
     @property
     def held(self) -> bool:
-        """True while this object holds the lock (and its lease has not run out)."""
+        """True while this object holds the lock and its lease has not run out, by its own
+        clock only: :meth:`check_held` proves it against the storage before a write."""
         return self._held is not None and time.monotonic() < self._deadline
 
     def owners(self) -> dict[str, LockOwner | None]:
@@ -174,7 +257,7 @@ class StorageLock:
 
     def _others_live(self) -> LockOwner | None:
         """A live lock object other than this one's (deleting the gone ones found)."""
-        now = datetime.now(UTC)
+        now = wall_clock()
         for name, owner in self.owners().items():
             if name == self._held:
                 continue
@@ -195,18 +278,22 @@ class StorageLock:
         other = self._others_live()
         if other is not None:
             return other
-        now = datetime.now(UTC)
+        now = wall_clock()
+        boot_id, namespace = local_identity()
         owner = LockOwner(
             host=socket.gethostname(),
             pid=os.getpid(),
             started=process_start_time(os.getpid()),
             acquired_at=now,
             expires_at=now + timedelta(seconds=self.lease),
+            boot_id=boot_id,
+            pid_namespace=namespace,
         )
         name = f"{self.folder}/lock-{uuid.uuid4().hex}.json"
+        mine = owner.model_dump_json().encode()
         self._deadline = time.monotonic() + self.lease
-        self.storage.create(name, owner.model_dump_json().encode())
-        self._held = name
+        self.storage.create(name, mine)
+        self._held, self._mine = name, mine
         try:
             other = self._others_live()
         except BaseException:
@@ -232,6 +319,59 @@ class StorageLock:
                 raise StorageLockBusyError(self.storage.describe(self.folder), other.describe())
             self._sleep(random.uniform(pause / 2, pause))
             pause = min(pause * 2, 0.5)
+
+    def check_held(self) -> None:
+        """Prove that this object holds the lock now, before a write made under it (see
+        "Fencing" in the module docstring): enough of the lease is left, its own lock object
+        is still stored as written, and no other live lock object was taken before it (one
+        taken after it must step back within a few tries).
+
+        Raises:
+            StorageLockLostError: the lock is not held any more; the message says why.
+            AskCacheError: the storage could not be read (its own error, e.g. an outage).
+        """
+        where = self.storage.describe(self.folder)
+        name = self._held
+        if name is None:
+            raise StorageLockLostError(where, "it was released")
+        left = self._deadline - time.monotonic()
+        if left < self.lease * LOCK_WRITE_MARGIN:
+            raise StorageLockLostError(
+                where,
+                f"{max(left, 0):.0f} s of its {self.lease:.0f} s lease left, less than the "
+                f"{self.lease * LOCK_WRITE_MARGIN:.0f} s a write needs",
+            )
+        pause = 0.05
+        other = self._rival(where, name)
+        for _ in range(5):
+            if other is None:
+                return
+            self._sleep(random.uniform(pause / 2, pause))
+            pause *= 2
+            other = self._rival(where, name)
+        if other is not None:
+            raise StorageLockLostError(where, f"{other.describe()} holds it too, and kept it")
+
+    def _rival(self, where: str, name: str) -> LockOwner | None:
+        """Another live lock object that was taken after this one's (``None``: none); raises
+        when this one's is gone or replaced, or another was taken before it."""
+        found = self.owners()  # one listing, and each lock object read once
+        if name not in found:
+            raise StorageLockLostError(
+                where, "its lock object is gone: another process took the lock over"
+            )
+        mine = LockOwner.model_validate_json(self._mine)
+        if found[name] != mine:
+            raise StorageLockLostError(where, "its lock object was replaced")
+        now = wall_clock()
+        later: LockOwner | None = None
+        for other_name, owner in found.items():
+            if other_name == name or owner is None or owner.gone(now):
+                continue
+            if owner.acquired_at <= mine.acquired_at:
+                raise StorageLockLostError(where, f"{owner.describe()} holds it since before")
+            later = owner
+        return later
 
     def release(self) -> None:
         """Give the lock up (nothing happens when it is not held)."""

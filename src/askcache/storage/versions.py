@@ -32,12 +32,22 @@ A process killed anywhere in there leaves the old trajectory (killed before 6) o
 (after), never a mixture. The next commit finds its journal and completes it: when the
 trajectory is the new bytes it only removes the journal; when it is still the old bytes,
 the new version never became current and is deleted (rolled back), so version numbers stay
-dense and the next heal commits normally. The lock it left is taken over at once on the
-same host (its process is gone), after the lease elsewhere.
+dense and the next heal commits normally. The lock it left is taken over at once in the
+same PID namespace of the same machine (its process is gone), after the lease elsewhere.
+
+Each write of steps 3 to 6 is fenced: just before it the holder proves it still holds the
+lock (:meth:`~askcache.storage.lock.StorageLock.check_held`), and the new version's number,
+chosen holding the lock, is created exclusively, so a holder that lost the lock (it stalled
+past its lease and another process took over and committed) cannot make that version, and
+is refused with :class:`~askcache.errors.StorageLockLostError` before writing anything more.
+After step 6 the holder reads its version back: were it no longer its own (a take-over
+between the last check and the write), the trajectory is put back to the newest version and
+the lock counts as lost.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import re
@@ -56,6 +66,7 @@ from askcache.errors import (
     CacheNotFoundError,
     SignatureLossRefusedError,
     StorageLockBusyError,
+    StorageLockLostError,
 )
 from askcache.storage.base import CacheStorage
 from askcache.storage.index import CacheFileIndex
@@ -151,6 +162,9 @@ class TrajectoryVersions:
         self.folder = f"{VERSIONS_FOLDER}/{name}"
         self.journal = f"{self.folder}/{JOURNAL_NAME}"
         self.lock = StorageLock(storage, self.folder, lease=lease, wait=lock_wait)
+        self.refused: str | None = None
+        """Why the last :meth:`commit` wrote nothing, when the lock was the reason (busy, or
+        lost before writing); ``None`` otherwise."""
 
     # reading ----------------------------------------------------------------------------
 
@@ -254,9 +268,10 @@ class TrajectoryVersions:
     def commit(self, base: bytes, new: bytes) -> int | None:
         """Make ``new`` the current version, healed from ``base`` (the bytes the replay
         read). Returns the new version's number, or ``None`` when the trajectory changed
-        since ``base`` was read (another healer, a re-recording) or another live process
-        kept it locked for ``lock_wait`` seconds: then nothing is written and the caller
-        keeps ``new`` as a proposal.
+        since ``base`` was read (another healer, a re-recording), another live process
+        kept it locked for ``lock_wait`` seconds, or this process lost the lock before it
+        could write (:class:`~askcache.errors.StorageLockLostError`, logged): then the
+        trajectory is not written and the caller keeps ``new`` as a proposal.
 
         A signed trajectory never becomes unsigned here: ``new`` is signed by the caller
         that produced it (:func:`~askcache.heal.trajectory.healed_bytes`), and when it is not
@@ -266,6 +281,7 @@ class TrajectoryVersions:
             SignatureLossRefusedError: ``base`` is signed and ``new`` is not; the caller
                 keeps ``new`` as a proposal (a heal, a re-recording) or says so (``tune``).
         """
+        self.refused = None
         if carries_signature(base) and not carries_signature(new):
             raise SignatureLossRefusedError(
                 self.name,
@@ -274,8 +290,9 @@ class TrajectoryVersions:
             )
         try:
             return self._change(new, base=base)
-        except StorageLockBusyError as exc:
+        except (StorageLockBusyError, StorageLockLostError) as exc:
             logger.warning("%s not changed: %s", self.name, exc)
+            self.refused = str(exc)
             return None
 
     def proposal_name(self) -> str:
@@ -309,6 +326,7 @@ class TrajectoryVersions:
             CacheFileCorruptError, CacheSignatureError: the proposal may not be loaded
                 (checked as loading does: :meth:`load`); nothing is changed.
             StorageLockBusyError: another process kept the trajectory locked.
+            StorageLockLostError: this process lost the lock before it could write.
         """
         _, where, data = self._resolve(proposal or "proposed")
         self._verified(where, data)
@@ -325,6 +343,7 @@ class TrajectoryVersions:
             CacheFileCorruptError, CacheSignatureError: the version may not be loaded
                 (checked as loading does: :meth:`load`); nothing is changed.
             StorageLockBusyError: another process kept the trajectory locked.
+            StorageLockLostError: this process lost the lock before it could write.
         """
         _, where, data = self._resolve(to or "previous")
         self._verified(where, data)
@@ -368,7 +387,10 @@ class TrajectoryVersions:
         """The number of the version holding ``base``, archiving it first when it is not
         kept yet (the recording, at the first heal; a file edited since)."""
         found = self._number_of(base)
-        return found if found is not None else self._create_next(base)
+        if found is not None:
+            return found
+        self.lock.check_held()
+        return self._create_next(base)
 
     def _create_next(self, data: bytes) -> int:
         """Create ``data`` as the version after the newest (exclusive: a writer without the
@@ -384,30 +406,68 @@ class TrajectoryVersions:
         raise AskCacheError(f"could not add a version of {self.name}: too many at once")
 
     def _replace(self, old: bytes, new: bytes) -> int:
-        """Steps 4 to 7 of a commit (see the module docstring), holding the lock."""
+        """Steps 4 to 7 of a commit (see the module docstring), holding the lock and
+        proving it before each write (:meth:`~askcache.storage.lock.StorageLock.check_held`).
+        The version's number is the commit's fencing token: it is chosen once, and the
+        version is created exclusively under it, so a holder that lost the lock to a commit
+        that made that number first is refused by the storage itself."""
         numbers = self.numbers()
         number = (numbers[-1] if numbers else 0) + 1
         journal = CommitJournal(version=number, new_sha256=_sha256(new), old_sha256=_sha256(old))
-        self._check_held()
-        self.storage.write(self.journal, journal.model_dump_json().encode())
+        entry = journal.model_dump_json().encode()
+        self.lock.check_held()
+        self.storage.write(self.journal, entry)
         _point("journaled")
-        self.storage.create(self.version_name(number), new)
+        self.lock.check_held()
+        try:
+            self.storage.create(self.version_name(number), new)
+        except CacheExistsError:
+            raise StorageLockLostError(
+                self.storage.describe(self.folder),
+                f"another process made version {number} first",
+            ) from None
         _point("created")
-        self._check_held()
+        self.lock.check_held()
         self.storage.write(self.name, new)
         _point("replaced")
-        self._delete(self.journal)
+        self._check_written(number, new)
+        self._clear_journal(entry)
         _point("cleared")
         self._prune()
         CacheFileIndex(self.storage).update(self.name, new)
         return number
 
-    def _check_held(self) -> None:
-        if not self.lock.held:
-            raise AskCacheError(
-                f"{self.name} not changed: the lock's lease ({self.lock.lease:.0f} s) ran out "
-                "before the change was made; the next change completes or undoes it"
-            )
+    def _check_written(self, number: int, new: bytes) -> None:
+        """After the trajectory's write: its version must still be this commit's. When it is
+        not, the lock was taken over between the last check and the write (a stall longer
+        than :data:`~askcache.storage.lock.LOCK_WRITE_MARGIN` of the lease) and the other
+        commit rolled this one back: the trajectory is put back to the newest version and
+        the lock counts as lost."""
+        try:
+            kept = self.storage.read(self.version_name(number))
+        except CacheNotFoundError:
+            kept = None
+        if kept == new:
+            return
+        numbers = self.numbers()
+        if numbers:
+            with contextlib.suppress(CacheNotFoundError):
+                self.storage.write(self.name, self.storage.read(self.version_name(numbers[-1])))
+        raise StorageLockLostError(
+            self.storage.describe(self.folder),
+            f"another process took the lock over and rolled version {number} back while "
+            "it was written; the trajectory is the newest version again",
+        )
+
+    def _clear_journal(self, entry: bytes) -> None:
+        """Remove this commit's journal (another commit's, written after a take-over, is
+        left to it)."""
+        try:
+            if self.storage.read(self.journal) != entry:
+                return
+        except CacheNotFoundError:
+            return
+        self._delete(self.journal)
 
     def _recover(self) -> None:
         """Complete or roll back the commit a killed process left (its journal)."""

@@ -124,7 +124,8 @@ def run_tune(args: argparse.Namespace) -> int:
         versions = TrajectoryVersions(storage, name, keep=args.keep_versions)
         version = versions.commit(base, healed_bytes(cache_file, base, storage.describe(name)))
         if version is None:
-            raise AskCacheError(f"{name} changed while it was tuned; run askcache tune again")
+            why = versions.refused or f"{name} changed while it was tuned"
+            raise AskCacheError(f"{why}; run askcache tune again")
     if args.json:
         left_out = [
             {"step": run.step, "run": run.run, "folder": args.runs[run.run], "reason": run.reason}

@@ -301,7 +301,8 @@ def test_with_versions_off_recording_over_a_trajectory_is_refused_in_one_line(
         other.finish_recording(run_history(app, form_calls(app)))
     assert storage.read("form.json") == storage.read("new.json") == before
     proposals = TrajectoryVersions(storage, "new.json").proposals()
-    assert storage.list_prefix(".versions") == proposals and len(proposals) == 1
+    assert len(proposals) == 1
+    assert storage.list_prefix(".versions") == proposals
     assert refused.value.kept_as == storage.describe(proposals[0])
     assert f"kept as the proposal {storage.describe(proposals[0])}" in str(refused.value)
     assert "\n" not in str(refused.value)

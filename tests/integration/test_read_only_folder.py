@@ -31,10 +31,12 @@ from askcache import (
 from askcache.agent.act import ActResult
 from askcache.cli.app import main
 from askcache.errors import RecordingNotStoredError, StorageUnwritableError
+from askcache.loop import LoopReplay
 from askcache.storage.base import LocalCacheStorage, load_cache_file
 from askcache.storage.outbox import Outbox
 from askcache.storage.versions import TrajectoryVersions
 from askcache.testing import FormFillingScript, MessagesApiStandIn, SimulatedFormApp
+from tests.integration.test_own_loop import sampling_loop
 
 pytestmark = pytest.mark.integration
 
@@ -303,3 +305,31 @@ def test_a_recording_on_a_full_disk_with_the_outbox_on_it_comes_back_on_the_erro
     assert len(load_cache_file(elsewhere, "login.json").trajectory) >= 4
     assert isinstance(error.result, ActResult)
     assert error.result.status == "done"
+
+
+def test_a_recording_of_the_users_own_loop_on_a_full_disk_is_kept_too(small_disk: Path) -> None:
+    cache = small_disk / "cache"
+    storage = LocalCacheStorage(cache)
+    app = SimulatedFormApp()
+    script = FormFillingScript(app, "alice")
+    filled: list[Path] = []
+
+    def model(body: dict[str, Any]) -> Any:
+        if not filled:
+            filled.append(_fill(small_disk))
+        return script(body)
+
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Log in as alice"}]
+    replay = LoopReplay("login.json", messages, settings=_settings(cache, "alice"))
+    with MessagesApiStandIn(model) as api:
+        sampling_loop(api.client(), app, messages, replay)
+    with pytest.raises(RecordingNotStoredError) as info:
+        replay.done(messages)
+    assert "\n" not in str(info.value)
+    assert "No space left on device" in str(info.value)
+    assert info.value.kept_at is not None
+    assert replay.done(messages) is info.value.result  # nothing is written twice
+    assert [k.item.kind for k in Outbox(None, storage.destination()).pending()] == ["recording"]
+    filled[0].unlink()
+    assert main(["sync", "--cache-dir", str(cache)]) == 0
+    assert storage.read("login.json") == info.value.recording

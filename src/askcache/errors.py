@@ -274,8 +274,10 @@ class RecordingNotStoredError(CacheStorageError):
         recording: The cache file's bytes, as they were to be stored.
         kept_at: The outbox file that keeps them; ``None``: nothing could be kept.
         not_kept: Why the outbox could not keep them (``None`` when it did).
-        result: The run's ``ActResult`` (conversation, replays, writes) when
-            ``Agent.act`` or the user's loop raised this; ``None`` otherwise.
+        kept: The outbox's ``KeptWrite`` of it (``None``: nothing could be kept).
+        result: The run's ``ActResult`` (conversation, replays, writes: the recording is
+            in its ``kept_locally`` or ``not_written``) when ``Agent.act`` or the user's
+            loop raised this; ``None`` otherwise.
     """
 
     def __init__(
@@ -294,6 +296,7 @@ class RecordingNotStoredError(CacheStorageError):
         self.recording = recording
         self.kept_at = kept_at
         self.not_kept = not_kept
+        self.kept: object | None = None
         self.result: object | None = None
         said = f"the recording {name!r} could not be written to {where}: {reason}"
         if kept_at is not None:

@@ -259,6 +259,11 @@ def test_a_recording_on_a_full_disk_is_kept_in_the_outbox_until_there_is_room(
     assert isinstance(error.result, ActResult)
     assert error.result.status == "done"
     assert error.result.conversation.recorded_file is None  # nothing claims it was written
+    assert error.result.shared is False
+    assert error.result.kept_locally == [error.kept]
+    assert error.result.not_shared_lines()[0].startswith(
+        "kept locally, not yet shared: recording of login.json"
+    )
     assert not storage.exists("login.json")
     (small_disk / "filler").unlink()
     assert main(["sync", "--cache-dir", str(cache)]) == 0
@@ -305,6 +310,9 @@ def test_a_recording_on_a_full_disk_with_the_outbox_on_it_comes_back_on_the_erro
     assert len(load_cache_file(elsewhere, "login.json").trajectory) >= 4
     assert isinstance(error.result, ActResult)
     assert error.result.status == "done"
+    assert error.result.shared is False
+    assert len(error.result.not_written) == 1
+    assert error.result.not_written[0].startswith("recording of login.json: No space left")
 
 
 def test_a_recording_of_the_users_own_loop_on_a_full_disk_is_kept_too(small_disk: Path) -> None:

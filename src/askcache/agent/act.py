@@ -143,11 +143,18 @@ class ActResult:
 def returned(result: ActResult, not_stored: RecordingNotStoredError | None) -> ActResult:
     """``result``, to return; or, when the run's recording was not stored
     (:func:`~askcache.agent.run_record.store_recording`), its error raised with ``result`` on
-    it, so the caller gets the run and the recording either way."""
-    if not_stored is not None:
-        not_stored.result = result
-        raise not_stored
-    return result
+    it, so the caller gets the run and the recording either way (the recording is then in
+    ``result.kept_locally``, or in ``result.not_written``: the result is never ``shared``)."""
+    if not_stored is None:
+        return result
+    if isinstance(not_stored.kept, KeptWrite):
+        result.kept_locally.append(not_stored.kept)
+    else:
+        result.not_written.append(
+            f"recording of {not_stored.name}: {not_stored.reason}; {not_stored.not_kept}"
+        )
+    not_stored.result = result
+    raise not_stored
 
 
 class Agent:

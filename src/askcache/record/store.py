@@ -169,9 +169,11 @@ def store_or_keep(
             raise RecordingNotStoredError(
                 name, where, reason, recording=data, kept_at=None, not_kept=str(lost)
             ) from exc
-        raise RecordingNotStoredError(
+        error = RecordingNotStoredError(
             name, where, reason, recording=data, kept_at=kept.path, send=_sync_command(outbox)
-        ) from exc
+        )
+        error.kept = kept
+        raise error from exc
 
 
 def send_recording(storage: CacheStorage, pending: PendingRecording) -> StoredRecording:

@@ -33,6 +33,7 @@ __all__ = [
     "MissingApiKeyError",
     "MissingDependencyError",
     "OutboxError",
+    "RecordingNotStoredError",
     "RemoteStorageError",
     "SignatureLossRefusedError",
     "StorageLockBusyError",
@@ -105,13 +106,22 @@ class CacheOverwriteRefusedError(CacheExistsError):
     (``CachingSettings.keep_versions=0``): the earlier recording would be lost, so nothing is
     recorded over it."""
 
-    def __init__(self, name: str, where: str) -> None:
-        """``where``: the trajectory's full location (``CacheStorage.describe``)."""
+    def __init__(self, name: str, where: str, *, kept_as: str | None = None) -> None:
+        """``where``: the trajectory's full location (``CacheStorage.describe``);
+        ``kept_as``: where the refused recording was kept instead (a proposal, when the
+        trajectory appeared while the model worked), if it was."""
         super().__init__(name, where)
+        self.kept_as = kept_as
+        kept = (
+            f"; this recording is kept as the proposal {kept_as} (`askcache accept` makes it "
+            "current)"
+            if kept_as
+            else ""
+        )
         self.args = (
             f"{where} already exists and versions are off (keep_versions=0): "
             "recording over it would lose it; keep versions (keep_versions=1 or more), choose "
-            "another filename, or delete the file first",
+            f"another filename, or delete the file first{kept}",
         )
 
 
@@ -269,6 +279,60 @@ class StorageUnwritableError(CacheStorageError):
     def __init__(self, name: str, where: str, reason: str) -> None:
         super().__init__(name, where, reason)
         self.args = (f"cannot write to {where}: {reason} (checked before any model call)",)
+
+
+class RecordingNotStoredError(CacheStorageError):
+    """A finished recording could not be written to the cache storage (the disk full, the
+    server gone, the folder turned read-only after the preflight). It is never silently
+    lost: it is kept in the outbox (:attr:`kept_at`) and sent by the next run of the same
+    storage or by ``askcache sync``; when the outbox cannot be written either (it is on the
+    same full disk), nothing is kept and :attr:`recording` holds the only copy. The message
+    is one line saying which.
+
+    Attributes:
+        name: The trajectory's name.
+        where: Where it was to be written.
+        reason: What the storage said.
+        recording: The cache file's bytes, as they were to be stored.
+        kept_at: The outbox file that keeps them; ``None``: nothing could be kept.
+        not_kept: Why the outbox could not keep them (``None`` when it did).
+        kept: The outbox's ``KeptWrite`` of it (``None``: nothing could be kept).
+        result: The run's ``ActResult`` (conversation, replays, writes: the recording is
+            in its ``kept_locally`` or ``not_written``) when ``Agent.act`` or the user's
+            loop raised this; ``None`` otherwise.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        where: str,
+        reason: str,
+        *,
+        recording: bytes,
+        kept_at: PurePath | None,
+        send: str = "askcache sync",
+        not_kept: str | None = None,
+    ) -> None:
+        """``send``: the command that sends the kept recording."""
+        super().__init__(name, where, reason)
+        self.recording = recording
+        self.kept_at = kept_at
+        self.not_kept = not_kept
+        self.kept: object | None = None
+        self.result: object | None = None
+        said = f"the recording {name!r} could not be written to {where}: {reason}"
+        if kept_at is not None:
+            said += (
+                f"; it is kept in the outbox at {kept_at}: `{send}` sends it once the storage "
+                "can be written (the next run of this storage does too)"
+            )
+        else:
+            said += (
+                f"; nothing could be kept: {not_kept or 'the outbox failed too'}; the recording "
+                f"({len(recording):,} bytes) is only on this error (its `recording` "
+                "attribute, and `result` for the run): save it elsewhere"
+            )
+        self.args = (said.replace("\r", " ").replace("\n", " "),)  # one line, always
 
 
 class OutboxError(AskCacheError, OSError):

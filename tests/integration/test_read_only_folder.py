@@ -1,7 +1,9 @@
 """A local cache folder that cannot be written: the preflight refuses a run that would heal
 into it before any model call; a folder that turns read-only during a run keeps the heal and
 the ledger entry in the outbox, and ``askcache sync`` sends them once it is writable again;
-so does a full disk (a 2 MiB tmpfs filled to the last byte) once there is room.
+so does a full disk (a 2 MiB tmpfs filled to the last byte) once there is room. A recording
+whose disk fills while the model works is kept in the outbox (on another disk) or, with the
+outbox on the same full disk, comes back on the error: never lost in silence.
 
 The folder is made read-only for real: a read-only bind mount when the tests run as root
 (root writes through permissions), its permissions otherwise.
@@ -26,12 +28,15 @@ from askcache import (
     ComputerTool,
     open_ledger,
 )
+from askcache.agent.act import ActResult
 from askcache.cli.app import main
-from askcache.errors import StorageUnwritableError
-from askcache.storage.base import LocalCacheStorage
+from askcache.errors import RecordingNotStoredError, StorageUnwritableError
+from askcache.loop import LoopReplay
+from askcache.storage.base import LocalCacheStorage, load_cache_file
 from askcache.storage.outbox import Outbox
 from askcache.storage.versions import TrajectoryVersions
 from askcache.testing import FormFillingScript, MessagesApiStandIn, SimulatedFormApp
+from tests.integration.test_own_loop import sampling_loop
 
 pytestmark = pytest.mark.integration
 
@@ -211,3 +216,128 @@ def test_a_full_disk_keeps_the_heal_and_the_entry_until_there_is_room(
     assert storage.read("login.json") == storage.read(versions.version_name(2)) != recorded
     events = sorted(r.event for r in open_ledger(storage).records("login.json"))
     assert events == ["healed", "replay"]
+
+
+def _record_onto_a_disk_that_fills(
+    disk: Path, cache: Path, **caching: Any
+) -> tuple[RecordingNotStoredError, SimulatedFormApp]:
+    """Record the login on the stand-in model; the disk fills at the model's first call (the
+    preflight has passed, no write has been made). Returns the error the recording raised."""
+    app = SimulatedFormApp()
+    script = FormFillingScript(app, "alice")
+    filled: list[Path] = []
+
+    def model(body: dict[str, Any]) -> Any:
+        if not filled:
+            filled.append(_fill(disk))
+        return script(body)
+
+    with MessagesApiStandIn(model) as api, pytest.raises(RecordingNotStoredError) as info:
+        Agent(api.client(), [ComputerTool(app)]).act(
+            "Log in as alice", _settings(cache, "alice", strategy="record", **caching)
+        )
+    assert app.saved == [{"name": "alice", "email": ""}]  # the model did the whole task
+    return info.value, app
+
+
+def test_a_recording_on_a_full_disk_is_kept_in_the_outbox_until_there_is_room(
+    small_disk: Path, outbox_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cache = small_disk / "cache"
+    storage = LocalCacheStorage(cache)
+    error, _ = _record_onto_a_disk_that_fills(small_disk, cache)  # the outbox: another disk
+    message = str(error)
+    assert "\n" not in message
+    assert message.startswith(f"the recording 'login.json' could not be written to {cache}")
+    assert "No space left on device" in message
+    kept = Outbox(None, storage.destination()).pending()
+    assert [k.item.kind for k in kept] == ["recording"]
+    assert error.kept_at == kept[0].path
+    assert kept[0].path.is_relative_to(outbox_dir)
+    assert f"kept in the outbox at {kept[0].path}" in message
+    assert f"`askcache sync --cache-dir {storage.destination()}` sends it" in message
+    assert isinstance(error.result, ActResult)
+    assert error.result.status == "done"
+    assert error.result.conversation.recorded_file is None  # nothing claims it was written
+    assert error.result.shared is False
+    assert error.result.kept_locally == [error.kept]
+    assert error.result.not_shared_lines()[0].startswith(
+        "kept locally, not yet shared: recording of login.json"
+    )
+    assert not storage.exists("login.json")
+    (small_disk / "filler").unlink()
+    assert main(["sync", "--cache-dir", str(cache)]) == 0
+    out = capsys.readouterr().out
+    assert "sent: recording of login.json" in out
+    assert "recorded (created): login.json" in out
+    assert storage.read("login.json") == error.recording
+    calls = sum(len(m.tool_uses) for m in error.result.conversation.messages)
+    assert len(load_cache_file(storage, "login.json").trajectory) == calls
+    assert Outbox(None, storage.destination()).pending() == []
+    assert main(["sync", "--cache-dir", str(cache)]) == 0  # sending again adds nothing
+    assert "0 sent" in capsys.readouterr().out
+    assert TrajectoryVersions(storage, "login.json").numbers() == []
+    # the kept recording replays: no model call
+    app = SimulatedFormApp()
+    with MessagesApiStandIn(FormFillingScript(app, "carol")) as api:
+        run = Agent(api.client(), [ComputerTool(app)]).act(
+            "Log in as carol", _settings(cache, "carol", strategy="execute")
+        )
+        assert api.requests == []
+    assert run.replay is not None
+    assert run.replay.status == "completed"
+    assert app.saved == [{"name": "carol", "email": ""}]
+
+
+def test_a_recording_on_a_full_disk_with_the_outbox_on_it_comes_back_on_the_error(
+    small_disk: Path,
+) -> None:
+    cache = small_disk / "cache"
+    outbox = small_disk / "outbox"
+    error, _ = _record_onto_a_disk_that_fills(small_disk, cache, outbox_dir=outbox)
+    message = str(error)
+    assert "\n" not in message
+    assert "No space left on device" in message
+    assert "nothing could be kept" in message
+    assert f"outbox {outbox}" in message
+    assert "is only on this error" in message
+    assert error.kept_at is None
+    assert Outbox(outbox, LocalCacheStorage(cache).destination()).pending() == []
+    assert not LocalCacheStorage(cache).exists("login.json")
+    # the caller has the recording: it is the whole cache file, ready to be stored elsewhere
+    elsewhere = LocalCacheStorage(small_disk.parent / "elsewhere")
+    elsewhere.write("login.json", error.recording)
+    assert len(load_cache_file(elsewhere, "login.json").trajectory) >= 4
+    assert isinstance(error.result, ActResult)
+    assert error.result.status == "done"
+    assert error.result.shared is False
+    assert len(error.result.not_written) == 1
+    assert error.result.not_written[0].startswith("recording of login.json: No space left")
+
+
+def test_a_recording_of_the_users_own_loop_on_a_full_disk_is_kept_too(small_disk: Path) -> None:
+    cache = small_disk / "cache"
+    storage = LocalCacheStorage(cache)
+    app = SimulatedFormApp()
+    script = FormFillingScript(app, "alice")
+    filled: list[Path] = []
+
+    def model(body: dict[str, Any]) -> Any:
+        if not filled:
+            filled.append(_fill(small_disk))
+        return script(body)
+
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Log in as alice"}]
+    replay = LoopReplay("login.json", messages, settings=_settings(cache, "alice"))
+    with MessagesApiStandIn(model) as api:
+        sampling_loop(api.client(), app, messages, replay)
+    with pytest.raises(RecordingNotStoredError) as info:
+        replay.done(messages)
+    assert "\n" not in str(info.value)
+    assert "No space left on device" in str(info.value)
+    assert info.value.kept_at is not None
+    assert replay.done(messages) is info.value.result  # nothing is written twice
+    assert [k.item.kind for k in Outbox(None, storage.destination()).pending()] == ["recording"]
+    filled[0].unlink()
+    assert main(["sync", "--cache-dir", str(cache)]) == 0
+    assert storage.read("login.json") == info.value.recording

@@ -292,14 +292,21 @@ def test_with_versions_off_recording_over_a_trajectory_is_refused_in_one_line(
     assert "versions are off (keep_versions=0)" in message
     assert "keep versions (keep_versions=1 or more)" in message
     assert isinstance(info.value, FileExistsError)
-    # a file that appeared while the model worked is not replaced either
+    # a file that appeared while the model worked is not replaced either; the recording is
+    # not lost: it is kept as a proposal, which the one-line error names
     other = CacheManager(storage, CacheWritingSettings(filename="new.json"), keep_versions=0)
     other.start_recording(GOAL)
     storage.write("new.json", before)
-    with pytest.raises(CacheOverwriteRefusedError):
+    with pytest.raises(CacheOverwriteRefusedError) as refused:
         other.finish_recording(run_history(app, form_calls(app)))
     assert storage.read("form.json") == storage.read("new.json") == before
-    assert storage.list_prefix(".versions") == []
+    proposals = TrajectoryVersions(storage, "new.json").proposals()
+    assert len(proposals) == 1
+    assert storage.list_prefix(".versions") == proposals
+    assert refused.value.kept_as == storage.describe(proposals[0])
+    assert f"kept as the proposal {storage.describe(proposals[0])}" in str(refused.value)
+    assert "\n" not in str(refused.value)
+    assert load_cache_file(storage, proposals[0]).trajectory
     # a new name records as before
     fresh = CacheManager(storage, CacheWritingSettings(filename="fresh.json"), keep_versions=0)
     fresh.start_recording(GOAL)

@@ -34,12 +34,13 @@ from askcache.agent.prepare import (
     open_run_ledger,
     usable,
 )
-from askcache.agent.run_record import finish_run
+from askcache.agent.run_record import finish_run, store_recording
 from askcache.agent.sync import RunWriter
 from askcache.conversation.loop import BeforeTool, Conversation, ConversationResult
 from askcache.conversation.speakers import DEFAULT_MODEL, AgentSpeaker
 from askcache.errors import (
     CacheNotFoundError,
+    RecordingNotStoredError,
 )
 from askcache.heal.trajectory import HealOutcome
 from askcache.messages import MessageParam, ToolUseBlockParam
@@ -64,7 +65,7 @@ from askcache.tools.computer import ComputerTool, ToolVersion
 if TYPE_CHECKING:
     import anthropic
 
-__all__ = ["DEFAULT_MODEL", "ActResult", "Agent", "VisionAgent"]
+__all__ = ["DEFAULT_MODEL", "ActResult", "Agent", "VisionAgent", "returned"]
 
 logger = logging.getLogger(__name__)
 
@@ -139,6 +140,23 @@ class ActResult:
         return self.replays[-1] if self.replays else None
 
 
+def returned(result: ActResult, not_stored: RecordingNotStoredError | None) -> ActResult:
+    """``result``, to return; or, when the run's recording was not stored
+    (:func:`~askcache.agent.run_record.store_recording`), its error raised with ``result`` on
+    it, so the caller gets the run and the recording either way (the recording is then in
+    ``result.kept_locally``, or in ``result.not_written``: the result is never ``shared``)."""
+    if not_stored is None:
+        return result
+    if isinstance(not_stored.kept, KeptWrite):
+        result.kept_locally.append(not_stored.kept)
+    else:
+        result.not_written.append(
+            f"recording of {not_stored.name}: {not_stored.reason}; {not_stored.not_kept}"
+        )
+    not_stored.result = result
+    raise not_stored
+
+
 class Agent:
     """A computer-use agent with trajectory caching.
 
@@ -191,6 +209,10 @@ class Agent:
             StorageUnwritableError: a recording, or a replay that may heal, would write
                 where nothing can be written (a missing bucket, a read-only folder); raised
                 before any model call.
+            RecordingNotStoredError: the recording could not be written after the model did
+                the task (the disk full, the server gone): it is kept in the outbox, or, when
+                that failed too, only on the error (``recording``); ``result`` is this call's
+                :class:`ActResult`.
             AskCacheError: the named cache file cannot be read or replayed (before any
                 model call or action).
         """
@@ -236,6 +258,7 @@ class Agent:
                 display_size=display_size,
                 keep_versions=settings.keep_versions,
                 windows=windows,
+                outbox=outbox,
             )
             recorder.start_recording(goal)
         elif strategy == CacheStrategy.EXECUTE:
@@ -269,13 +292,12 @@ class Agent:
         )
         resume.watch(conversation.messages)
         outcome = conversation.run(goal)
-        if recorder is not None and outcome.status == "done" and settings.heal_mode != HealMode.OFF:
-            outcome.recorded_file = recorder.finish_recording(outcome.messages)
+        not_stored = store_recording(recorder, outcome, settings)
         writer = RunWriter(storage, outbox, ledger)
         healed, entries = finish_run(
             writer, executor, outcome, settings, name=filename, base=base, capture=capture
         )
-        return ActResult(
+        result = ActResult(
             conversation=outcome,
             replays=executor.history,
             strategy=strategy,
@@ -287,6 +309,7 @@ class Agent:
             not_written=list(writer.not_written),
             synced=synced,
         )
+        return returned(result, not_stored)
 
     @staticmethod
     def _offer_caching_tools(

@@ -20,9 +20,10 @@ from PIL import Image
 
 from askcache.agent.sync import RunWriter
 from askcache.conversation.loop import ConversationResult
-from askcache.errors import AskCacheError
+from askcache.errors import AskCacheError, RecordingNotStoredError
 from askcache.heal.trajectory import HealOutcome, prepare_heal
 from askcache.messages import Usage
+from askcache.record.recording import CacheManager
 from askcache.replay.executor import CacheExecutor
 from askcache.replay.session import ReplaySession
 from askcache.settings import CacheExecutionSettings, CachingSettings, HealMode
@@ -30,7 +31,7 @@ from askcache.storage.base import load_cache_file
 from askcache.storage.index import save_indexed
 from askcache.storage.ledger import RunRecord, RunStatus
 
-__all__ = ["finish_run", "heal_after", "record_runs", "run_record"]
+__all__ = ["finish_run", "heal_after", "record_runs", "run_record", "store_recording"]
 
 logger = logging.getLogger(__name__)
 
@@ -71,6 +72,22 @@ def finish_run(
         read_only=settings.heal_mode == HealMode.OFF,
     )
     return healed, entries
+
+
+def store_recording(
+    recorder: CacheManager | None, outcome: ConversationResult, settings: CachingSettings
+) -> RecordingNotStoredError | None:
+    """Store the run's recording when it recorded one, is done and may write (heal mode not
+    ``off``), setting ``outcome.recorded_file``. A recording the storage did not take is
+    kept in the outbox (:mod:`askcache.record.store`); its error is returned, for the caller
+    to raise once the run's other writes are done, with the run's result on it."""
+    if recorder is None or outcome.status != "done" or settings.heal_mode == HealMode.OFF:
+        return None
+    try:
+        outcome.recorded_file = recorder.finish_recording(outcome.messages)
+    except RecordingNotStoredError as exc:
+        return exc
+    return None
 
 
 def run_record(session: ReplaySession, outcome: ConversationResult, *, last: bool) -> RunRecord:

@@ -13,8 +13,10 @@ written before (or whose commit was cut off after its version) is recognised and
 written twice; a heal whose trajectory changed meanwhile becomes a proposal, as any heal
 does.
 
-Kinds of item: ``ledger_entry`` (:class:`PendingLedgerEntry`) and ``heal``
-(:class:`PendingHeal`: the heal and the ledger entry that says what it wrote).
+Kinds of item: ``ledger_entry`` (:class:`PendingLedgerEntry`), ``heal``
+(:class:`PendingHeal`: the heal and the ledger entry that says what it wrote) and
+``recording`` (:class:`~askcache.record.store.PendingRecording`, kept by the recorder itself:
+sent by :func:`~askcache.record.store.send_recording`).
 """
 
 from __future__ import annotations
@@ -36,6 +38,12 @@ from askcache.errors import (
     OutboxError,
 )
 from askcache.heal.trajectory import HealOutcome, PreparedHeal, apply_heal
+from askcache.record.store import (
+    RECORDING_KIND,
+    PendingRecording,
+    StoredRecording,
+    send_recording,
+)
 from askcache.storage.base import CacheStorage
 from askcache.storage.ledger import RunLedger, RunRecord, open_ledger
 from askcache.storage.outbox import KeptWrite, Outbox, OutboxItem
@@ -206,6 +214,8 @@ class SyncReport:
     """Items sent (and removed from the outbox)."""
     heals: list[HealOutcome] = field(default_factory=list)
     """What the heals among them wrote (``proposed``: the trajectory had changed)."""
+    recordings: list[StoredRecording] = field(default_factory=list)
+    """How the recordings among them were stored."""
     left: list[KeptWrite] = field(default_factory=list)
     """Items still kept (the storage still cannot be written, or the item is unusable)."""
     error: str | None = None
@@ -229,7 +239,7 @@ def sync_outbox(
     ledger = ledger or open_ledger(storage)
     for position, kept in enumerate(pending):
         try:
-            healed = _send(storage, ledger, kept.item)
+            sent = _send(storage, ledger, kept.item)
         except OSError as exc:
             if not is_outage(exc):
                 raise
@@ -248,14 +258,18 @@ def sync_outbox(
             continue
         outbox.remove(kept)
         report.sent.append(kept)
-        if healed is not None:
-            report.heals.append(healed)
+        if isinstance(sent, HealOutcome):
+            report.heals.append(sent)
+        elif isinstance(sent, StoredRecording):
+            report.recordings.append(sent)
         logger.warning("sent from the outbox to %s: %s", outbox.destination, kept.summary)
     return report
 
 
-def _send(storage: CacheStorage, ledger: RunLedger, item: OutboxItem) -> HealOutcome | None:
-    """Send one item, idempotently; what a heal wrote, if it is one."""
+def _send(
+    storage: CacheStorage, ledger: RunLedger, item: OutboxItem
+) -> HealOutcome | StoredRecording | None:
+    """Send one item, idempotently; what a heal or a recording wrote, if it is one."""
     raw = json.dumps(item.payload)
     if item.kind == "ledger_entry":
         entry = PendingLedgerEntry.model_validate_json(raw)
@@ -266,4 +280,6 @@ def _send(storage: CacheStorage, ledger: RunLedger, item: OutboxItem) -> HealOut
         healed = apply_heal(storage, pending.heal, again=True)
         ledger.append(_heal_record(pending.record, healed), entry_id=pending.entry_id)
         return healed
+    if item.kind == RECORDING_KIND:
+        return send_recording(storage, PendingRecording.model_validate_json(raw))
     raise AskCacheError(f"unknown outbox item kind {item.kind!r}")

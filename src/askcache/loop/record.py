@@ -16,6 +16,7 @@ from askcache.record.recording import CacheManager
 from askcache.replay.executor import goal_of
 from askcache.settings import CachingSettings
 from askcache.storage.base import CacheStorage
+from askcache.storage.outbox import Outbox
 from askcache.storage.remote import storage_for
 
 __all__ = ["record_messages"]
@@ -45,6 +46,9 @@ def record_messages(
         LoopUsageError: a message is not in the Messages API's shape (says which).
         CacheOverwriteRefusedError: ``name`` holds a trajectory and versions are off.
         CachePathError, CacheStorageError: the name or the place cannot be written.
+        RecordingNotStoredError: the storage failed while writing it: the recording is kept
+            in the outbox (``settings.outbox_dir``; ``askcache sync`` sends it), or, when
+            that failed too, only on the error.
     """
     settings = settings or CachingSettings()
     history = parse_messages(messages)
@@ -53,11 +57,13 @@ def record_messages(
         settings.writing_settings.redact_typed_text,
     )
     writing = settings.writing_settings.model_copy(update={"filename": name})
+    storage = storage or storage_for(settings.cache_dir)
     recorder = CacheManager(
-        storage or storage_for(settings.cache_dir),
+        storage,
         writing,
         model=model,
         keep_versions=settings.keep_versions,
+        outbox=Outbox(settings.outbox_dir, storage.destination()),
     )
     recorder.start_recording(goal_of(history), timed=False)
     return recorder.finish_recording(history)

@@ -28,6 +28,7 @@ from PIL import Image
 from askcache.actions import make_tool_use, parse_action
 from askcache.agent.act import ActResult
 from askcache.conversation.loop import SpeakerResult
+from askcache.errors import RecordingNotStoredError
 from askcache.loop.bridge import Returned, ScreenBridge
 from askcache.loop.errors import (
     NotAScreenshotError,
@@ -289,6 +290,9 @@ class LoopReplay:
 
         Raises:
             ToolResultOrderError: ``status="done"`` while an action's result is missing.
+            RecordingNotStoredError: the recording could not be written (a full disk, the
+                server gone): it is kept in the outbox, or only on the error; the error's
+                ``result`` is the run's result, which a second call returns.
         """
         if self._result is not None and self._status in ("finished", "done"):
             self._status = "done"
@@ -301,7 +305,12 @@ class LoopReplay:
         self._waiting = None
         self._bridge.close()
         history = self._history.follow(messages)
-        self._result = self._run.finish(history, status, screen)
+        try:
+            self._result = self._run.finish(history, status, screen)
+        except RecordingNotStoredError as exc:  # its run's writes are made: not made again
+            self._result = exc.result if isinstance(exc.result, ActResult) else None
+            self._status = "done"
+            raise
         self._status = "done"
         return self._result
 

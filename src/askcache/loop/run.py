@@ -12,14 +12,14 @@ from typing import Literal
 from PIL import Image
 
 from askcache.actions import ToolShape, parse_action
-from askcache.agent.act import ActResult
+from askcache.agent.act import ActResult, returned
 from askcache.agent.prepare import (
     check_heal_destination,
     open_outbox,
     open_run_ledger,
     usable,
 )
-from askcache.agent.run_record import finish_run
+from askcache.agent.run_record import finish_run, store_recording
 from askcache.agent.sync import RunWriter
 from askcache.cachefile.format import CacheFile
 from askcache.conversation.loop import ConversationResult
@@ -28,7 +28,7 @@ from askcache.messages import MessageParam, ToolUseBlockParam, Usage
 from askcache.record.recording import CacheManager
 from askcache.redaction import register_typed_text
 from askcache.replay.executor import CacheExecutor, goal_of
-from askcache.settings import CacheStrategy, CachingSettings, HealMode
+from askcache.settings import CacheStrategy, CachingSettings
 from askcache.storage.base import CacheStorage, read_cache_file
 from askcache.storage.remote import storage_for
 
@@ -123,6 +123,7 @@ class LoopRun:
                 model=model,
                 display_size=display_size,
                 keep_versions=settings.keep_versions,
+                outbox=self.outbox,
             )
             self.recorder.start_recording(goal_of(history))
 
@@ -148,7 +149,11 @@ class LoopRun:
         screen: Image.Image | None,
     ) -> ActResult:
         """The run's writes, as after :meth:`Agent.act <askcache.agent.act.Agent.act>`:
-        the recording (nothing was replayed), the heal and the ledger entries."""
+        the recording (nothing was replayed), the heal and the ledger entries.
+
+        Raises:
+            RecordingNotStoredError: as ``Agent.act`` (the recording kept in the outbox, or
+                only on the error; ``result`` is the run's result)."""
         self.typing(call for message in history for call in message.tool_uses)
         calls = [m.usage for m in history if m.usage is not None]
         outcome = ConversationResult(
@@ -159,9 +164,7 @@ class LoopRun:
             usage=sum(calls, Usage()),
             seconds=time.monotonic() - self.started,
         )
-        read_only = self.settings.heal_mode == HealMode.OFF
-        if self.recorder is not None and status == "done" and not read_only:
-            outcome.recorded_file = self.recorder.finish_recording(history)
+        not_stored = store_recording(self.recorder, outcome, self.settings)
         writer = RunWriter(self.storage, self.outbox, self.ledger)
         healed, entries = finish_run(
             writer,
@@ -172,7 +175,7 @@ class LoopRun:
             base=self.base,
             capture=(lambda: screen) if screen is not None else None,
         )
-        return ActResult(
+        result = ActResult(
             conversation=outcome,
             replays=self.executor.history,
             strategy=self.strategy,
@@ -184,3 +187,4 @@ class LoopRun:
             not_written=list(writer.not_written),
             synced=self.synced,
         )
+        return returned(result, not_stored)

@@ -10,6 +10,10 @@ versions of the trajectory (:class:`~askcache.storage.versions.TrajectoryVersion
 heal writes), so ``askcache diff NAME`` shows what changed and ``askcache rollback NAME``
 brings the earlier recording back. With versions off (``keep_versions=0``) such a recording
 is refused before the first model call (:class:`~askcache.errors.CacheOverwriteRefusedError`).
+
+Storing the file is :mod:`askcache.record.store`'s: a first recording is created exclusively
+(of two recordings of one name finishing at once, the second becomes a version), and a
+recording the storage does not take (a full disk) is kept in the outbox, never dropped.
 """
 
 from __future__ import annotations
@@ -33,7 +37,6 @@ from askcache.cachefile.format import (
 )
 from askcache.cachefile.signing import SIGNING_KEY_ENV, sign_cache_file
 from askcache.errors import (
-    CacheNotFoundError,
     CacheOverwriteRefusedError,
     InvalidScreenshotError,
     SignatureLossRefusedError,
@@ -51,14 +54,14 @@ from askcache.parameters import (
     unsafe_typed_text,
 )
 from askcache.record.looks import Looks
+from askcache.record.store import StoredRecording, store_or_keep
 from askcache.record.tracker import StateTracker
 from askcache.redaction import register_secrets
 from askcache.screen.state import ScreenStateConfig
 from askcache.screen.windows import WindowFrame, window_at
 from askcache.settings import CacheWritingSettings
 from askcache.storage.base import CacheStorage
-from askcache.storage.index import write_cache_file
-from askcache.storage.versions import TrajectoryVersions
+from askcache.storage.outbox import Outbox
 
 __all__ = [
     "CACHING_TOOL_NAMES",
@@ -162,6 +165,9 @@ class CacheManager:
             step's point is stored on it (``ToolUseBlockParam.window``), so a replay can find
             the window where it is then.
         clock, sleep: Time, for tests.
+        outbox: Where the recording is kept when the storage does not take it (the disk
+            full, the server gone); default: the storage's outbox in the default folder
+            (:func:`~askcache.storage.outbox.default_outbox_dir`).
 
     With ``capture``, an action whose change near its point was too faint to tell from a
     blinking caret is looked at again before the next call runs (:mod:`askcache.record.looks`).
@@ -179,8 +185,13 @@ class CacheManager:
         clock: Callable[[], float] = time.monotonic,
         windows: Callable[[], list[WindowFrame] | None] | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        outbox: Outbox | None = None,
     ) -> None:
         self.storage = storage
+        self.outbox = outbox or Outbox(None, storage.destination())
+        """Where the recording is kept when the storage does not take it."""
+        self.stored: StoredRecording | None = None
+        """How :meth:`finish_recording` stored the recording (``None``: not yet)."""
         self.keep_versions = keep_versions
         self.display_size = display_size
         self.settings = settings or CacheWritingSettings()
@@ -374,70 +385,33 @@ class CacheManager:
         )
 
     def finish_recording(self, messages: Sequence[MessageParam]) -> str:
-        """Build the cache file from ``messages``, write it, and return its name. A trajectory
-        already stored under the name is kept as a version (see the module docstring).
+        """Build the cache file from ``messages``, store it, and return its name. A first
+        recording of the name is created exclusively; a trajectory already stored under the
+        name (or created meanwhile by another recording) is kept as a version, or the
+        recording as a proposal (:mod:`askcache.record.store`). :attr:`stored` says which.
 
         Raises:
-            CacheOverwriteRefusedError: the name holds a trajectory and versions are off.
+            CacheOverwriteRefusedError: the name holds a trajectory and versions are off
+                (the recording is kept as a proposal; the error names it).
+            RecordingNotStoredError: the storage did not take it (a full disk, a server
+                gone); it is kept in the outbox, or, when that fails too, only on the error.
         """
         cache_file = self.build_cache_file(messages)
         sign_cache_file(cache_file)  # when ASKCACHE_SIGNING_KEY is set (askcache.cachefile.signing)
         name = self.settings.filename or default_filename(self._goal or "trajectory")
         data = dump_cache_file(cache_file)
-        if not self.storage.exists(name):
-            write_cache_file(self.storage, name, data)
-        elif self.keep_versions == 0:
-            raise CacheOverwriteRefusedError(name, self.storage.describe(name))
-        else:
-            self._record_over(name, data)
+        stored = store_or_keep(
+            self.storage, name, data, keep_versions=self.keep_versions, outbox=self.outbox
+        )
+        self.stored = stored
+        if stored.how == "proposal" and self.keep_versions == 0:
+            raise CacheOverwriteRefusedError(
+                name, self.storage.describe(name), kept_as=self.storage.describe(stored.where)
+            )
         logger.info(
             "recorded %d steps to %s", len(cache_file.trajectory), self.storage.describe(name)
         )
         return name
-
-    def _record_over(self, name: str, data: bytes) -> None:
-        """Make ``data`` the newest version of the trajectory ``name``, the trajectory it
-        replaces kept as the version before it (committed as a heal is)."""
-        versions = TrajectoryVersions(self.storage, name, keep=self.keep_versions)
-        for _ in range(5):  # another writer replaced it meanwhile: theirs is kept too
-            try:
-                old = self.storage.read(name)
-            except CacheNotFoundError:  # deleted meanwhile: nothing to keep
-                write_cache_file(self.storage, name, data)
-                return
-            try:
-                number = versions.commit(old, data)
-            except SignatureLossRefusedError as exc:  # recorded where no signing key is set
-                proposal = versions.propose(data)
-                logger.warning(
-                    "%s; the recording is kept unsigned as %s: review it (askcache diff %s) "
-                    "and, where %s is set, sign it (askcache sign %s --proposal) and accept "
-                    "it (askcache accept %s)",
-                    exc,
-                    proposal,
-                    name,
-                    SIGNING_KEY_ENV,
-                    name,
-                    name,
-                )
-                return
-            if number is not None:
-                logger.info(
-                    "%s recorded again: now version %d; the earlier recording is kept as the "
-                    "version before it (askcache diff / rollback)",
-                    self.storage.describe(name),
-                    number,
-                )
-                return
-        # it kept changing, or another process kept it locked: the recording is not lost
-        proposal = versions.propose(data)
-        logger.warning(
-            "%s kept changing while it was recorded again: the recording is kept as %s "
-            "(askcache accept %s makes it current)",
-            self.storage.describe(name),
-            proposal,
-            name,
-        )
 
 
 class _Screens:

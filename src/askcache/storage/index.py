@@ -43,6 +43,7 @@ __all__ = [
     "CacheFileIndex",
     "CacheFileRecord",
     "ProfileEntry",
+    "create_cache_file",
     "save_indexed",
     "write_cache_file",
 ]
@@ -328,6 +329,18 @@ def write_cache_file(storage: CacheStorage, name: str, data: bytes) -> None:
     """Store the cache file ``name`` (:meth:`~askcache.storage.base.CacheStorage.write`) and
     its index record."""
     storage.write(name, data)
+    CacheFileIndex(storage).update(name, data)
+
+
+def create_cache_file(storage: CacheStorage, name: str, data: bytes) -> None:
+    """Store the cache file ``name`` where nothing is stored yet
+    (:meth:`~askcache.storage.base.CacheStorage.create`: exclusive, so of two writers creating
+    it at once exactly one succeeds) and its index record.
+
+    Raises:
+        CacheExistsError: something is stored under ``name`` already.
+    """
+    storage.create(name, data)
     CacheFileIndex(storage).update(name, data)
 
 

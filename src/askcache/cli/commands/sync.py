@@ -1,10 +1,11 @@
-"""``askcache sync``: send the heals and run-ledger entries kept in the outbox.
+"""``askcache sync``: send the recordings, heals and run-ledger entries kept in the outbox.
 
 A run whose storage could not be written (the server down, the disk full, a read-only
-folder) keeps its heal and ledger entries in the local outbox (:mod:`askcache.storage.outbox`); the
-next run of the same storage sends them, and so does this command. ``--list`` shows them
-without sending. Exit code 0 when nothing is left to send, 3 when some writes are still kept
-(the storage still cannot be written: the error says why).
+folder) keeps its recording, heal and ledger entries in the local outbox
+(:mod:`askcache.storage.outbox`); the next run of the same storage sends them, and so does
+this command. ``--list`` shows them without sending. Exit code 0 when nothing is left to
+send, 3 when some writes are still kept (the storage still cannot be written: the error says
+why).
 """
 
 from __future__ import annotations
@@ -64,6 +65,10 @@ def run_sync(args: argparse.Namespace) -> int:
                 "destination": outbox.destination,
                 "sent": [_item(k) for k in report.sent],
                 "heals": [{"event": heal.event, "version": heal.version} for heal in report.heals],
+                "recordings": [
+                    {"name": stored.name, "stored_as": stored.how, "where": stored.where}
+                    for stored in report.recordings
+                ],
                 "left": [_item(k) for k in report.left],
                 "error": report.error,
             }
@@ -73,6 +78,8 @@ def run_sync(args: argparse.Namespace) -> int:
             print(f"sent: {kept.summary}")
         for heal in report.heals:
             print(f"  {heal.event}: {heal.version}")
+        for stored in report.recordings:
+            print(f"  recorded ({stored.how}): {stored.where}")
         print(f"{len(report.sent)} sent to {outbox.destination}, {len(report.left)} still kept")
     if report.left:
         why = f": {report.error}" if report.error else ""
@@ -98,11 +105,12 @@ def add_sync_command(
     parser = commands.add_parser(
         "sync",
         parents=parents,
-        help="send the heals and ledger entries kept locally while storage was unreachable",
+        help="send the recordings, heals and ledger entries kept locally while storage was "
+        "unreachable",
         description="Send what runs kept in the local outbox because the cache storage could "
-        "not be written (server down, disk full, read-only folder): heals and run-ledger "
-        "entries, oldest first. Sending again is harmless. The next run of the same storage "
-        "sends them too.",
+        "not be written (server down, disk full, read-only folder): recordings, heals and "
+        "run-ledger entries, oldest first. Sending again is harmless. The next run of the same "
+        "storage sends them too.",
     )
     parser.add_argument(
         "--outbox-dir",

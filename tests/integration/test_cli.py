@@ -100,7 +100,7 @@ def test_user_mistakes_are_one_line_errors_with_documented_codes(
     where = ["--cache-dir", str(demo_dir)]
     broken = _run("replay", "contact-form", "--dry-run", "--screenshot", str(not_png), *where)
     assert broken.returncode == 3
-    assert "not an image Pillow can read" in broken.stderr
+    assert "not a PNG or JPEG image" in broken.stderr
     assert "BytesIO" not in broken.stderr
 
 

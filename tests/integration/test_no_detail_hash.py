@@ -1,6 +1,7 @@
 """A file recorded without the detail hash (``visual_validation_detail_region_size=None``)
-cannot see a relabelled small control, and says so: ``askcache lint`` warns, ``askcache show``
-and the report page add a line, and every replay of it carries the warning in its result. A
+cannot see a relabelled small control, and says so: ``askcache lint`` warns, ``askcache show``,
+the report page and ``replay --dry-run`` add a line, and every replay of it carries the
+warning in its result. A
 file recorded with the default detail hash has none of these."""
 
 from __future__ import annotations
@@ -84,6 +85,9 @@ def test_lint_show_and_the_report_name_what_the_file_cannot_see(tmp_path: Path) 
     storage = LocalCacheStorage(tmp_path)
     record_form(storage, "plain.json", visual_validation_detail_region_size=None)
     record_form(storage, "detailed.json")
+    form = tmp_path / "form.png"
+    SimulatedFormApp().screenshot().save(form)
+    where = ("--cache-dir", str(tmp_path))
     lint = _cli("lint", "--cache-dir", str(tmp_path), "--json")
     assert lint.returncode == 0, lint.stderr  # a warning: the file still replays
     problems = {f["name"]: f["problems"] for f in json.loads(lint.stdout)["files"]}
@@ -105,3 +109,6 @@ def test_lint_show_and_the_report_name_what_the_file_cannot_see(tmp_path: Path) 
         report = _cli("report", name, "--cache-dir", str(tmp_path), "--output", str(page))
         assert report.returncode == 0, report.stderr
         assert ("Cannot see: no detail hash recorded" in page.read_text()) == bool(expected)
+        dry = _cli("replay", name, "--dry-run", "--screenshot", str(form), *where, "--json")
+        assert dry.stderr == ""  # (step 2 is checked on the screen before step 1: it stops)
+        assert json.loads(dry.stdout)["cannot_see"] == expected

@@ -2,8 +2,8 @@
 
 A file's validation set-up is fixed when it is recorded, and some settings remove a check for
 good. The files they write still replay, checked less, so each such gap is said where a
-reader looks: ``askcache lint`` (a warning), ``askcache show`` and the report page
-(``cannot see``), and every replay of the file
+reader looks: ``askcache lint`` (a warning), ``askcache show``, the report page and
+``askcache replay --dry-run`` (``cannot see``), and every replay of the file
 (:attr:`askcache.replay.result.ReplayResult.warnings`, on ``ActResult.replay``).
 """
 

@@ -35,6 +35,7 @@ __all__ = [
     "OutboxError",
     "RecordingNotStoredError",
     "RemoteStorageError",
+    "ScreenshotTooLargeError",
     "SignatureLossRefusedError",
     "StorageLockBusyError",
     "StorageLockLostError",
@@ -391,6 +392,29 @@ class InvalidScreenshotError(AskCacheError, ValueError):
     def __init__(self, where: str, detail: str) -> None:
         self.where = where
         super().__init__(f"screenshot in {where} is not a readable image: {detail}")
+
+
+class ScreenshotTooLargeError(InvalidScreenshotError):
+    """An image from outside declares more pixels than askcache decodes
+    (:data:`askcache.limits.MAX_IMAGE_PIXELS`); nothing of it was decoded.
+
+    Attributes:
+        where: Which file, message or tool result held it.
+        width: Its declared width, in pixels.
+        height: Its declared height, in pixels.
+        limit: The most pixels askcache decodes.
+    """
+
+    def __init__(self, where: str, width: int, height: int, limit: int) -> None:
+        self.where = where
+        self.width = width
+        self.height = height
+        self.limit = limit
+        AskCacheError.__init__(
+            self,
+            f"screenshot in {where} is {width}x{height} pixels, more than the {limit:,} "
+            "askcache decodes (askcache.limits.MAX_IMAGE_PIXELS)",
+        )
 
 
 class CacheParameterError(AskCacheError, ValueError):

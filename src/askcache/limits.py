@@ -13,6 +13,7 @@ __all__ = [
     "MAX_DETAIL_NOISE_FLOOR",
     "MAX_FILE_BYTES",
     "MAX_HASH_SIZE",
+    "MAX_IMAGE_PIXELS",
     "MAX_LIST_ITEMS",
     "MAX_NESTING",
     "MAX_NOISE_FLOOR",
@@ -82,3 +83,8 @@ MAX_PARAMETERS = 64
 """Most cache parameters in a file."""
 MAX_PARAMETER_CHARS = 4096
 """Longest parameter value, at recording and at replay."""
+MAX_IMAGE_PIXELS = MAX_SCREEN_PIXELS
+"""Largest image askcache decodes from outside: a screenshot in a tool result or a message
+history (askcache's own loop and the user's), an image file given to the ``askcache``
+command. Its header is read first; a larger image is refused, naming it, before a pixel is
+decoded (:func:`askcache.screen.png.open_image`)."""

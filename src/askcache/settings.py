@@ -316,7 +316,11 @@ class CacheWritingSettings(SettingsModel):
     """Side of a second, smaller region at the same point, hashed finely so that a changed
     label on the element itself (8 -> 3, Save -> Open) hands back; the main region's coarse
     hash misses those. ``None``: no detail hash (such label changes then go unnoticed, and
-    there is no hash for other pixel densities either)."""
+    there is no hash for other pixel densities either). A file recorded so cannot see a
+    relabelled small control, a different character in the same place: a replay clicks a
+    calculator's 7 key that now reads 9 (the main hash moved 2 bits, within its threshold
+    2). ``askcache lint``, ``askcache show`` and the report say so of such a file, and so
+    does every replay of it (``ReplayResult.warnings``, on ``ActResult.replay``)."""
     visual_validation_detail_hash_size: int = Field(DEFAULT_DETAIL_HASH_SIZE, ge=4, le=32)
     """Side of the detail hash: ``visual_validation_detail_hash_size**2`` bits."""
     visual_validation_detail_threshold: int = Field(DEFAULT_DETAIL_THRESHOLD, ge=0)

@@ -100,7 +100,7 @@ def test_user_mistakes_are_one_line_errors_with_documented_codes(
     where = ["--cache-dir", str(demo_dir)]
     broken = _run("replay", "contact-form", "--dry-run", "--screenshot", str(not_png), *where)
     assert broken.returncode == 3
-    assert "not an image Pillow can read" in broken.stderr
+    assert "not a PNG or JPEG image" in broken.stderr
     assert "BytesIO" not in broken.stderr
 
 
@@ -186,11 +186,12 @@ def test_lint_names_each_problem(tmp_path: Path, capsys: pytest.CaptureFixture[s
         ("error", "hash", 1),  # 'xyz' is not hex
         ("warning", "unchecked", 2),  # a click without a fingerprint
         ("error", "screen", 2),  # (900, 10) is outside 640x400
+        ("warning", "unchecked", None),  # no detail hash: a relabelled key is not seen
     }
     assert main(["lint", "login", "--cache-dir", str(tmp_path)]) == 1
     text = capsys.readouterr().out
     assert "error: [screen] step 2: left_click at (900, 10) lies outside" in text
-    assert "1 file(s): 5 error(s), 2 warning(s)" in text
+    assert "1 file(s): 5 error(s), 3 warning(s)" in text
 
 
 def test_lint_passes_a_fresh_recording(demo_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:

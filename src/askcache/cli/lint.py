@@ -9,7 +9,9 @@ The checks, by ``check`` name:
 - ``schema``: the file does not parse or is of an unsupported version.
 - ``unchecked``: no visual validation was recorded, or a step that acts (a click, typing,
   a key press) has no fingerprint, or no detail hash where the file records them: such
-  steps are replayed without looking at the screen.
+  steps are replayed without looking at the screen. Also a file recorded without the detail
+  hash (``visual_validation_detail_region_size=None``): its checks cannot see a relabelled
+  small control (:mod:`askcache.cachefile.blind_spots`, which each replay of it also names).
 - ``hash``: a stored fingerprint is not hex, or not as long as the file's hash size says.
 - ``parameters``: a ``{{name}}`` used in the goal or a step that the file does not declare
   (the replay cannot fill it in), or a declared parameter no step uses.
@@ -33,6 +35,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from askcache.actions import ACTING_ACTIONS, parse_action
+from askcache.cachefile.blind_spots import blind_spots
 from askcache.cachefile.format import CacheFile, VisualValidationConfig
 from askcache.errors import CacheFileCorruptError, InvalidHashError, UnsupportedCacheVersionError
 from askcache.fingerprint.masks import MASK_TONE_FACTOR, StepMask
@@ -208,6 +211,8 @@ def lint_cache_file(cache_file: CacheFile) -> list[LintProblem]:
         )
     else:
         problems += _check_problems(visual)
+    for gap in blind_spots(visual):
+        problems.append(LintProblem(level="warning", check="unchecked", message=gap))
     used = placeholders_in([meta.goal, *(step.input for step in cache_file.trajectory)])
     declared = set(cache_file.cache_parameters)
     for name in sorted(used - declared):

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import binascii
 from collections.abc import Sequence
 
-from PIL import Image, UnidentifiedImageError
+from PIL import Image
 
-from askcache.errors import InvalidScreenshotError
 from askcache.messages import ImageBlockParam, MessageParam
 from askcache.screen.png import decode_png
 
@@ -17,21 +15,16 @@ __all__ = ["decode_screenshot", "find_recent_screenshot", "find_recent_screensho
 def decode_screenshot(data: str, where: str = "a screenshot") -> Image.Image:
     """Decode a base64 image once; later calls with the same string reuse the image, and a
     screenshot this process encoded to keep (the computer tool's) is not decoded at all
-    (:func:`askcache.screen.png.decode_png`).
+    (:func:`askcache.screen.png.decode_png`, which also holds it to askcache's pixel limit).
 
     The returned image is shared: crop or copy it, never draw on it.
 
     Raises:
-        InvalidScreenshotError: not base64, or not an image Pillow can read.
+        InvalidScreenshotError: not base64, or not a PNG or JPEG image (a
+            :class:`~askcache.errors.ScreenshotTooLargeError` when it has more pixels than
+            :data:`askcache.limits.MAX_IMAGE_PIXELS`).
     """
-    try:
-        return decode_png(data)
-    except (binascii.Error, ValueError) as exc:
-        raise InvalidScreenshotError(where, f"not base64 ({exc})") from exc
-    except UnidentifiedImageError as exc:
-        raise InvalidScreenshotError(where, "not an image Pillow can read") from exc
-    except (OSError, Image.DecompressionBombError) as exc:
-        raise InvalidScreenshotError(where, str(exc)) from exc
+    return decode_png(data, where)
 
 
 def find_recent_screenshot_block(

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 
-from PIL import Image, UnidentifiedImageError
+from PIL import Image
 
 from askcache.errors import AskCacheError, MissingApiKeyError
 from askcache.parity.config import ParityConfig
@@ -23,6 +23,7 @@ from askcache.parity.evidence import BrowserCapture, EvidenceFolder
 from askcache.parity.judges import DeterministicJudge, Judge, Judgement
 from askcache.parity.models import ValidationVerdict
 from askcache.parity.retry import judge_with_retry
+from askcache.screen.png import open_image
 
 __all__ = ["EXIT_CODES", "add_parity_command", "is_url", "make_judge", "run_parity"]
 
@@ -82,10 +83,10 @@ def run_parity(args: argparse.Namespace, *, sleep: Callable[[float], None] = tim
                     images[label] = browser.screenshot(
                         where, device=args.device, full_page=args.full_page
                     )
-                else:
-                    with Image.open(where) as opened:
+                else:  # askcache's pixel limit, naming the file
+                    with open_image(Path(where).read_bytes(), where) as opened:
                         images[label] = opened.convert("RGB")
-            except (AskCacheError, OSError, UnidentifiedImageError) as exc:
+            except (AskCacheError, OSError) as exc:
                 judgement = Judgement(ValidationVerdict.error(f"{label} {where}: {exc}"))
                 break
     if judgement is None:

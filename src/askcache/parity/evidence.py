@@ -16,6 +16,7 @@ from PIL import Image
 
 from askcache.errors import AskCacheError
 from askcache.parity.config import DEFAULT_CONFIG, ParityConfig
+from askcache.screen.png import open_image
 
 __all__ = ["BrowserCapture", "EvidenceFolder", "capture_desktop", "find_chromium"]
 
@@ -91,7 +92,9 @@ class BrowserCapture:
         """The page at ``url`` as an image.
 
         Raises:
-            AskCacheError: the page did not load (HTTP error, timeout, unreachable).
+            AskCacheError: the page did not load (HTTP error, timeout, unreachable), or its
+                screenshot has more pixels than askcache decodes
+                (:func:`askcache.screen.png.open_image`).
         """
         if self._browser is None:
             raise AskCacheError("BrowserCapture is not open; use it in a with block")
@@ -113,9 +116,8 @@ class BrowserCapture:
             data = page.screenshot(full_page=full_page)
         finally:
             page.close()
-        import io
-
-        return Image.open(io.BytesIO(data)).convert("RGB")
+        with open_image(data, f"the screenshot of {url}") as opened:
+            return opened.convert("RGB")
 
 
 def capture_desktop(display: str | None = None) -> Image.Image:

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 
-from PIL import Image, UnidentifiedImageError
+from PIL import Image
 
 from askcache.errors import AskCacheError
 from askcache.parity.command import is_url, make_judge
@@ -26,6 +26,7 @@ from askcache.parity.config import ParityConfig
 from askcache.parity.evidence import BrowserCapture
 from askcache.parity.loop import ITERATIONS_FOLDER, IterationRecord, LoopExit, auto_verify
 from askcache.parity.models import ParityReport
+from askcache.screen.png import open_image
 
 __all__ = ["VERIFY_EXIT_CODES", "FixCommandError", "add_verify_command", "run_verify"]
 
@@ -85,10 +86,11 @@ def add_verify_command(commands: argparse._SubParsersAction[argparse.ArgumentPar
 
 def _read_image(path: str) -> Image.Image:
     try:
-        with Image.open(path) as opened:
-            return opened.convert("RGB")
-    except (OSError, UnidentifiedImageError) as exc:
+        raw = Path(path).read_bytes()
+    except OSError as exc:
         raise AskCacheError(f"{path}: not a readable image: {exc}") from exc
+    with open_image(raw, path) as opened:  # askcache's pixel limit, naming the file
+        return opened.convert("RGB")
 
 
 def run_fix_command(

@@ -168,10 +168,10 @@ def _screen_refusal(
             f"step {state.index} does not act on the screen: its check cannot show that "
             "the screen is back"
         )
-    found = screenshot_since_last_action(messages)
-    if found is None and not state.can_watch():
-        return "no screenshot was taken after the model's last action"
-    try:
+    try:  # the screenshot is outside input: one that cannot be read refuses the re-join
+        found = screenshot_since_last_action(messages)
+        if found is None and not state.can_watch():
+            return "no screenshot was taken after the model's last action"
         if found is not None:
             problem = _rejoin_problem(
                 state, step, action, screen_of(state, found), stopped, where="the latest screenshot"

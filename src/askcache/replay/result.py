@@ -142,3 +142,7 @@ class ReplayResult(BaseModel):
     seconds: float = 0.0
     """Wall time from activation to the end of the replay (model turns after a hand-back
     included until the replay ended)."""
+    warnings: list[str] = Field(default_factory=list)
+    """What this replay's checks could not see because of how the file was recorded, one
+    sentence each (:func:`askcache.cachefile.blind_spots.blind_spots`: a file without the
+    detail hash does not see a relabelled small control). Empty: nothing known."""

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from PIL import Image
 
 from askcache.actions import ACTING_ACTIONS, ToolShape, action_anchors, parse_action
+from askcache.cachefile.blind_spots import blind_spots
 from askcache.cachefile.format import CacheFile, TrajectoryVariant
 from askcache.messages import ToolUseBlockParam
 from askcache.parameters import substitute
@@ -246,6 +247,7 @@ class ReplayState:
             start_step=start_step,
             profile=self.profile.screen.id if self.profile.screen is not None else None,
             learning=self.profile.learning,
+            warnings=blind_spots(cache_file.metadata.visual_validation),
         )
         self.views: dict[int, StepView] = {}
         """Per checked step: what it was checked on (recorded space), for reports; empty

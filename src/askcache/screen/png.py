@@ -15,6 +15,12 @@ are made of, become runs of zeros), deflated by zlib-ng when it is installed (th
 ``zlib-ng`` package, in askcache's ``desktop`` extra: 2 ms for that form, and a smaller
 file) or by Python's zlib (5 ms). Any other mode goes through Pillow. Every PNG decoder reads
 the result.
+
+Every image askcache decodes from outside (a screenshot in a tool result or a message
+history, a file given to the ``askcache`` command) goes through :func:`open_image`: a PNG or
+JPEG whose header declares more than :data:`askcache.limits.MAX_IMAGE_PIXELS` pixels is
+refused before a pixel is decoded, with one line naming it (Pillow's own limit is more than
+twice as large and only warns below four times it).
 """
 
 from __future__ import annotations
@@ -28,9 +34,12 @@ from collections import OrderedDict
 from collections.abc import Callable
 
 import numpy as np
-from PIL import Image
+from PIL import Image, ImageFile, JpegImagePlugin, PngImagePlugin
 
-__all__ = ["KEPT", "decode_png", "encode_png", "forget_images", "png_bytes"]
+from askcache.errors import InvalidScreenshotError, ScreenshotTooLargeError
+from askcache.limits import MAX_IMAGE_PIXELS
+
+__all__ = ["KEPT", "decode_png", "encode_png", "forget_images", "open_image", "png_bytes"]
 
 KEPT = 8
 """Images remembered with their text (a 1280x800 screen: 3 MiB each)."""
@@ -108,24 +117,61 @@ def encode_png(image: Image.Image, *, keep: bool = False) -> str:
     return data
 
 
-def decode_png(data: str) -> Image.Image:
-    """The image of base64 text (any format Pillow reads); the same text again, or text
-    encoded with ``keep=True``, returns the remembered image. The image is shared: crop or
-    copy it, never draw on it.
+_READERS: tuple[tuple[bytes, type[ImageFile.ImageFile]], ...] = (
+    (_SIGNATURE, PngImagePlugin.PngImageFile),
+    (b"\xff\xd8\xff", JpegImagePlugin.JpegImageFile),
+)
+"""The formats read from outside, by the bytes they start with: PNG and JPEG, each opened by
+its own Pillow reader, which reads the header only and, unlike ``Image.open``, neither warns
+about the size nor decodes before the limit below is checked."""
+
+
+def open_image(raw: bytes, where: str) -> Image.Image:
+    """The decoded image in the PNG or JPEG file ``raw``; ``where`` names it in errors.
 
     Raises:
-        binascii.Error, ValueError: not base64.
-        PIL.UnidentifiedImageError: not an image Pillow can read.
-        OSError, PIL.Image.DecompressionBombError: a broken or oversized image.
+        ScreenshotTooLargeError: its header declares more than
+            :data:`~askcache.limits.MAX_IMAGE_PIXELS` pixels (nothing was decoded).
+        InvalidScreenshotError: not a PNG or JPEG file, or a broken one.
+    """
+    reader = next((kind for start, kind in _READERS if raw.startswith(start)), None)
+    if reader is None:
+        raise InvalidScreenshotError(where, "not a PNG or JPEG image")
+    try:
+        image = reader(io.BytesIO(raw))
+    except (SyntaxError, IndexError, TypeError, ValueError, struct.error, OSError) as exc:
+        raise InvalidScreenshotError(where, f"a broken image ({exc})") from exc
+    width, height = image.size
+    if width * height > MAX_IMAGE_PIXELS:
+        image.close()
+        raise ScreenshotTooLargeError(where, width, height, MAX_IMAGE_PIXELS)
+    try:
+        image.load()
+    except (SyntaxError, ValueError, struct.error, OSError) as exc:
+        raise InvalidScreenshotError(where, f"a broken image ({exc})") from exc
+    return image
+
+
+def decode_png(data: str, where: str = "a screenshot") -> Image.Image:
+    """The image of base64 text of a PNG or JPEG file (:func:`open_image`: within askcache's
+    pixel limit); the same text again, or text encoded with ``keep=True``, returns the
+    remembered image. The image is shared: crop or copy it, never draw on it. ``where``
+    names the image in errors.
+
+    Raises:
+        InvalidScreenshotError: not base64, not a PNG or JPEG image, or a broken one.
+        ScreenshotTooLargeError: more pixels than askcache decodes.
     """
     with _lock:
         image = _images.get(data)
         if image is not None:
             _images.move_to_end(data)
             return image
-    raw = base64.b64decode(data, validate=True)
-    image = Image.open(io.BytesIO(raw))
-    image.load()
+    try:
+        raw = base64.b64decode(data, validate=True)
+    except ValueError as exc:  # binascii.Error is one
+        raise InvalidScreenshotError(where, f"not base64 ({exc})") from exc
+    image = open_image(raw, where)
     _keep(data, image)
     return image
 

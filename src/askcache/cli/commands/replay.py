@@ -17,6 +17,7 @@ from pathlib import Path
 
 from PIL import Image
 
+from askcache.cachefile.blind_spots import blind_spots
 from askcache.cli.commands.common import (
     EXIT_FINDINGS,
     EXIT_OK,
@@ -141,6 +142,7 @@ def run_replay(args: argparse.Namespace) -> int:
                 "would_stop_at": stops[0].step_index if stops else None,
                 "checked_steps": checked,
                 "unchecked_steps": unchecked,
+                "cannot_see": blind_spots(cache_file.metadata.visual_validation),
             }
         )
     else:
@@ -161,4 +163,6 @@ def run_replay(args: argparse.Namespace) -> int:
             summary += f"; not confirmed: step(s) {listed} not checked (no screen for them"
             summary += ": give --screenshot STEP=PNG)" if args.display else ")"
         print(summary)
+        for gap in blind_spots(cache_file.metadata.visual_validation):
+            print(f"  cannot see: {gap}")
     return EXIT_FINDINGS if stops or unchecked else EXIT_OK

@@ -30,6 +30,7 @@ from pathlib import Path
 from PIL import Image
 
 from askcache.actions import ACTING_ACTIONS, action_anchors, parse_action
+from askcache.cachefile.blind_spots import blind_spots
 from askcache.cachefile.format import CacheFile
 from askcache.cli.commands.common import (
     EXIT_OK,
@@ -223,6 +224,7 @@ def _facts(cache_file: CacheFile) -> list[str]:
             else "none recorded (steps are replayed without looking)"
         ),
     ]
+    facts += [f"Cannot see: {gap}" for gap in blind_spots(meta.visual_validation)]
     if cache_file.cache_parameters:
         facts.append(
             "Parameters: "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from askcache.actions import ACTING_ACTIONS, parse_action
+from askcache.cachefile.blind_spots import blind_spots
 from askcache.cachefile.format import CacheFile, VisualValidationConfig
 from askcache.cli.commands.common import (
     EXIT_OK,
@@ -31,7 +32,8 @@ def add_show_command(
         parents=parents,
         help="show one cache file step by step",
         description="Show a cache file: goal, screen size, what the recording cost, the "
-        "validation set-up, recent replays and every step with its fingerprint.",
+        "validation set-up and what it cannot see, recent replays and every step with its "
+        "fingerprint.",
     )
     parser.add_argument("name", help="cache file name, with or without .json")
     parser.set_defaults(run=run_show)
@@ -80,6 +82,7 @@ def _lines(
     )
     if meta.visual_validation:
         lines.append(f"  validation: {describe_validation(meta.visual_validation)}")
+    lines += [f"  cannot see: {gap}" for gap in blind_spots(meta.visual_validation)]
     if not meta.is_valid:
         lines.append(f"  INVALID: {meta.invalidation_reason or 'no reason given'}")
     started, done = (0, 0) if summary is None else (summary.runs, summary.completed)
@@ -128,6 +131,7 @@ def run_show(args: argparse.Namespace) -> int:
             {
                 "name": name,
                 **cache_file.model_dump(mode="json"),
+                "cannot_see": blind_spots(cache_file.metadata.visual_validation),
                 "replays": [r.model_dump(mode="json") for r in runs],
             }
         )

@@ -226,7 +226,7 @@ class CacheExecutor:
             clock=self._clock,
         )
         self._return_to_agent = return_to_agent_on_success
-        self._secrets = secret_values(view, values)
+        self._secrets = secret_values(cache_file, values) | secret_values(view, values)
         self.sessions.append(self.session)
         return self.session.result
 

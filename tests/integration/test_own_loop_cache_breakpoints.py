@@ -137,3 +137,54 @@ def test_re_joins_and_hand_backs_never_send_more_than_four_breakpoints(tmp_path:
     assert max(_breakpoints(request) for request in api.requests) <= 4
     # the loop's own marks still count: the system prompt and the latest user turns
     assert all(_breakpoints(request) >= 2 for request in api.requests)
+
+
+@dataclass
+class NoticeAfterEachAction(SimulatedFormApp):
+    """The form app whose notice comes back after each click or typed text, ``notices``
+    times in all."""
+
+    notices: int = 0
+
+    def _again(self) -> None:
+        if self.notices > 0:
+            self.notices -= 1
+            self.layout = "banner"
+
+    def click(self, point: Any, button: str, count: int, modifiers: str | None) -> None:
+        super().click(point, button, count, modifiers)
+        self._again()
+
+    def type_text(self, text: str) -> None:
+        super().type_text(text)
+        self._again()
+
+
+def test_many_re_joins_and_hand_backs_stay_within_four_breakpoints(tmp_path: Path) -> None:
+    app = NoticeAfterEachAction()
+    with MessagesApiStandIn(FormFillingScript(app, "bob")) as api:
+        messages: list[dict[str, Any]] = [{"role": "user", "content": "Log in as bob"}]
+        replay = LoopReplay("login.json", messages, settings=_settings(tmp_path, "record"))
+        sampling_loop(api.client(), app, messages, replay)
+        replay.done(messages)
+
+    app = NoticeAfterEachAction(layout="banner", notices=2)
+    model = FormFillingScript(app, "bob")
+
+    def dismiss_notices(request: dict[str, Any]) -> Reply:
+        if app.layout == "banner":
+            return tool_use_reply("computer", {"action": "key", "text": "Escape"})
+        return model(request)
+
+    with MessagesApiStandIn(dismiss_notices) as api:
+        messages = [{"role": "user", "content": "Log in as bob"}]
+        replay = LoopReplay("login.json", messages, settings=_settings(tmp_path, "execute"))
+        sampling_loop(api.client(), app, messages, replay)
+        result = replay.done(messages)
+    assert api.rejected == []
+    run = result.replay
+    assert run is not None
+    assert run.handbacks >= 3
+    assert run.rejoins >= 2
+    assert app.saved == [{"name": "bob", "email": ""}]
+    assert max(_breakpoints(request) for request in api.requests) <= 4

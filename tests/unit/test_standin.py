@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import anthropic
 import pytest
 
@@ -179,3 +181,140 @@ def test_a_policy_answers_every_request() -> None:
                 model="m", max_tokens=5, messages=[{"role": "user", "content": "x"}]
             )
     assert seen == [1, 1, 1]
+
+
+CACHED = {"type": "ephemeral"}
+COMPUTER = {
+    "type": "computer_20251124",
+    "name": "computer",
+    "display_width_px": 640,
+    "display_height_px": 400,
+}
+
+
+def _cached_turns(count: int) -> list[dict[str, object]]:
+    """``count`` user turns whose text carries ``cache_control``, with answers between."""
+    turns: list[dict[str, object]] = []
+    for i in range(count):
+        if i:
+            turns.append({"role": "assistant", "content": f"answer {i}"})
+        turns.append(
+            {
+                "role": "user",
+                "content": [{"type": "text", "text": f"q{i}", "cache_control": CACHED}],
+            }
+        )
+    return turns
+
+
+@pytest.mark.parametrize(
+    ("body", "fragment"),
+    [
+        (
+            _body(
+                *_cached_turns(3), system=[{"type": "text", "text": "s", "cache_control": CACHED}]
+            ),
+            "",
+        ),
+        (_body(*_cached_turns(4), tools=[COMPUTER]), ""),
+        (
+            _body(
+                *_cached_turns(3),
+                system=[{"type": "text", "text": "s", "cache_control": CACHED}],
+                tools=[{**COMPUTER, "cache_control": CACHED}],
+            ),
+            "A maximum of 4 blocks with cache_control may be provided. Found 5.",
+        ),
+        (
+            _body(
+                {"role": "user", "content": "a"},
+                {
+                    "role": "assistant",
+                    "content": [{"type": "tool_use", "id": "t", "name": "c", "input": {}}],
+                },
+                {
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": "t",
+                            "content": [
+                                {"type": "text", "text": "a", "cache_control": CACHED},
+                                {"type": "text", "text": "b", "cache_control": CACHED},
+                            ],
+                        },
+                        {"type": "text", "text": "c", "cache_control": CACHED},
+                    ],
+                },
+                {
+                    "role": "user",
+                    "content": [{"type": "text", "text": "d", "cache_control": CACHED}],
+                },
+                system=[{"type": "text", "text": "s", "cache_control": CACHED}],
+            ),
+            "Found 5",
+        ),
+        (
+            _body(
+                {"role": "user", "content": "a"},
+                {
+                    "role": "assistant",
+                    "content": [{"type": "tool_use", "id": "t", "name": "c", "input": {}}],
+                },
+                {"role": "user", "content": "the replay stopped"},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t"}]},
+            ),
+            "Did not find 1 tool_result block",
+        ),
+        (_body(*_cached_turns(1), tools=[{**COMPUTER, "display": 1}]), "tools.0.display: Extra"),
+        (_body(*_cached_turns(1), tools=[{"type": "teleport_20990101"}]), "unknown tool type"),
+        (
+            _body(*_cached_turns(1), system=[{"type": "text", "text": "s", "lang": "en"}]),
+            "system.0.lang: Extra",
+        ),
+        (
+            _body(
+                {
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "text",
+                            "text": "a",
+                            "cache_control": {"type": "ephemeral", "x": 1},
+                        }
+                    ],
+                }
+            ),
+            "messages.0.content.0.cache_control.x: Extra",
+        ),
+    ],
+)
+def test_the_api_rules_on_cache_breakpoints_tools_and_results(
+    body: dict[str, object], fragment: str
+) -> None:
+    if not fragment:
+        validate_request(body, betas=["computer-use-2025-11-24"])  # the API takes it
+        return
+    with pytest.raises(RequestRejectedError, match=re.escape(fragment)):
+        validate_request(body, betas=["computer-use-2025-11-24"])
+
+
+def test_five_cache_breakpoints_get_the_apis_400_over_http() -> None:
+    with (
+        MessagesApiStandIn([text_reply("never")]) as api,
+        pytest.raises(anthropic.BadRequestError) as raised,
+    ):
+        api.client().messages.create(
+            model="m",
+            max_tokens=10,
+            messages=_cached_turns(5),  # type: ignore[arg-type]
+        )
+    assert raised.value.status_code == 400
+    assert raised.value.body == {
+        "type": "error",
+        "error": {
+            "type": "invalid_request_error",
+            "message": "A maximum of 4 blocks with cache_control may be provided. Found 5.",
+        },
+    }
+    assert api.requests == []

@@ -54,6 +54,10 @@ class SpeakerResult:
     """With ``switch_speaker``: the name of the speaker that takes over."""
     reason: str | None = None
     """Why the speaker stopped or switched, for logs and results."""
+    run_as: dict[str, ToolUseBlockParam] = field(default_factory=dict)
+    """Tool calls of ``messages`` to run otherwise than the history keeps them, by call id:
+    a replayed step typing a secret is kept with the secret's placeholder (the model never
+    sees the value) and runs with its value (:mod:`askcache.replay.transcript`)."""
 
 
 class Speaker(Protocol):
@@ -179,7 +183,8 @@ class Conversation:
             return None
         handoff = None
         results = []
-        for call in calls:
+        for shown in calls:
+            call = result.run_as.get(shown.id, shown)
             if self.before_tool is not None:
                 self.before_tool(call, self.messages)
             block, wanted = self.tools.run(call)

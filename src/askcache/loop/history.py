@@ -5,6 +5,15 @@ reference loop does, or askcache's :class:`~askcache.messages.MessageParam`). as
 appends the replayed steps, their results and a hand-back message to that same list, so the
 loop continues from it as it is; its parsed twin keeps what the API form leaves out (which
 calls were replayed, and the fingerprints they were checked with), for healing and the ledger.
+
+Prompt-cache breakpoints: a loop in the reference loop's shape marks its latest three user
+turns with ``cache_control`` before each model call and clears the fourth, counting on one
+new user turn per call. askcache appends several between two calls (the replayed steps and
+their results, the hand-back message), so the marks of the call before would stay, out of
+that loop's reach, until a request carries more than the API's four. When askcache first
+appends after the loop's own turn, it removes ``cache_control`` from every block of the list
+(the blocks of tool results too) and keeps it out of what it appends: the loop marks the
+turns it wants again before its next call, and a request never carries the old marks.
 """
 
 from __future__ import annotations
@@ -17,7 +26,7 @@ from pydantic import ValidationError
 from askcache.loop.errors import LoopUsageError, one_line
 from askcache.messages import MessageParam, Usage
 
-__all__ = ["History", "MessageLike", "parse_messages"]
+__all__ = ["History", "MessageLike", "drop_breakpoints", "parse_messages"]
 
 MessageLike = Mapping[str, Any] | MessageParam
 """A message as the user's loop keeps it: a dict in the Messages API's shape, or a
@@ -59,6 +68,8 @@ class History:
             )
         self.user: list[Any] = messages
         self.parsed = parse_messages(messages)
+        self._left_at = -1
+        """The list's length when askcache last appended to it (-1: never)."""
         if not self.parsed or self.parsed[0].role != "user":
             raise LoopUsageError("messages must start with the user's message stating the task")
 
@@ -84,7 +95,11 @@ class History:
 
     def append(self, message: MessageParam, as_given: Any = None) -> None:
         """Append ``message`` to both lists (to the user's in the API's shape, or
-        ``as_given`` when the loop handed it in)."""
+        ``as_given`` when the loop handed it in). The first append after the loop's own
+        turn removes the prompt-cache breakpoints of the list (see the module docstring)."""
+        if len(self.user) != self._left_at:
+            for earlier in [*self.user, *self.parsed]:
+                drop_breakpoints(earlier)
         self.parsed.append(message)
         if isinstance(self.user[0], MessageParam):
             self.user.append(message)
@@ -92,3 +107,32 @@ class History:
             self.user.append(as_given)
         else:
             self.user.append(message.model_dump(mode="json", context={"for_api": True}))
+        drop_breakpoints(message)
+        drop_breakpoints(self.user[-1])
+        self._left_at = len(self.user)
+
+
+def drop_breakpoints(message: Any) -> None:
+    """Remove ``cache_control`` from the blocks of ``message`` (a dict in the API's shape or
+    a :class:`MessageParam`) and from the blocks inside its tool results, in place."""
+    content = (
+        message.get("content")
+        if isinstance(message, Mapping)
+        else getattr(message, "content", None)
+    )
+    if not isinstance(content, list):
+        return
+    for block in content:
+        _drop(block)
+        inner = (
+            block.get("content") if isinstance(block, Mapping) else getattr(block, "content", None)
+        )
+        for item in inner if isinstance(inner, list) else []:
+            _drop(item)
+
+
+def _drop(block: Any) -> None:
+    if isinstance(block, dict):
+        block.pop("cache_control", None)
+    elif getattr(block, "cache_control", None) is not None:
+        block.cache_control = None

@@ -212,8 +212,9 @@ class LoopReplay:
 
     def _turn(self, turn: SpeakerResult) -> dict[str, Any] | None:
         if turn.status == "continue":
-            message = turn.messages[0]
-            call = message.tool_uses[0]
+            message = turn.messages[0]  # a secret is in it as its placeholder
+            shown = message.tool_uses[0]
+            call = turn.run_as.get(shown.id, shown)  # the secret's value: for the screen only
             self._run.typing([call])
             self._history.append(message)
             self._waiting = _Waiting(call, screen=False)

@@ -51,6 +51,7 @@ from askcache.parameters import (
     SECRET_DESCRIPTION,
     parameterize,
     parameterize_input,
+    placeholders_in,
     unsafe_typed_text,
 )
 from askcache.record.looks import Looks
@@ -330,7 +331,8 @@ class CacheManager:
                 after,
                 anchor,
                 acting=action is not None and action.name in ACTING_ACTIONS,
-                typed_parameter=inputs != step.call.input,
+                # a replayed step typing a secret is in the history as its placeholder
+                typed_parameter=inputs != step.call.input or bool(placeholders_in([inputs])),
                 clicked=action is not None and action.name in CLICK_ACTIONS,
                 later=self._looks.of(step.call.id) if self._looks is not None else [],
             )

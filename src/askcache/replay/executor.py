@@ -34,6 +34,7 @@ from askcache.replay.rejoin import RESUME_TOOL_NAME
 from askcache.replay.result import ReplayResult
 from askcache.replay.session import ReplaySession
 from askcache.replay.step_view import StepView
+from askcache.replay.transcript import secret_values, shown_call
 from askcache.scaling import ScreenProfile
 from askcache.screen.windows import WindowFrame
 from askcache.settings import CacheExecutionSettings
@@ -115,6 +116,9 @@ class CacheExecutor:
         self.sessions: list[ReplaySession] = []
         """Every replay activated on this executor, in order."""
         self._return_to_agent = False
+        self._secrets: dict[str, str] = {}
+        """The values of the current replay's secret parameters: its calls keep them out of
+        the history (:mod:`.transcript`)."""
 
     @property
     def history(self) -> list[ReplayResult]:
@@ -222,6 +226,7 @@ class CacheExecutor:
             clock=self._clock,
         )
         self._return_to_agent = return_to_agent_on_success
+        self._secrets = secret_values(cache_file, values) | secret_values(view, values)
         self.sessions.append(self.session)
         return self.session.result
 
@@ -233,6 +238,8 @@ class CacheExecutor:
         ``keep_replayed_screenshots`` is off: then an older replayed result's screenshot is
         dropped, :mod:`.history`): a tool call to run (``continue``), a hand-back message
         (``switch_speaker``), or the end.
+        A call typing a secret is in the message with the secret's placeholder and in
+        ``run_as`` with its value (:mod:`.transcript`): the history never holds the value.
         Whoever owns the loop runs the call and appends its result: the
         :class:`~askcache.conversation.loop.Conversation` of an ``Agent``, or the user's own
         loop (:mod:`askcache.loop`)."""
@@ -245,9 +252,13 @@ class CacheExecutor:
             self._latest_screenshot.arrived(messages)
         command = session.next(messages)
         if isinstance(command, Emit):
-            self._latest_screenshot.emitted(command.call.id)
+            call = command.call
+            self._latest_screenshot.emitted(call.id)
+            shown = shown_call(call, self._secrets)
             return SpeakerResult(
-                "continue", [MessageParam(role="assistant", content=[command.call])]
+                "continue",
+                [MessageParam(role="assistant", content=[shown])],
+                run_as={call.id: call} if shown is not call else {},
             )
         if isinstance(command, HandBack):
             return self._hand_back(session, command, messages)

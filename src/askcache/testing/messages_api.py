@@ -2,8 +2,10 @@
 
 It serves ``POST /v1/messages`` over real HTTP on 127.0.0.1, checks each request the way the
 API would (block keys must be keys of the SDK's own request ``TypedDict``\\ s, so askcache's
-cache-only fields are rejected; tool_use / tool_result pairing; beta flags for the single
-computer tool) and answers from a script::
+cache-only fields are rejected, and so are unknown keys of a tool, a system block or a
+``cache_control``; tool_use / tool_result pairing, the results first in the next user turn;
+at most four blocks with ``cache_control``; beta flags for the single computer tool) and
+answers from a script::
 
     with MessagesApiStandIn([tool_use_reply("computer", {"action": "screenshot"}),
                              text_reply("Done.")]) as api:
@@ -38,6 +40,7 @@ from anthropic.types import (
     ToolResultBlockParam,
     ToolUseBlockParam,
 )
+from anthropic.types.beta import BetaCacheControlEphemeralParam, BetaToolUnionParam
 from anthropic.types.beta.message_create_params import (
     MessageCreateParamsNonStreaming as BetaCreateParams,
 )
@@ -73,6 +76,23 @@ _COMPUTER_BETAS = {
     "computer_20251124": "computer-use-2025-11-24",
 }
 _ids = itertools.count(1)
+MAX_CACHE_BREAKPOINTS = 4
+"""Blocks with ``cache_control`` the API takes in one request (tools, system and messages
+together): "A maximum of 4 blocks with cache_control may be provided" (docs, prompt caching)."""
+
+
+def _literals(hint: Any) -> list[str]:
+    if typing.get_origin(hint) is typing.Literal:
+        return [str(arg) for arg in typing.get_args(hint)]
+    return [literal for arg in typing.get_args(hint) for literal in _literals(arg)]
+
+
+_TOOL_TYPES: dict[str, Any] = {
+    literal: tool
+    for tool in typing.get_args(BetaToolUnionParam)
+    for literal in _literals(typing.get_type_hints(tool).get("type"))
+}
+"""Each tool ``type`` the SDK knows -> its ``TypedDict`` (a tool without ``type`` is custom)."""
 
 
 def _keys(typed_dict: Any) -> tuple[set[str], set[str]]:
@@ -95,6 +115,7 @@ def _check_block(block: Any, where: str, allowed: set[str]) -> None:
         raise RequestRejectedError(f"{where}.{sorted(extra)[0]}: Extra inputs are not permitted")
     if missing:
         raise RequestRejectedError(f"{where}.{sorted(missing)[0]}: Field required")
+    _check_cache_control(block, where)
     if block["type"] == "image":
         source = block["source"]
         source_keys, source_required = _keys(Base64ImageSourceParam)
@@ -113,8 +134,70 @@ def _check_block(block: Any, where: str, allowed: set[str]) -> None:
             _check_block(item, f"{where}.content.{j}", _RESULT_CONTENT)
 
 
+def _check_cache_control(item: dict[str, Any], where: str) -> None:
+    """A ``cache_control`` is ``{"type": "ephemeral"}``, with an optional ``ttl``."""
+    control = item.get("cache_control")
+    if control is None:
+        return
+    if not isinstance(control, dict) or control.get("type") != "ephemeral":
+        raise RequestRejectedError(f"{where}.cache_control.type: Input should be 'ephemeral'")
+    extra = sorted(set(control) - set(typing.get_type_hints(BetaCacheControlEphemeralParam)))
+    if extra:
+        raise RequestRejectedError(
+            f"{where}.cache_control.{extra[0]}: Extra inputs are not permitted"
+        )
+
+
+def _check_tools(tools: Any) -> None:
+    """Each tool's keys are keys of the SDK's ``TypedDict`` of its ``type``."""
+    if tools is None:
+        return
+    if not isinstance(tools, list):
+        raise RequestRejectedError("tools: Input should be a valid list")
+    for i, tool in enumerate(tools):
+        if not isinstance(tool, dict):
+            raise RequestRejectedError(f"tools.{i}: Input should be a valid dictionary")
+        kind = tool.get("type", "custom")
+        typed = _TOOL_TYPES.get(kind)
+        if typed is None:
+            raise RequestRejectedError(f"tools.{i}.type: unknown tool type {kind!r}")
+        extra = sorted(set(tool) - set(typing.get_type_hints(typed)))
+        if extra:
+            raise RequestRejectedError(f"tools.{i}.{extra[0]}: Extra inputs are not permitted")
+        _check_cache_control(tool, f"tools.{i}")
+
+
+def _check_system(system: Any) -> None:
+    """``system`` is a string or a list of text blocks."""
+    if system is None or isinstance(system, str):
+        return
+    if not isinstance(system, list):
+        raise RequestRejectedError("system: Input should be a valid string or list")
+    for i, block in enumerate(system):
+        _check_block(block, f"system.{i}", {"text"})
+
+
+def _cache_breakpoints(body: dict[str, Any]) -> int:
+    """Blocks carrying ``cache_control``: tools, system blocks, message blocks and the
+    blocks inside tool results."""
+    system = body.get("system")
+    items: list[Any] = [*(body.get("tools") or []), *(system if isinstance(system, list) else [])]
+    for message in body["messages"]:
+        content = message["content"]
+        for block in content if isinstance(content, list) else []:
+            items.append(block)
+            inner = block.get("content") if block.get("type") == "tool_result" else None
+            items.extend(inner if isinstance(inner, list) else [])
+    return sum(1 for item in items if isinstance(item, dict) and item.get("cache_control"))
+
+
 def _merged_turns(messages: list[Any]) -> list[tuple[str, list[Any]]]:
-    """Consecutive messages of one role merged into one turn, as the API does."""
+    """Consecutive messages of one role merged into one turn, as the API does.
+
+    The API takes two messages of one role in a row: the SDK's documentation of ``messages``
+    (``MessageCreateParams``, from the API reference) says "Consecutive ``user`` or
+    ``assistant`` turns in your request will be combined into a single turn". So they are
+    not refused here; the rules on tool results below apply to the merged turns."""
     turns: list[tuple[str, list[Any]]] = []
     for i, message in enumerate(messages):
         if not isinstance(message, dict) or set(message) - {"role", "content"}:
@@ -174,6 +257,14 @@ def validate_request(body: Any, *, betas: Iterable[str] = ()) -> None:
                 f"tool_use ids were found without tool_result blocks immediately after: "
                 f"{', '.join(sorted(calls - answered))}"
             )
+        leading = list(itertools.takewhile(lambda b: b.get("type") == "tool_result", answers))
+        if index + 1 < len(turns) and len(leading) < len(calls):
+            # the API's own words (a 400 quoted in public bug reports)
+            raise RequestRejectedError(
+                f"messages: Did not find {len(calls)} tool_result block(s) at the beginning "
+                "of this message. Messages following tool_use blocks must begin with a "
+                "matching number of tool_result blocks."
+            )
     for index, (_, blocks) in enumerate(turns):
         previous = turns[index - 1][1] if index else []
         calls = {b["id"] for b in previous if b.get("type") == "tool_use"}
@@ -182,6 +273,14 @@ def validate_request(body: Any, *, betas: Iterable[str] = ()) -> None:
                 raise RequestRejectedError(
                     f"unexpected tool_use_id found in tool_result blocks: {block['tool_use_id']}"
                 )
+    _check_system(body.get("system"))
+    _check_tools(body.get("tools"))
+    breakpoints = _cache_breakpoints(body)
+    if breakpoints > MAX_CACHE_BREAKPOINTS:
+        raise RequestRejectedError(
+            f"A maximum of {MAX_CACHE_BREAKPOINTS} blocks with cache_control may be provided. "
+            f"Found {breakpoints}."
+        )
     for tool in body.get("tools") or []:
         needed = _COMPUTER_BETAS.get(tool.get("type", "")) if isinstance(tool, dict) else None
         if needed and needed not in betas:

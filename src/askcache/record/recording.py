@@ -35,11 +35,10 @@ from askcache.cachefile.format import (
     RecordingStats,
     dump_cache_file,
 )
-from askcache.cachefile.signing import SIGNING_KEY_ENV, sign_cache_file
+from askcache.cachefile.signing import sign_cache_file
 from askcache.errors import (
     CacheOverwriteRefusedError,
     InvalidScreenshotError,
-    SignatureLossRefusedError,
 )
 from askcache.fingerprint.step import (
     compute_step_representation,

@@ -28,6 +28,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from askcache.cachefile.signing import SIGNING_KEY_ENV
 from askcache.errors import (
     AskCacheError,
     CacheExistsError,
@@ -36,7 +37,6 @@ from askcache.errors import (
     RecordingNotStoredError,
     SignatureLossRefusedError,
 )
-from askcache.cachefile.signing import SIGNING_KEY_ENV
 from askcache.storage.base import CacheStorage
 from askcache.storage.index import create_cache_file
 from askcache.storage.outbox import Outbox, default_outbox_dir

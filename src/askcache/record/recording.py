@@ -163,7 +163,8 @@ class CacheManager:
             (:meth:`askcache.tools.computer.ComputerTool.windows`; ``None`` from it: the
             screen cannot list them). Asked before each acting step: the window under the
             step's point is stored on it (``ToolUseBlockParam.window``), so a replay can find
-            the window where it is then.
+            the window where it is then; its title without this machine's paths, user and
+            host names (:mod:`askcache.screen.titles`).
         clock, sleep: Time, for tests.
 
     With ``capture``, an action whose change near its point was too faint to tell from a
@@ -359,7 +360,7 @@ class CacheManager:
                     visual_target=fingerprint.target if fingerprint else None,
                     visual_weak=fingerprint.weak if fingerprint else None,
                     visual_other_density=fingerprint.other_density if fingerprint else None,
-                    window=window_at(self._windows.get(step.call.id, []), anchor),
+                    window=_stored(window_at(self._windows.get(step.call.id, []), anchor)),
                 )
             )
         trajectory = [
@@ -447,6 +448,12 @@ class CacheManager:
             proposal,
             name,
         )
+
+
+def _stored(window: WindowFrame | None) -> WindowFrame | None:
+    """A step's window as the file stores it (:meth:`WindowFrame.stored`: no path, user or
+    host name of this machine in its title)."""
+    return None if window is None else window.stored()
 
 
 class _Screens:

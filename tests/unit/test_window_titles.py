@@ -65,3 +65,17 @@ def test_a_window_is_found_by_its_stored_title_among_windows_of_one_class() -> N
     assert find_window(recorded, [alpha, beta]) == beta
     # an older file stored the title with its path: compared the same way
     assert find_window(window(0, "/home/someone/beta.txt - Ed"), [alpha, beta]) == beta
+
+
+def test_a_stored_title_stays_within_the_length_a_file_allows() -> None:
+    users, hosts = machine_names()
+    short = [name for name in (*users, *hosts) if 1 < len(name) < len("<user>")]
+    if not short:
+        pytest.skip("needs a user or host name shorter than its placeholder")
+    title = " ".join([short[0]] * 200)[:500]
+    frame = WindowFrame(x=0, y=0, width=10, height=10, wm_class="Ed", title=title)
+    stored = frame.stored()
+    assert stored.title is not None
+    assert len(stored.title) == 500
+    WindowFrame.model_validate(stored.model_dump())  # loads again
+    assert find_window(stored, [frame]) == frame

@@ -26,6 +26,17 @@ from askcache.screen.titles import neutral_title
 __all__ = ["WindowFrame", "WindowSource", "find_window", "window_at"]
 
 
+_TITLE_CHARS = 500
+"""The longest title stored."""
+
+
+def _stored_title(title: str | None) -> str | None:
+    """``title`` as stored (:func:`~askcache.screen.titles.neutral_title`, which may lengthen
+    it: a host name's placeholder is longer than a short name), cut to the longest kept."""
+    neutral = neutral_title(title)
+    return None if neutral is None else neutral[:_TITLE_CHARS]
+
+
 class WindowFrame(BaseModel):
     """A top-level window's frame (its client area, without the window manager's
     decorations), in the screenshot's pixels, and what names it."""
@@ -43,7 +54,7 @@ class WindowFrame(BaseModel):
     wm_class: str | None = Field(None, max_length=200)
     """The window's class (X11 ``WM_CLASS``, its class part: ``XCalc``); ``None``: not
     set."""
-    title: str | None = Field(None, max_length=500)
+    title: str | None = Field(None, max_length=_TITLE_CHARS)
     """Its title (``_NET_WM_NAME``, else ``WM_NAME``); ``None``: not set. Stored without the
     recording machine's paths, user and host names (:meth:`stored`)."""
 
@@ -55,7 +66,7 @@ class WindowFrame(BaseModel):
     def stored(self) -> WindowFrame:
         """The frame as a cache file stores it: its title without this machine's paths, user
         and host names (:func:`~askcache.screen.titles.neutral_title`)."""
-        return self.model_copy(update={"title": neutral_title(self.title)})
+        return self.model_copy(update={"title": _stored_title(self.title)})
 
     def scaled(self, source: tuple[int, int], target: tuple[int, int]) -> WindowFrame:
         """The frame measured in ``source`` pixels, expressed in ``target`` pixels."""
@@ -103,8 +114,8 @@ def find_window(recorded: WindowFrame, windows: Sequence[WindowFrame]) -> Window
     if recorded.wm_class is None:
         return None
     same_class = [w for w in windows if w.wm_class == recorded.wm_class]
-    title = neutral_title(recorded.title)
-    titled = [w for w in same_class if neutral_title(w.title) == title]
+    title = _stored_title(recorded.title)
+    titled = [w for w in same_class if _stored_title(w.title) == title]
     if titled:
         return titled[0] if len(titled) == 1 else None
     sized = [w for w in same_class if (w.width, w.height) == (recorded.width, recorded.height)]

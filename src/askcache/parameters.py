@@ -20,7 +20,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from functools import lru_cache
-from typing import Any, TypeGuard
+from typing import Any, Literal, TypeGuard
 
 from askcache.limits import MAX_PARAMETER_CHARS
 
@@ -30,6 +30,7 @@ __all__ = [
     "SECRET_DESCRIPTION",
     "SECRET_FRAGMENT_CHARS",
     "SECRET_PREFIX",
+    "TypedTextRedaction",
     "literal_text",
     "looks_like_password",
     "parameter_value_problem",
@@ -41,6 +42,7 @@ __all__ = [
     "replace_values",
     "secret_fragment",
     "secret_placeholders_in",
+    "stricter_redaction",
     "substitute",
     "text_problem",
     "unsafe_typed_text",
@@ -63,6 +65,12 @@ SECRET_FRAGMENT_CHARS = 4
 (:func:`secret_fragment`)."""
 
 _ALLOWED_CONTROLS = frozenset("\n\t")
+
+TypedTextRedaction = Literal["off", "password_like", "all"]
+"""Which typed text is stored as a secret (``CacheWritingSettings.redact_typed_text``, and a
+file's ``metadata.redact_typed_text``), from the least strict to the strictest."""
+
+_REDACTION_ORDER: tuple[TypedTextRedaction, ...] = ("off", "password_like", "all")
 
 
 def placeholder(name: str, *, secret: bool = False) -> str:
@@ -252,3 +260,10 @@ def redacts(text: object, mode: str) -> TypeGuard[str]:
     if not isinstance(text, str) or not text:
         return False
     return mode == "all" or (mode == "password_like" and looks_like_password(text))
+
+
+def stricter_redaction(*modes: TypedTextRedaction | None) -> TypedTextRedaction:
+    """The strictest of ``modes`` (``None``, a policy nobody stated, counts as ``off``):
+    what a trajectory built under several policies (the file's and the run's) applies."""
+    known = [mode for mode in modes if mode is not None]
+    return max(known, key=_REDACTION_ORDER.index, default="off")

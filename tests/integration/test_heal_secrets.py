@@ -113,9 +113,10 @@ def _act(script: Any, app: SimulatedFormApp, settings: CachingSettings) -> ActRe
         return Agent(api.client(), [ComputerTool(app)], sleep=lambda s: None).act(GOAL, settings)
 
 
-def _record(folder: Path | str) -> None:
+def _record(folder: Path | str, redact: str = "off") -> None:
     app = SimulatedFormApp()
-    result = _act(FormFillingScript(app, SECRET), app, _settings(folder, strategy="record"))
+    settings = _settings(folder, redact, strategy="record")
+    result = _act(FormFillingScript(app, SECRET), app, settings)
     assert result.conversation.recorded_file == "login.json"
 
 
@@ -166,23 +167,27 @@ def test_a_heal_stores_a_retyped_secret_as_its_placeholder_and_the_file_loads_an
     "case",
     [
         # the secret, then other text that is no parameter while all typed text is secret
-        ("all", None, ["{{secret:pw}}", "{{secret:typed_"], "with redact_typed_text='all'"),
+        ("off", "all", None, ["{{secret:pw}}", "{{secret:typed_"], "with redact_typed_text='all'"),
+        # the same, all typed text secret by the file's own policy (recorded so), the replay
+        # run with the default setting: the file's policy holds
+        ("all", "off", None, ["{{secret:pw}}", "{{secret:typed_"], "with redact_typed_text='all'"),
         # the secret typed in two pieces, neither of which is its value
-        ("off", 8, ["{{secret:typed_", "{{secret:typed_"], "part of the value of the secret"),
+        ("off", "off", 8, ["{{secret:typed_"] * 2, "part of the value of the secret"),
     ],
-    ids=["other-text-redacted", "secret-in-pieces"],
+    ids=["other-text-redacted", "file-policy-all", "secret-in-pieces"],
 )
 def test_typed_text_that_cannot_be_stored_is_a_proposal_without_it_and_written_nowhere(
     tmp_path: Path,
     caplog: pytest.LogCaptureFixture,
-    case: tuple[str, int | None, list[str], str],
+    case: tuple[str, str, int | None, list[str], str],
 ) -> None:
-    redact, chunk, typed, why = case
+    recorded_with, redact, chunk, typed, why = case
     caplog.set_level(logging.DEBUG)  # every logger: askcache's and the SDK's request bodies
-    _record(tmp_path)
+    _record(tmp_path, recorded_with)
     storage = LocalCacheStorage(tmp_path)
     recorded = storage.read("login.json")
-    note = NOTE if redact == "all" else None
+    assert load_cache_file(storage, "login.json").metadata.redact_typed_text == recorded_with
+    note = NOTE if "all" in (recorded_with, redact) else None
     result = _heal(tmp_path, note=note, redact=redact, chunk=chunk)
     assert result.heal is not None
     assert result.heal.event == "proposed"  # a replay would need a value nobody has
@@ -193,6 +198,7 @@ def test_typed_text_that_cannot_be_stored_is_a_proposal_without_it_and_written_n
     proposal = load_cache_file(storage, versions.proposals()[0])  # loads
     stored = [s.input["text"] for s in proposal.trajectory if s.input.get("action") == "type"]
     assert [text[: len(start)] for text, start in zip(stored, typed, strict=True)] == typed
+    assert proposal.metadata.redact_typed_text == ("all" if note else "off")  # travels on
     entries = open_ledger(storage).records("login.json")
     assert [e.reason for e in entries if e.event == "proposed"] == [result.heal.reason]
 

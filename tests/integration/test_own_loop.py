@@ -527,3 +527,42 @@ def test_the_troubleshooting_page_shows_the_loop_errors_as_printed(recorded: Pat
     catch(lambda: _replay(recorded, [{"role": "robot", "content": "hi"}]))
     for line in printed:
         assert re.sub(r"'toolu_\w+'", "'toolu_…'", line) in page, line
+
+
+def test_the_files_redaction_policy_holds_when_the_loop_heals_it(tmp_path: Path) -> None:
+    """Recorded with every typed text secret; replayed by a loop with the default setting,
+    handed back, and the model types other text: none of it is written."""
+    recorded_text, typed_again = "Zebra Quartz Nine", "Mango Pelican Two"
+
+    def run(layout: Layout, name: str, redact: str) -> Any:
+        app = SimulatedFormApp(layout=layout)
+        settings = CachingSettings(
+            cache_dir=tmp_path,
+            writing_settings=CacheWritingSettings(redact_typed_text=redact),  # type: ignore[arg-type]
+            execution_settings=CacheExecutionSettings(
+                parameter_values={"typed_2": recorded_text},
+                settle_quiet_period=0.2,
+                settle_timeout=1,
+            ),
+        )
+        with MessagesApiStandIn(FormFillingScript(app, name)) as api:
+            messages: list[dict[str, Any]] = [{"role": "user", "content": "Add the contact"}]
+            replay = LoopReplay("login.json", messages, settings=settings)
+            sampling_loop(api.client(), app, messages, replay)
+            result = replay.done(messages)
+        assert app.saved[-1] == {"name": name, "email": ""}
+        return result
+
+    run("original", recorded_text, "all")
+    storage = LocalCacheStorage(tmp_path)
+    assert load_cache_file(storage, "login.json").metadata.redact_typed_text == "all"
+    healed = run("banner", typed_again, "off")  # handed back; the model types other text
+    assert healed.replay is not None
+    assert healed.replay.handback_steps == [1]
+    assert healed.heal is not None
+    assert healed.heal.event == "proposed"
+    assert "redact_typed_text='all'" in (healed.heal.reason or "")
+    written = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    assert any(".versions" in str(p) for p in written)
+    for text in (recorded_text, typed_again):
+        assert [p for p, data in written.items() if text.encode() in data] == []

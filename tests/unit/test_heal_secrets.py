@@ -4,7 +4,9 @@ tests/integration/test_heal_secrets.py)."""
 
 from __future__ import annotations
 
-from askcache.cachefile.format import CacheFile
+from typing import Any
+
+from askcache.cachefile.format import CacheFile, dump_cache_file
 from askcache.heal.trajectory import _writing_settings, redact_mode
 from askcache.record.recording import CacheManager
 from askcache.settings import CacheWritingSettings
@@ -57,3 +59,42 @@ def test_recording_stores_typed_text_holding_part_of_a_secret_as_a_secret_of_its
     assert cache_file.trajectory[2].input["text"] == "{{secret:typed_2}}"
     assert "typed_2" in cache_file.cache_parameters
     assert "Zq9-Frag" not in storage.read("f.json").decode()
+
+
+def _record_typing(storage: LocalCacheStorage, name: str, **writing: Any) -> CacheFile:
+    """Record the form filled with text no other test types (typed text redaction
+    registers it as a secret for the rest of the process)."""
+    app = SimulatedFormApp()
+    manager = CacheManager(storage, CacheWritingSettings(filename=name, **writing))
+    manager.start_recording(GOAL)
+    manager.finish_recording(run_history(app, form_calls(app, TYPED)))
+    return load_cache_file(storage, name)
+
+
+TYPED = "Policy-Travels-Text"
+
+
+def test_the_files_own_policy_is_stored_and_a_heal_applies_the_stricter_of_it_and_the_runs(
+    storage: LocalCacheStorage,
+) -> None:
+    secret = _record_typing(storage, "all.json", redact_typed_text="all")
+    assert secret.metadata.redact_typed_text == "all"
+    assert secret.trajectory[2].input["text"] == "{{secret:typed_2}}"
+    assert redact_mode(secret, "off") == "all"  # the replay's default never loosens it
+    assert redact_mode(secret, "password_like") == "all"
+    assert record_form(storage, "plain.json").metadata.redact_typed_text == "off"
+    older = _with_secret(record_form(storage, "older.json"), "pw")
+    older.metadata.redact_typed_text = None  # written before the policy was stored
+    assert redact_mode(older, "off") == "off"  # the run's, as before
+    assert redact_mode(older, "all") == "all"
+    assert CacheFile.model_validate_json(dump_cache_file(older)).metadata.redact_typed_text is None
+
+
+def test_recording_over_a_trajectory_keeps_its_stricter_policy(
+    storage: LocalCacheStorage,
+) -> None:
+    _record_typing(storage, "f.json", redact_typed_text="all")
+    again = _record_typing(storage, "f.json")  # recorded again with the default, "off"
+    assert again.metadata.redact_typed_text == "all"
+    assert again.trajectory[2].input["text"] == "{{secret:typed_2}}"
+    assert TYPED not in storage.read("f.json").decode()

@@ -42,8 +42,9 @@ from askcache.errors import (
     CacheNotFoundError,
     RecordingNotStoredError,
 )
-from askcache.heal.trajectory import HealOutcome
+from askcache.heal.trajectory import HealOutcome, redact_mode
 from askcache.messages import MessageParam, ToolUseBlockParam
+from askcache.parameters import TypedTextRedaction
 from askcache.record.recording import CacheManager
 from askcache.redaction import register_typed_text
 from askcache.replay import (
@@ -286,7 +287,9 @@ class Agent:
             [agent, executor],
             tools,
             first_speaker=first,
-            before_tool=_before_tool(recorder, settings.writing_settings.redact_typed_text),
+            before_tool=_before_tool(
+                recorder, settings.writing_settings.redact_typed_text, executor
+            ),
             after_turn=[executor.rejoin_check],
             max_turns=self.max_turns,
         )
@@ -334,15 +337,22 @@ def _rebuilds_from_history(
     return recorder is not None or (base is not None and settings.heal_mode != HealMode.OFF)
 
 
-def _before_tool(recorder: CacheManager | None, redact_typed_text: str) -> BeforeTool:
+def _before_tool(
+    recorder: CacheManager | None, redact_typed_text: TypedTextRedaction, executor: CacheExecutor
+) -> BeforeTool:
     """Before each tool call: text about to be typed that ``redact_typed_text`` makes secret
     is registered for redaction (no log or error of its typing shows it), then the
-    recorder looks at the call."""
+    recorder looks at the call. Where a stricter policy holds, it applies: that of the file
+    being replayed (:func:`~askcache.heal.trajectory.redact_mode`), or of the file being
+    recorded over (:attr:`CacheManager.redaction`)."""
 
     def before_tool(call: ToolUseBlockParam, messages: Sequence[MessageParam]) -> None:
         action = parse_action(call)
         if action is not None and action.name == "type":
-            register_typed_text(call.input.get("text"), redact_typed_text)
+            mode = recorder.redaction if recorder is not None else redact_typed_text
+            if executor.session is not None:
+                mode = redact_mode(executor.session.file, mode)
+            register_typed_text(call.input.get("text"), mode)
         if recorder is not None:
             recorder.before_tool(call, messages)
 

@@ -18,6 +18,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 
 from askcache import limits
 from askcache.messages import ToolUseBlockParam, Usage
+from askcache.parameters import TypedTextRedaction
 from askcache.redaction import redact, redact_value
 from askcache.scaling import ScreenProfile
 from askcache.screen.state import EndState, ScreenStateConfig, StartState
@@ -245,6 +246,16 @@ class CacheMetadata(_FileModel):
     """Why it was marked invalid."""
     legacy_stats: LegacyReplayStats | None = None
     """Replay counts of a file written before version 3 (see :class:`LegacyReplayStats`)."""
+    redact_typed_text: TypedTextRedaction | None = None
+    """The file's own redaction policy: which typed text it stores as a secret
+    (``{{secret:typed_<step>}}``), as ``CacheWritingSettings.redact_typed_text`` said when it
+    was recorded (or stricter, when a heal ran under a stricter one). It travels with the
+    file: every heal, learned profile, proposal and recording over it applies the stricter
+    of this and the run's own setting (:func:`~askcache.parameters.stricter_redaction`), so a
+    machine replaying with the default ``off`` never writes in clear text the recording
+    kept secret. Covered by the signature. ``None``: a file written before the policy was
+    stored; a heal then applies the run's setting as before (and, as for every file, at
+    least ``password_like`` when the file already holds typed text stored as a secret)."""
 
 
 class FileSignature(_FileModel):

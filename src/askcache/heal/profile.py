@@ -67,6 +67,7 @@ def merge_profile(current: bytes, base: bytes, new: bytes, name: str, key: str) 
         return None
     now.profiles = {**now.profiles, key: healed.profiles[key]}
     now.cache_parameters = {**now.cache_parameters, **healed.cache_parameters}
+    now.metadata.redact_typed_text = healed.metadata.redact_typed_text  # the heal's policy
     return now
 
 

@@ -19,7 +19,9 @@ The run's parameter values are stored as ``{{name}}`` again and the values of it
 parameters as ``{{secret:name}}`` (a value given as a parameter is never written). Text the
 model typed that cannot be stored safely is never written either: text holding part of a
 secret's value, or, under ``CacheWritingSettings.redact_typed_text``, text that is no
-parameter's value. Such a step stores ``{{secret:typed_<step>}}`` instead, a value the
+parameter's value (the stricter of the run's setting and the file's own policy,
+``metadata.redact_typed_text``, which the healed file keeps: :func:`redact_mode`).
+Such a step stores ``{{secret:typed_<step>}}`` instead, a value the
 replay's caller would have to give, so the heal is only ever a proposal, and says why
 (:attr:`HealOutcome.reason`). The goal, parameters and recording cost of the
 current file are kept. The old way from the hand-back step on is kept as a *variant* of the
@@ -65,10 +67,12 @@ from askcache.messages import ImageBlockParam, MessageParam, ToolUseBlockParam
 from askcache.parameters import (
     SECRET_DESCRIPTION,
     SECRET_PREFIX,
+    TypedTextRedaction,
     parameterize,
     placeholder,
     placeholders_in,
     secret_placeholders_in,
+    stricter_redaction,
     unsafe_typed_text,
 )
 from askcache.record.recording import CACHING_TOOL_NAMES, CacheManager, final_screenshot
@@ -365,12 +369,15 @@ def _keep_old_way(old: CacheFile, new: CacheFile, stopped: int | None, healed: l
     new.variants = variants
 
 
-def redact_mode(cache_file: CacheFile, given: str) -> str:
-    """The ``redact_typed_text`` a heal of ``cache_file`` applies: ``given``, and at least
-    ``password_like`` when the file already holds typed text stored as a secret
-    (``{{secret:typed_<step>}}``: it was recorded with redaction on)."""
+def redact_mode(cache_file: CacheFile, given: TypedTextRedaction) -> TypedTextRedaction:
+    """The ``redact_typed_text`` a heal of ``cache_file`` applies: the strictest of ``given``
+    (the run's), the file's own policy (``metadata.redact_typed_text``; ``None`` in a file
+    written before it was stored) and, when the file already holds typed text stored as a
+    secret (``{{secret:typed_<step>}}``: it was recorded with redaction on, or typed part
+    of a secret), ``password_like``."""
     typed = any(name.startswith("typed_") for name in _secret_names(cache_file))
-    return "password_like" if typed and given == "off" else given
+    inferred: TypedTextRedaction | None = "password_like" if typed else None
+    return stricter_redaction(given, cache_file.metadata.redact_typed_text, inferred)
 
 
 def keep_typed_text_safe(
@@ -498,7 +505,7 @@ def prepare_heal(
     mode: HealMode,
     keep: int,
     capture: Callable[[], Image.Image] | None,
-    redact_typed_text: str = "off",
+    redact_typed_text: TypedTextRedaction = "off",
 ) -> PreparedHeal | None:
     """The heal of ``name`` after this run, when the mode allows it and the run is verified
     (see the module docstring); ``None`` when there is nothing to write. Writes nothing
@@ -551,6 +558,7 @@ def prepare_heal(
     profile = None
     if session.profile.key is not None:  # kept as this screen profile's trajectory
         new, profile = into_profile(base, name, new)
+    new.metadata.redact_typed_text = redaction  # the policy travels on with the file
     data = healed_bytes(new, base, storage.describe(name))
     try:
         parse_cache_file(data, name)  # a healed file always loads
@@ -685,7 +693,7 @@ def heal_trajectory(
     mode: HealMode,
     keep: int,
     capture: Callable[[], Image.Image] | None,
-    redact_typed_text: str = "off",
+    redact_typed_text: TypedTextRedaction = "off",
 ) -> HealOutcome | None:
     """Heal ``name`` after this run when the mode allows it and the run is verified (see the
     module docstring); ``None`` when nothing was written: :func:`prepare_heal`, then

@@ -24,7 +24,9 @@ from askcache.agent.sync import RunWriter
 from askcache.cachefile.format import CacheFile
 from askcache.conversation.loop import ConversationResult
 from askcache.errors import CacheNotFoundError
+from askcache.heal.trajectory import redact_mode
 from askcache.messages import MessageParam, ToolUseBlockParam, Usage
+from askcache.parameters import TypedTextRedaction
 from askcache.record.recording import CacheManager
 from askcache.redaction import register_typed_text
 from askcache.replay.executor import CacheExecutor, goal_of
@@ -94,6 +96,9 @@ class LoopRun:
             found = usable(self.storage, name)
             strategy = CacheStrategy.EXECUTE if found else CacheStrategy.RECORD
         self.strategy = strategy
+        self.typing_mode: TypedTextRedaction = settings.writing_settings.redact_typed_text
+        """What typed text is redacted from logs: the run's setting, and the replayed file's
+        own policy when stricter (:func:`~askcache.heal.trajectory.redact_mode`)."""
         cache_file: CacheFile | None = None
         if strategy == CacheStrategy.EXECUTE:
             try:
@@ -114,6 +119,7 @@ class LoopRun:
             self.executor.activate_cache_execution(
                 cache_file, name, execution_settings=settings.execution_settings
             )
+            self.typing_mode = redact_mode(cache_file, self.typing_mode)
             check_heal_destination(self.storage, name, settings)
         elif strategy == CacheStrategy.RECORD:
             writing = settings.writing_settings.model_copy(update={"filename": name})
@@ -126,6 +132,7 @@ class LoopRun:
                 outbox=self.outbox,
             )
             self.recorder.start_recording(goal_of(history))
+            self.typing_mode = self.recorder.redaction
 
     @property
     def shape(self) -> ToolShape:
@@ -140,7 +147,7 @@ class LoopRun:
 
     def typing(self, calls: Iterable[ToolUseBlockParam]) -> None:
         """Before ``calls`` run (or are recorded): :func:`register_typing`."""
-        register_typing(calls, self.settings.writing_settings.redact_typed_text)
+        register_typing(calls, self.typing_mode)
 
     def finish(
         self,

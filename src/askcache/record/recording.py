@@ -35,8 +35,10 @@ from askcache.cachefile.format import (
     RecordingStats,
     dump_cache_file,
 )
+from askcache.cachefile.parse import parse_cache_file
 from askcache.cachefile.signing import sign_cache_file
 from askcache.errors import (
+    AskCacheError,
     CacheOverwriteRefusedError,
     InvalidScreenshotError,
 )
@@ -48,9 +50,11 @@ from askcache.fingerprint.step import (
 from askcache.messages import ImageBlockParam, MessageParam, ToolUseBlockParam, Usage
 from askcache.parameters import (
     SECRET_DESCRIPTION,
+    TypedTextRedaction,
     parameterize,
     parameterize_input,
     placeholders_in,
+    stricter_redaction,
     unsafe_typed_text,
 )
 from askcache.record.looks import Looks
@@ -163,7 +167,8 @@ class CacheManager:
             (:meth:`askcache.tools.computer.ComputerTool.windows`; ``None`` from it: the
             screen cannot list them). Asked before each acting step: the window under the
             step's point is stored on it (``ToolUseBlockParam.window``), so a replay can find
-            the window where it is then.
+            the window where it is then; its title without this machine's paths, user and
+            host names (:mod:`askcache.screen.titles`).
         clock, sleep: Time, for tests.
         outbox: Where the recording is kept when the storage does not take it (the disk
             full, the server gone); default: the storage's outbox in the default folder
@@ -204,6 +209,8 @@ class CacheManager:
         self.windows = windows
         self._windows: dict[str, list[WindowFrame]] = {}
         self._looks: Looks | None = None
+        self._over: TypedTextRedaction | None = None
+        """The redaction policy of the trajectory this recording replaces, if any."""
         if capture is not None and self.settings.record_screen_state:
             self._looks = Looks(capture, ScreenStateConfig(), clock=clock, sleep=sleep)
 
@@ -220,14 +227,32 @@ class CacheManager:
         # fail before any model call, not after it:
         name = self.settings.filename or default_filename(goal)
         self.storage.check_writable(name)
-        if self.keep_versions == 0 and self.storage.exists(name):
+        exists = self.storage.exists(name)
+        if self.keep_versions == 0 and exists:
             raise CacheOverwriteRefusedError(name, self.storage.describe(name))
+        self._over = self._policy_of(name) if exists else None
         self._goal = goal
         self._started = self._clock() if timed else None
         self._captured = {}
         self._windows = {}
         if self._looks is not None:
             self._looks.clear()
+
+    @property
+    def redaction(self) -> TypedTextRedaction:
+        """The ``redact_typed_text`` this recording applies and stores as the file's policy:
+        the settings', or the stricter policy of the trajectory it records over (a file
+        recorded with typed text kept secret stays so when recorded again)."""
+        return stricter_redaction(self.settings.redact_typed_text, self._over)
+
+    def _policy_of(self, name: str) -> TypedTextRedaction | None:
+        """The stored redaction policy of the trajectory ``name`` (``None``: none stated, or
+        the file cannot be read: it is kept as a version all the same)."""
+        try:
+            return parse_cache_file(self.storage.read(name), name).metadata.redact_typed_text
+        except AskCacheError as exc:
+            logger.info("the redaction policy of %s could not be read: %s", name, exc)
+            return None
 
     def before_tool(self, call: ToolUseBlockParam, messages: Sequence[MessageParam]) -> None:
         """Called before ``call`` runs: when the call before it acted and changed little
@@ -289,7 +314,7 @@ class CacheManager:
             goal = first.content if first and isinstance(first.content, str) else ""
         config = validation_config(self.settings)
         params, secrets = self.settings.parameters, dict(self.settings.secret_parameters)
-        declared, redact = self.settings.secret_parameters, self.settings.redact_typed_text
+        declared, redact = self.settings.secret_parameters, self.redaction
         recorded = steps_with_screens(messages)
         anchors = action_anchors(step.call for step in recorded)
         screens = _Screens(self._captured)
@@ -348,7 +373,7 @@ class CacheManager:
                     visual_target=fingerprint.target if fingerprint else None,
                     visual_weak=fingerprint.weak if fingerprint else None,
                     visual_other_density=fingerprint.other_density if fingerprint else None,
-                    window=window_at(self._windows.get(step.call.id, []), anchor),
+                    window=_stored(window_at(self._windows.get(step.call.id, []), anchor)),
                 )
             )
         trajectory = [
@@ -375,6 +400,7 @@ class CacheManager:
             start_state=tracker.start_state,
             end_state=tracker.end_state(final),
             recording=stats,
+            redact_typed_text=redact,  # the file's own policy: heals of it follow it
         )
         return CacheFile(
             metadata=metadata,
@@ -413,6 +439,12 @@ class CacheManager:
             "recorded %d steps to %s", len(cache_file.trajectory), self.storage.describe(name)
         )
         return name
+
+
+def _stored(window: WindowFrame | None) -> WindowFrame | None:
+    """A step's window as the file stores it (:meth:`WindowFrame.stored`: no path, user or
+    host name of this machine in its title)."""
+    return None if window is None else window.stored()
 
 
 class _Screens:

@@ -1,7 +1,8 @@
 """Top-level windows: where the window that received an action is, and where it is now.
 
 Recording stores, per acting step, the frame of the top-level window under the step's point
-(:class:`WindowFrame`: position, size, class and title, in the screenshot's pixels); the
+(:class:`WindowFrame`: position, size, class and title, in the screenshot's pixels; the title
+without the machine's paths, user and host names, :mod:`askcache.screen.titles`); the
 action point relative to the window is the point minus the frame's origin. A replay lists
 the windows again and finds that window (:func:`find_window`); when it moved, the step is
 checked and acted on where the window is now (:mod:`askcache.replay.anchor`).
@@ -20,8 +21,20 @@ from typing import Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field
 
 from askcache.geometry import Point
+from askcache.screen.titles import neutral_title
 
 __all__ = ["WindowFrame", "WindowSource", "find_window", "window_at"]
+
+
+_TITLE_CHARS = 500
+"""The longest title stored."""
+
+
+def _stored_title(title: str | None) -> str | None:
+    """``title`` as stored (:func:`~askcache.screen.titles.neutral_title`, which may lengthen
+    it: a host name's placeholder is longer than a short name), cut to the longest kept."""
+    neutral = neutral_title(title)
+    return None if neutral is None else neutral[:_TITLE_CHARS]
 
 
 class WindowFrame(BaseModel):
@@ -41,13 +54,19 @@ class WindowFrame(BaseModel):
     wm_class: str | None = Field(None, max_length=200)
     """The window's class (X11 ``WM_CLASS``, its class part: ``XCalc``); ``None``: not
     set."""
-    title: str | None = Field(None, max_length=500)
-    """Its title (``_NET_WM_NAME``, else ``WM_NAME``); ``None``: not set."""
+    title: str | None = Field(None, max_length=_TITLE_CHARS)
+    """Its title (``_NET_WM_NAME``, else ``WM_NAME``); ``None``: not set. Stored without the
+    recording machine's paths, user and host names (:meth:`stored`)."""
 
     def contains(self, point: Point) -> bool:
         """True when ``point`` lies inside the frame."""
         x, y = point
         return self.x <= x < self.x + self.width and self.y <= y < self.y + self.height
+
+    def stored(self) -> WindowFrame:
+        """The frame as a cache file stores it: its title without this machine's paths, user
+        and host names (:func:`~askcache.screen.titles.neutral_title`)."""
+        return self.model_copy(update={"title": _stored_title(self.title)})
 
     def scaled(self, source: tuple[int, int], target: tuple[int, int]) -> WindowFrame:
         """The frame measured in ``source`` pixels, expressed in ``target`` pixels."""
@@ -87,12 +106,16 @@ def find_window(recorded: WindowFrame, windows: Sequence[WindowFrame]) -> Window
     A window without a class cannot be told from others: never found. Among the windows of
     the recorded class, the one with the recorded title; when none has it (a title that
     names another document), the one with the recorded size. Two candidates at either stage:
-    ``None`` (the step is then checked at its recorded point).
+    ``None`` (the step is then checked at its recorded point). Titles are compared as stored
+    (:meth:`WindowFrame.stored`: a live title is cut to the document's name and its user and
+    host names replaced as the recorded one was; an older file's title with its full path
+    compares the same way).
     """
     if recorded.wm_class is None:
         return None
     same_class = [w for w in windows if w.wm_class == recorded.wm_class]
-    titled = [w for w in same_class if w.title == recorded.title]
+    title = _stored_title(recorded.title)
+    titled = [w for w in same_class if _stored_title(w.title) == title]
     if titled:
         return titled[0] if len(titled) == 1 else None
     sized = [w for w in same_class if (w.width, w.height) == (recorded.width, recorded.height)]

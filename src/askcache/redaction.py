@@ -29,9 +29,12 @@ from __future__ import annotations
 import html
 import json
 import logging
+import re
+import shlex
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
+from urllib.parse import quote, quote_plus
 
 from askcache.parameters import redacts, replace_values, secret_fragment
 
@@ -40,10 +43,12 @@ __all__ = [
     "RedactingFilter",
     "known_secret_count",
     "mark",
+    "mask_values",
     "redact",
     "redact_value",
     "register_secrets",
     "register_typed_text",
+    "rendered_forms",
 ]
 
 TYPED_SECRET_NAME = "typed"
@@ -136,7 +141,7 @@ def _marks() -> dict[bool, dict[str, str]]:
                     form: mark(name)
                     for value, name in _secrets.items()
                     if typed or not _typed(name)
-                    for form in _written_forms(value)
+                    for form in rendered_forms(value)
                 }
                 for typed in (True, False)
             }
@@ -144,16 +149,81 @@ def _marks() -> dict[bool, dict[str, str]]:
     return marks
 
 
-def _written_forms(value: str) -> set[str]:
-    """``value`` as it reads in the text writers produce: as is, escaped for HTML, and
-    escaped inside a JSON string (ASCII or not)."""
-    return {
-        value,
-        html.escape(value),
-        html.escape(value, quote=False),
-        json.dumps(value)[1:-1],
-        json.dumps(value, ensure_ascii=False)[1:-1],
-    }
+def rendered_forms(value: str) -> frozenset[str]:
+    """``value`` as every writer or printer of askcache, or of a library it logs through,
+    renders a string, as it reads inside what they write: as is; Python's ``repr`` (either
+    quote, so ``\\'`` where both occur) and ``ascii``, and the ``repr`` of its UTF-8 bytes;
+    inside a JSON string (ASCII or not); escaped for HTML (``&#x27;``, ``&#39;``, ``&quot;``,
+    ``&#34;``, or only ``&<>``); URL-encoded (``%20`` or ``+`` for a space, ``/`` kept or
+    not); shell-quoted (``shlex.quote``'s ``'"'"'``, ``'\\''`` and ``"..."`` styles); and each of
+    these inside another (the ``repr`` of an error quoted in a JSON line, or on an HTML
+    page). Computed once per secret when the registry changes (:func:`redact`), and by
+    :func:`mask_values`."""
+    if not value:
+        return frozenset()
+    once = {render(value) for render in _RENDERERS}
+    return frozenset(render(form) for form in once for render in _RENDERERS) | once
+
+
+def mask_values(text: str, values: Iterable[str], replacement: str = "***") -> str:
+    """``text`` with every rendered form (:func:`rendered_forms`) of each of ``values``
+    replaced by ``replacement``, the longest first: for secrets that are not registered
+    (a ledger URL's password: :mod:`askcache.storage.ledger.open`)."""
+    marks = {form: replacement for value in values for form in rendered_forms(value)}
+    return replace_values(text, marks) if marks and text else text
+
+
+def _python_escaped(value: str, *, quote: str | None, ascii_only: bool = False) -> str:
+    """``value`` as it reads between the quotes of Python's ``repr`` (``ascii`` with
+    ``ascii_only``) when ``quote`` is the quote character (``None``: one it need not
+    escape)."""
+    escape = ascii if ascii_only else repr
+    return "".join("\\" + char if char == quote else escape(char)[1:-1] for char in value)
+
+
+def _bytes_escaped(value: str) -> str:
+    """``value``'s UTF-8 bytes as they read inside ``repr(bytes)`` (both quotes escaped the
+    way Python would choose)."""
+    return repr(value.encode("utf-8") + b"'\"")[2:-4]
+
+
+def _shell_single(value: str) -> str:
+    """``value`` inside ``'...'`` with each quote written ``'\\''``."""
+    return value.replace("'", "'\\''")
+
+
+def _shell_double(value: str) -> str:
+    """``value`` inside a shell's ``"..."``."""
+    return re.sub(r'([\\"$`])', r"\\\1", value)
+
+
+def _html_numeric(value: str) -> str:
+    """``value`` escaped for HTML with decimal quotes (``&#39;``, ``&#34;``, as markupsafe
+    and Jinja write them)."""
+    return html.escape(value, quote=False).replace("'", "&#39;").replace('"', "&#34;")
+
+
+_RENDERERS: tuple[Callable[[str], str], ...] = (
+    lambda value: value,
+    lambda value: _python_escaped(value, quote="'"),
+    lambda value: _python_escaped(value, quote=None),
+    lambda value: _python_escaped(value, quote="'", ascii_only=True),
+    lambda value: _python_escaped(value, quote=None, ascii_only=True),
+    _bytes_escaped,
+    lambda value: json.dumps(value)[1:-1],
+    lambda value: json.dumps(value, ensure_ascii=False)[1:-1],
+    html.escape,
+    lambda value: html.escape(value, quote=False),
+    _html_numeric,
+    lambda value: quote(value, safe=""),
+    quote,
+    quote_plus,
+    lambda value: shlex.quote(value).removeprefix("'").removesuffix("'"),
+    _shell_single,
+    _shell_double,
+)
+"""How a string is rendered inside what a writer or printer writes (:func:`rendered_forms`),
+each without the quotes around it (they stay as they are around the mark)."""
 
 
 def redact_value(value: Any, *, typed: bool = True) -> Any:

@@ -10,7 +10,9 @@ Either way it is registered here, for the life of the process, and from then on
 calls it:
 
 * every record logged by an ``askcache`` or ``anthropic`` logger (the SDK logs request
-  bodies at DEBUG), in the message and in the formatted exception (:class:`RedactingFilter`);
+  bodies at DEBUG), in the message and in the formatted exception (:class:`RedactingFilter`,
+  on each such logger and in the record factory, so a logger made after a secret was
+  registered is covered too);
 * the message of every :class:`~askcache.errors.AskCacheError`;
 * every cache file written, its versions and proposals
   (:func:`~askcache.cachefile.format.dump_cache_file`: goal, typed text, variants, failure and
@@ -259,6 +261,33 @@ class RedactingFilter(logging.Filter):
 _FILTER = RedactingFilter()
 
 
+_factory_lock = threading.Lock()
+_factory_installed = [False]
+
+
+def _install_record_factory() -> None:
+    """Redact every record of :data:`_PROTECTED_LOGGERS` as it is made (chaining the factory
+    in place), also those of a logger made after the filters were put on: a module imported
+    later, or the SDK's loggers created on first use."""
+    with _factory_lock:
+        if _factory_installed[0]:
+            return
+        previous = logging.getLogRecordFactory()
+
+        def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+            record = previous(*args, **kwargs)
+            if _secrets and _protected(record.name):
+                _FILTER.filter(record)
+            return record
+
+        logging.setLogRecordFactory(factory)
+        _factory_installed[0] = True
+
+
+def _protected(name: str) -> bool:
+    return any(name == family or name.startswith(f"{family}.") for family in _PROTECTED_LOGGERS)
+
+
 def _protect_loggers() -> None:
     """Put the filter on every logger of :data:`_PROTECTED_LOGGERS` (a logger's filters see
     only its own records, so each module's logger gets it)."""
@@ -275,3 +304,4 @@ def _protect_loggers() -> None:
         logger = logging.getLogger(name)
         if _FILTER not in logger.filters:
             logger.addFilter(_FILTER)
+    _install_record_factory()

@@ -114,8 +114,8 @@ def known_secret_count() -> int:
 
 
 def redact(text: str, *, typed: bool = True) -> str:
-    """``text`` with every registered secret value replaced by ``[secret:name]`` (the
-    longest value first; placeholders kept whole: :func:`askcache.parameters.replace_values`).
+    """``text`` with every registered secret value, in every form a writer renders it
+    (:func:`rendered_forms`), replaced by ``[secret:name]`` (the longest first; placeholders kept whole: :func:`askcache.parameters.replace_values`).
     The one redaction function: every writer calls it.
 
     ``typed=False`` leaves typed text registered as a secret (:func:`register_typed_text`,
@@ -129,7 +129,7 @@ def redact(text: str, *, typed: bool = True) -> str:
 
 
 _marks_cache: tuple[int, dict[bool, dict[str, str]]] = (-1, {})
-"""The marks of the registered secrets in every written form (with and without typed text),
+"""The marks of the registered secrets in every rendered form (with and without typed text),
 and the registry's :data:`_changes` they were built at."""
 
 

@@ -115,7 +115,8 @@ def known_secret_count() -> int:
 
 def redact(text: str, *, typed: bool = True) -> str:
     """``text`` with every registered secret value, in every form a writer renders it
-    (:func:`rendered_forms`), replaced by ``[secret:name]`` (the longest first; placeholders kept whole: :func:`askcache.parameters.replace_values`).
+    (:func:`rendered_forms`), replaced by ``[secret:name]`` (the longest first;
+    placeholders kept whole: :func:`askcache.parameters.replace_values`).
     The one redaction function: every writer calls it.
 
     ``typed=False`` leaves typed text registered as a secret (:func:`register_typed_text`,

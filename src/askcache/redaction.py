@@ -240,12 +240,18 @@ def redact_value(value: Any, *, typed: bool = True) -> Any:
     return value
 
 
+_REDACTED_AT = "askcache_redacted_at"
+"""The record attribute saying which state of the registry a record was redacted with (the
+record factory and the loggers' filters redact each record once)."""
+
+
 class RedactingFilter(logging.Filter):
     """A logging filter that redacts registered secrets from a record before it is emitted."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if not _secrets:
-            return True
+        if not _secrets or getattr(record, _REDACTED_AT, None) == _changes[0]:
+            return True  # nothing to hide, or redacted already with the same secrets
+        setattr(record, _REDACTED_AT, _changes[0])
         message = record.getMessage()
         cleaned = redact(message)
         if cleaned != message:

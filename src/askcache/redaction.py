@@ -35,6 +35,7 @@ import re
 import shlex
 import threading
 from collections.abc import Callable, Iterable, Mapping
+from functools import lru_cache
 from typing import Any
 from urllib.parse import quote, quote_plus
 
@@ -126,30 +127,49 @@ def redact(text: str, *, typed: bool = True) -> str:
     in its place would be typed instead)."""
     if not _secrets or not text:
         return text
-    return replace_values(text, _marks()[typed])
+    marks = {
+        form: shown
+        for anchors, forms in _marks()[typed]
+        if all(anchor in text for anchor in anchors)  # else no form of that secret is in it
+        for form, shown in forms.items()
+    }
+    return replace_values(text, marks) if marks else text
 
 
-_marks_cache: tuple[int, dict[bool, dict[str, str]]] = (-1, {})
+_Marks = dict[bool, list[tuple[tuple[str, ...], dict[str, str]]]]
+"""Per ``typed`` flag of :func:`redact`, per secret: its anchors (:func:`_anchors`) and the
+mark of each of its rendered forms."""
+
+_marks_cache: tuple[int, _Marks] = (-1, {})
 """The marks of the registered secrets in every rendered form (with and without typed text),
 and the registry's :data:`_changes` they were built at."""
 
 
-def _marks() -> dict[bool, dict[str, str]]:
+def _marks() -> _Marks:
     global _marks_cache  # noqa: PLW0603 (a cache of the registry, rebuilt when it changed)
     with _lock:
         built, marks = _marks_cache
         if built != _changes[0]:
             marks = {
-                typed: {
-                    form: mark(name)
+                typed: [
+                    (_anchors(value), dict.fromkeys(rendered_forms(value), mark(name)))
                     for value, name in _secrets.items()
                     if typed or not _typed(name)
-                    for form in rendered_forms(value)
-                }
+                ]
                 for typed in (True, False)
             }
             _marks_cache = (_changes[0], marks)
     return marks
+
+
+_ALNUM_RUN = re.compile(r"[A-Za-z0-9]+")
+
+
+def _anchors(value: str) -> tuple[str, ...]:
+    """The runs of ASCII letters and digits in ``value``, longest first: every rendered form
+    holds each of them as it is (no renderer escapes them), so a text missing one holds no
+    form of ``value`` and :func:`redact` skips its forms."""
+    return tuple(sorted(set(_ALNUM_RUN.findall(value)), key=lambda run: (-len(run), run)))
 
 
 def rendered_forms(value: str) -> frozenset[str]:
@@ -162,6 +182,11 @@ def rendered_forms(value: str) -> frozenset[str]:
     these inside another (the ``repr`` of an error quoted in a JSON line, or on an HTML
     page). Computed once per secret when the registry changes (:func:`redact`), and by
     :func:`mask_values`."""
+    return _forms(value)
+
+
+@lru_cache(maxsize=4096)
+def _forms(value: str) -> frozenset[str]:
     if not value:
         return frozenset()
     once = {render(value) for render in _RENDERERS}

@@ -56,6 +56,9 @@ _DRIVER_LOGGERS = ("psycopg", "psycopg.pool")
 """The driver's loggers, whose records quote libpq's messages (the password hidden in them:
 :class:`~askcache.storage.ledger.url.PasswordFilter`)."""
 
+_DRIVER_FILTER = PasswordFilter()
+"""The one filter on :data:`_DRIVER_LOGGERS`, told each ledger URL opened in this process."""
+
 PRUNE_BATCH = 10_000
 """Raw entries deleted per transaction by :meth:`PostgresLedger.prune`."""
 
@@ -123,9 +126,7 @@ class PostgresLedger(RunLedger):
         ports = str(params.get("port") or "0").split(",")
         if not all(port.strip().isdigit() for port in ports):
             raise LedgerUrlError(self.url, source, "its port is not a number")
-        self._log_filter = PasswordFilter(url, instead=f"{self.url}: {_UNSHOWN}")
-        for name in _DRIVER_LOGGERS:
-            logging.getLogger(name).addFilter(self._log_filter)
+        _DRIVER_FILTER.add(url, f"{self.url}: {_UNSHOWN}", _DRIVER_LOGGERS)
         self._connect_errors: list[str] = []
         self._pool = ConnectionPool(
             connection_class=_recording_failures(self._connect_errors),
@@ -214,8 +215,6 @@ class PostgresLedger(RunLedger):
 
     def close(self) -> None:
         self._pool.close()
-        for name in _DRIVER_LOGGERS:
-            logging.getLogger(name).removeFilter(self._log_filter)
 
     def _summary(self, trajectory: str, data: Any) -> TrajectorySummary | None:
         try:

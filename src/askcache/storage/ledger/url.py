@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Iterable
 from urllib.parse import parse_qsl, quote, unquote, urlsplit, urlunsplit
 
 from askcache.parameters import SECRET_FRAGMENT_CHARS
@@ -98,21 +99,38 @@ def redact_url(url: str) -> str:
 
 
 class PasswordFilter(logging.Filter):
-    """A logging filter that hides ``url``'s password (:func:`hide_password`) in the records
-    of a driver's loggers (psycopg's pool logs why each connection failed, as libpq said)."""
+    """A logging filter that hides the password of each URL in :attr:`urls`
+    (:func:`hide_password`) in the records of a driver's loggers (psycopg's pool logs why each
+    connection failed, as libpq said); one filter per logger, however many ledgers are
+    opened (:meth:`add`)."""
 
-    def __init__(self, url: str, *, instead: str) -> None:
+    def __init__(self) -> None:
         super().__init__()
-        self.url = url
-        self.instead = instead
+        self.urls: dict[str, str] = {}
+        """URL -> what a record that would still show part of its password says instead."""
+
+    def add(self, url: str, instead: str, loggers: Iterable[str]) -> None:
+        """Hide ``url``'s password from now on in the records of ``loggers``."""
+        self.urls[url] = instead
+        for name in loggers:
+            logger = logging.getLogger(name)
+            if self not in logger.filters:
+                logger.addFilter(self)
+
+    def _hide(self, text: str) -> str:
+        for url, instead in list(self.urls.items()):
+            text = hide_password(text, url, instead=instead)
+        return text
 
     def filter(self, record: logging.LogRecord) -> bool:
+        if not self.urls:
+            return True
         message = record.getMessage()
-        hidden = hide_password(message, self.url, instead=self.instead)
+        hidden = self._hide(message)
         if hidden != message:
             record.msg, record.args = hidden, None
         if record.exc_info and not record.exc_text:
             record.exc_text = logging.Formatter().formatException(record.exc_info)
         if record.exc_text:
-            record.exc_text = hide_password(record.exc_text, self.url, instead=self.instead)
+            record.exc_text = self._hide(record.exc_text)
         return True

@@ -65,7 +65,7 @@ def _act(
     return agent.act(
         GOAL,
         CachingSettings(
-            strategy=strategy,  # type: ignore[arg-type]
+            strategy=strategy,
             cache_dir=folder,
             writing_settings=writing,
             execution_settings=CacheExecutionSettings(delay_time_between_action=0, **execution),

@@ -21,7 +21,14 @@ from askcache.cachefile.format import dump_cache_file
 from askcache.cli.commands.common import emit_json, redacted_output
 from askcache.errors import AskCacheError
 from askcache.parameters import parameterize, replace_values, secret_fragment
-from askcache.redaction import mask_values, redact, register_secrets, register_typed_text
+from askcache.redaction import (
+    _anchors,
+    mask_values,
+    redact,
+    register_secrets,
+    register_typed_text,
+    rendered_forms,
+)
 from askcache.storage.base import LocalCacheStorage
 from askcache.storage.ledger import RunRecord, open_ledger
 from tests.helpers import record_form
@@ -181,3 +188,12 @@ def test_a_secret_with_both_quotes_is_masked_as_repr_writes_it(
     for text in (caplog.text, str(error), repr(error)):
         assert "Tr0ub4dor" not in text
         assert "[secret:both]" in text
+
+
+@settings(max_examples=300, deadline=None)
+@given(secret=st.text(st.one_of(_HARD, st.sampled_from("xyzXYZ059")), min_size=1, max_size=12))
+def test_every_rendered_form_holds_the_runs_redact_looks_for_first(secret: str) -> None:
+    # redact skips the forms of a secret whose runs of letters and digits are not all in the
+    # text: that is exact only if every form holds every run as it is
+    runs = _anchors(secret)
+    assert all(run in form for form in rendered_forms(secret) for run in runs)

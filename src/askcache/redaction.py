@@ -10,7 +10,9 @@ Either way it is registered here, for the life of the process, and from then on
 calls it:
 
 * every record logged by an ``askcache`` or ``anthropic`` logger (the SDK logs request
-  bodies at DEBUG), in the message and in the formatted exception (:class:`RedactingFilter`);
+  bodies at DEBUG), in the message and in the formatted exception (:class:`RedactingFilter`,
+  on each such logger and in the record factory, so a logger made after a secret was
+  registered is covered too);
 * the message of every :class:`~askcache.errors.AskCacheError`;
 * every cache file written, its versions and proposals
   (:func:`~askcache.cachefile.format.dump_cache_file`: goal, typed text, variants, failure and
@@ -29,9 +31,13 @@ from __future__ import annotations
 import html
 import json
 import logging
+import re
+import shlex
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
+from functools import lru_cache
 from typing import Any
+from urllib.parse import quote, quote_plus
 
 from askcache.parameters import redacts, replace_values, secret_fragment
 
@@ -40,10 +46,12 @@ __all__ = [
     "RedactingFilter",
     "known_secret_count",
     "mark",
+    "mask_values",
     "redact",
     "redact_value",
     "register_secrets",
     "register_typed_text",
+    "rendered_forms",
 ]
 
 TYPED_SECRET_NAME = "typed"
@@ -107,8 +115,9 @@ def known_secret_count() -> int:
 
 
 def redact(text: str, *, typed: bool = True) -> str:
-    """``text`` with every registered secret value replaced by ``[secret:name]`` (the
-    longest value first; placeholders kept whole: :func:`askcache.parameters.replace_values`).
+    """``text`` with every registered secret value, in every form a writer renders it
+    (:func:`rendered_forms`), replaced by ``[secret:name]`` (the longest first;
+    placeholders kept whole: :func:`askcache.parameters.replace_values`).
     The one redaction function: every writer calls it.
 
     ``typed=False`` leaves typed text registered as a secret (:func:`register_typed_text`,
@@ -118,42 +127,131 @@ def redact(text: str, *, typed: bool = True) -> str:
     in its place would be typed instead)."""
     if not _secrets or not text:
         return text
-    return replace_values(text, _marks()[typed])
+    marks = {
+        form: shown
+        for anchors, forms in _marks()[typed]
+        if all(anchor in text for anchor in anchors)  # else no form of that secret is in it
+        for form, shown in forms.items()
+    }
+    return replace_values(text, marks) if marks else text
 
 
-_marks_cache: tuple[int, dict[bool, dict[str, str]]] = (-1, {})
-"""The marks of the registered secrets in every written form (with and without typed text),
+_Marks = dict[bool, list[tuple[tuple[str, ...], dict[str, str]]]]
+"""Per ``typed`` flag of :func:`redact`, per secret: its anchors (:func:`_anchors`) and the
+mark of each of its rendered forms."""
+
+_marks_cache: tuple[int, _Marks] = (-1, {})
+"""The marks of the registered secrets in every rendered form (with and without typed text),
 and the registry's :data:`_changes` they were built at."""
 
 
-def _marks() -> dict[bool, dict[str, str]]:
+def _marks() -> _Marks:
     global _marks_cache  # noqa: PLW0603 (a cache of the registry, rebuilt when it changed)
     with _lock:
         built, marks = _marks_cache
         if built != _changes[0]:
             marks = {
-                typed: {
-                    form: mark(name)
+                typed: [
+                    (_anchors(value), dict.fromkeys(rendered_forms(value), mark(name)))
                     for value, name in _secrets.items()
                     if typed or not _typed(name)
-                    for form in _written_forms(value)
-                }
+                ]
                 for typed in (True, False)
             }
             _marks_cache = (_changes[0], marks)
     return marks
 
 
-def _written_forms(value: str) -> set[str]:
-    """``value`` as it reads in the text writers produce: as is, escaped for HTML, and
-    escaped inside a JSON string (ASCII or not)."""
-    return {
-        value,
-        html.escape(value),
-        html.escape(value, quote=False),
-        json.dumps(value)[1:-1],
-        json.dumps(value, ensure_ascii=False)[1:-1],
-    }
+_ALNUM_RUN = re.compile(r"[A-Za-z0-9]+")
+
+
+def _anchors(value: str) -> tuple[str, ...]:
+    """The runs of ASCII letters and digits in ``value``, longest first: every rendered form
+    holds each of them as it is (no renderer escapes them), so a text missing one holds no
+    form of ``value`` and :func:`redact` skips its forms."""
+    return tuple(sorted(set(_ALNUM_RUN.findall(value)), key=lambda run: (-len(run), run)))
+
+
+def rendered_forms(value: str) -> frozenset[str]:
+    """``value`` as every writer or printer of askcache, or of a library it logs through,
+    renders a string, as it reads inside what they write: as is; Python's ``repr`` (either
+    quote, so ``\\'`` where both occur) and ``ascii``, and the ``repr`` of its UTF-8 bytes;
+    inside a JSON string (ASCII or not); escaped for HTML (``&#x27;``, ``&#39;``, ``&quot;``,
+    ``&#34;``, or only ``&<>``); URL-encoded (``%20`` or ``+`` for a space, ``/`` kept or
+    not); shell-quoted (``shlex.quote``'s ``'"'"'``, ``'\\''`` and ``"..."`` styles); and each of
+    these inside another (the ``repr`` of an error quoted in a JSON line, or on an HTML
+    page). Computed once per secret when the registry changes (:func:`redact`), and by
+    :func:`mask_values`."""
+    return _forms(value)
+
+
+@lru_cache(maxsize=4096)
+def _forms(value: str) -> frozenset[str]:
+    if not value:
+        return frozenset()
+    once = {render(value) for render in _RENDERERS}
+    return frozenset(render(form) for form in once for render in _RENDERERS) | once
+
+
+def mask_values(text: str, values: Iterable[str], replacement: str = "***") -> str:
+    """``text`` with every rendered form (:func:`rendered_forms`) of each of ``values``
+    replaced by ``replacement``, the longest first: for secrets that are not registered
+    (a ledger URL's password: :mod:`askcache.storage.ledger.open`)."""
+    marks = {form: replacement for value in values for form in rendered_forms(value)}
+    return replace_values(text, marks) if marks and text else text
+
+
+def _python_escaped(value: str, *, quote: str | None, ascii_only: bool = False) -> str:
+    """``value`` as it reads between the quotes of Python's ``repr`` (``ascii`` with
+    ``ascii_only``) when ``quote`` is the quote character (``None``: one it need not
+    escape)."""
+    escape = ascii if ascii_only else repr
+    return "".join("\\" + char if char == quote else escape(char)[1:-1] for char in value)
+
+
+def _bytes_escaped(value: str) -> str:
+    """``value``'s UTF-8 bytes as they read inside ``repr(bytes)`` (both quotes escaped the
+    way Python would choose)."""
+    return repr(value.encode("utf-8") + b"'\"")[2:-4]
+
+
+def _shell_single(value: str) -> str:
+    """``value`` inside ``'...'`` with each quote written ``'\\''``."""
+    return value.replace("'", "'\\''")
+
+
+def _shell_double(value: str) -> str:
+    """``value`` inside a shell's ``"..."``."""
+    return re.sub(r'([\\"$`])', r"\\\1", value)
+
+
+def _html_numeric(value: str) -> str:
+    """``value`` escaped for HTML with decimal quotes (``&#39;``, ``&#34;``, as markupsafe
+    and Jinja write them)."""
+    return html.escape(value, quote=False).replace("'", "&#39;").replace('"', "&#34;")
+
+
+_RENDERERS: tuple[Callable[[str], str], ...] = (
+    lambda value: value,
+    lambda value: _python_escaped(value, quote="'"),
+    lambda value: _python_escaped(value, quote=None),
+    lambda value: _python_escaped(value, quote="'", ascii_only=True),
+    lambda value: _python_escaped(value, quote=None, ascii_only=True),
+    _bytes_escaped,
+    lambda value: json.dumps(value)[1:-1],
+    lambda value: json.dumps(value, ensure_ascii=False)[1:-1],
+    html.escape,
+    lambda value: html.escape(value, quote=False),
+    _html_numeric,
+    lambda value: quote(value, safe=""),
+    quote,
+    quote_plus,
+    lambda value: shlex.quote(value).removeprefix("'").removesuffix("'"),
+    _shell_single,
+    _shell_double,
+)
+"""How a string is rendered inside what a writer or printer writes (:func:`rendered_forms`),
+each without the quotes around it (they stay as they are around the mark)."""
 
 
 def redact_value(value: Any, *, typed: bool = True) -> Any:
@@ -167,12 +265,18 @@ def redact_value(value: Any, *, typed: bool = True) -> Any:
     return value
 
 
+_REDACTED_AT = "askcache_redacted_at"
+"""The record attribute saying which state of the registry a record was redacted with (the
+record factory and the loggers' filters redact each record once)."""
+
+
 class RedactingFilter(logging.Filter):
     """A logging filter that redacts registered secrets from a record before it is emitted."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if not _secrets:
-            return True
+        if not _secrets or getattr(record, _REDACTED_AT, None) == _changes[0]:
+            return True  # nothing to hide, or redacted already with the same secrets
+        setattr(record, _REDACTED_AT, _changes[0])
         message = record.getMessage()
         cleaned = redact(message)
         if cleaned != message:
@@ -187,6 +291,33 @@ class RedactingFilter(logging.Filter):
 
 
 _FILTER = RedactingFilter()
+
+
+_factory_lock = threading.Lock()
+_factory_installed = [False]
+
+
+def _install_record_factory() -> None:
+    """Redact every record of :data:`_PROTECTED_LOGGERS` as it is made (chaining the factory
+    in place), also those of a logger made after the filters were put on: a module imported
+    later, or the SDK's loggers created on first use."""
+    with _factory_lock:
+        if _factory_installed[0]:
+            return
+        previous = logging.getLogRecordFactory()
+
+        def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+            record = previous(*args, **kwargs)
+            if _secrets and _protected(record.name):
+                _FILTER.filter(record)
+            return record
+
+        logging.setLogRecordFactory(factory)
+        _factory_installed[0] = True
+
+
+def _protected(name: str) -> bool:
+    return any(name == family or name.startswith(f"{family}.") for family in _PROTECTED_LOGGERS)
 
 
 def _protect_loggers() -> None:
@@ -205,3 +336,4 @@ def _protect_loggers() -> None:
         logger = logging.getLogger(name)
         if _FILTER not in logger.filters:
             logger.addFilter(_FILTER)
+    _install_record_factory()

@@ -1,21 +1,34 @@
 """The one redaction function and its writers: placeholders kept whole, secrets redacted in
-the forms writers produce (HTML, JSON), errors, loggers, the command's output."""
+the forms writers produce (as is, repr, JSON, HTML, URL-encoded, shell-quoted), errors, loggers, the command's output."""
 
 from __future__ import annotations
 
+import ast
 import html
 import json
 import logging
+import shlex
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from urllib.parse import parse_qs, quote, unquote, urlencode
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from askcache.cachefile.format import dump_cache_file
 from askcache.cli.commands.common import emit_json, redacted_output
 from askcache.errors import AskCacheError
 from askcache.parameters import parameterize, replace_values, secret_fragment
-from askcache.redaction import redact, register_secrets, register_typed_text
+from askcache.redaction import (
+    _anchors,
+    mask_values,
+    redact,
+    register_secrets,
+    register_typed_text,
+    rendered_forms,
+)
 from askcache.storage.base import LocalCacheStorage
 from askcache.storage.ledger import RunRecord, open_ledger
 from tests.helpers import record_form
@@ -116,3 +129,71 @@ def test_inline_images_of_a_page_are_kept_whole() -> None:
     register_secrets({"pin": "Qk9"})  # a short secret whose characters base64 can hold
     page = '<p>pin Qk9</p><img src="data:image/png;base64,iVBORQk9xyz=">'
     assert redact(page) == '<p>pin [secret:pin]</p><img src="data:image/png;base64,iVBORQk9xyz=">'
+
+
+_WRITERS: dict[str, tuple[Callable[[str], str], Callable[[str], str]]] = {
+    # a writer's rendering of a text, and how to read the text back from it
+    "as is": (lambda text: text, lambda out: out),
+    "repr": (repr, ast.literal_eval),
+    "repr in a dict": (
+        lambda text: repr({"text": text}),
+        lambda out: ast.literal_eval(out)["text"],
+    ),
+    "ascii": (ascii, ast.literal_eval),
+    "repr of UTF-8": (
+        lambda text: repr(text.encode()),
+        lambda out: ast.literal_eval(out).decode(),
+    ),
+    "JSON": (json.dumps, json.loads),
+    "JSON, not ASCII": (lambda text: json.dumps(text, ensure_ascii=False), json.loads),
+    "HTML": (html.escape, html.unescape),
+    "HTML, text only": (lambda text: html.escape(text, quote=False), html.unescape),
+    "URL-encoded": (lambda text: quote(text, safe=""), unquote),
+    "URL form": (lambda text: urlencode({"text": text}), lambda out: parse_qs(out)["text"][0]),
+    "shell-quoted": (lambda text: shlex.join(["askcache", text]), lambda out: shlex.split(out)[1]),
+    "repr in JSON": (
+        lambda text: json.dumps({"reason": repr(text)}),
+        lambda out: ast.literal_eval(json.loads(out)["reason"]),
+    ),
+    "repr on a page": (
+        lambda text: html.escape(repr(text)),
+        lambda out: ast.literal_eval(html.unescape(out)),
+    ),
+}
+
+_HARD = st.sampled_from([*"'\"\\%&<>;$` +=/ab", "é", "ß", "密", "😀", "\n", "\t", "\x00", "\u200b"])
+"""Characters writers escape (quotes, backslashes, %, &, <), and non-ASCII ones."""
+
+
+@settings(max_examples=300, deadline=None)
+@given(secret=st.text(_HARD, min_size=3, max_size=12), writer=st.sampled_from(sorted(_WRITERS)))
+def test_every_rendered_form_of_a_secret_is_masked(secret: str, writer: str) -> None:
+    render, read = _WRITERS[writer]
+    # the other quote around it too, so that repr escapes the one the secret holds
+    other = next((q for q in ("'", '"') if q not in secret), "")
+    text = f"QQ{secret}ZZ{other}"
+    masked = mask_values(render(text), [secret], "[secret:pw]")
+    assert read(masked) == f"QQ[secret:pw]ZZ{other}"
+
+
+def test_a_secret_with_both_quotes_is_masked_as_repr_writes_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    value = "Tr0ub4dor&'3\"horse-unit"
+    register_secrets({"both": value})
+    logging.getLogger("anthropic._base_client").debug("Request options: %s", {"text": value})
+    logging.getLogger("askcache.replay").warning("could not type %r", value)
+    error = AskCacheError(f"the field rejected {value!r}")
+    for text in (caplog.text, str(error), repr(error)):
+        assert "Tr0ub4dor" not in text
+        assert "[secret:both]" in text
+
+
+@settings(max_examples=300, deadline=None)
+@given(secret=st.text(st.one_of(_HARD, st.sampled_from("xyzXYZ059")), min_size=1, max_size=12))
+def test_every_rendered_form_holds_the_runs_redact_looks_for_first(secret: str) -> None:
+    # redact skips the forms of a secret whose runs of letters and digits are not all in the
+    # text: that is exact only if every form holds every run as it is
+    runs = _anchors(secret)
+    assert all(run in form for form in rendered_forms(secret) for run in runs)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from PIL import Image
@@ -46,7 +46,7 @@ from askcache.heal.trajectory import HealOutcome, redact_mode
 from askcache.messages import MessageParam, ToolUseBlockParam
 from askcache.parameters import TypedTextRedaction
 from askcache.record.recording import CacheManager
-from askcache.redaction import register_typed_text
+from askcache.redaction import redact, register_typed_text
 from askcache.replay import (
     CacheExecutor,
     ExecuteCachedTrajectory,
@@ -77,9 +77,11 @@ DEFAULT_SYSTEM = (
 )
 
 
-@dataclass
+@dataclass(repr=False)
 class ActResult:
-    """What :meth:`Agent.act` did."""
+    """What :meth:`Agent.act` did. Its ``repr`` has registered secrets masked
+    (:func:`~askcache.redaction.redact`): the conversation holds what was typed and what
+    the tools answered."""
 
     conversation: ConversationResult
     """The conversation: status, messages, model calls, tokens, time."""
@@ -109,6 +111,10 @@ class ActResult:
     """Writes that neither the storage nor the outbox took, with why (for people)."""
     synced: list[KeptWrite] = field(default_factory=list)
     """Writes of earlier runs this call sent from the outbox before it started."""
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{item.name}={getattr(self, item.name)!r}" for item in fields(self))
+        return redact(f"{type(self).__name__}({shown})")
 
     @property
     def shared(self) -> bool:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from askcache.redaction import redact
 from askcache.storage.ledger import RejoinDecision
 
 __all__ = ["EndStateVerdict", "ReplayResult", "ReplayStatus", "StepRecord"]
@@ -93,7 +94,7 @@ class EndStateVerdict(BaseModel):
 class ReplayResult(BaseModel):
     """The readable outcome of one replay."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True)
+    model_config = ConfigDict(use_attribute_docstrings=True, validate_assignment=True)
 
     cache_file: str
     """Name of the replayed cache file."""
@@ -124,7 +125,9 @@ class ReplayResult(BaseModel):
     """Index of the step that was not executed (or whose effect did not appear), when
     handed back."""
     reason: str | None = None
-    """Why the replay stopped early, or why its end state is not confirmed."""
+    """Why the replay stopped early, or why its end state is not confirmed. Registered
+    secrets are masked from it whenever it is set (:func:`~askcache.redaction.redact`: a
+    backend's error may quote the text it failed to type)."""
     end_state: EndStateVerdict | None = None
     """The final screen against the recording's, when both exist and the check is on."""
     handbacks: int = 0
@@ -146,3 +149,8 @@ class ReplayResult(BaseModel):
     """What this replay's checks could not see because of how the file was recorded, one
     sentence each (:func:`askcache.cachefile.blind_spots.blind_spots`: a file without the
     detail hash does not see a relabelled small control). Empty: nothing known."""
+
+    @field_validator("reason")
+    @classmethod
+    def _masked_reason(cls, reason: str | None) -> str | None:
+        return None if reason is None else redact(reason)

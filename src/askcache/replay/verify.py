@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from PIL import Image
 
 from askcache.messages import MessageParam, TextBlockParam
+from askcache.redaction import redact
 from askcache.replay.observe import Screen, capture, fresh
 from askcache.replay.state import Pending, ReplayState
 from askcache.replay.wait import watch
@@ -60,7 +61,10 @@ def effect_problem(
 
 
 def failed_call(messages: list[MessageParam], call_id: str) -> str | None:
-    """The error text when the call ``call_id`` came back with ``is_error``."""
+    """The error text when the call ``call_id`` came back with ``is_error``, registered
+    secrets masked (:func:`~askcache.redaction.redact`): a backend's error often quotes the
+    text it failed to type, and this text becomes the replay's reason and the hand-back
+    message."""
     if not messages:
         return None
     for result in messages[-1].tool_results:
@@ -70,7 +74,7 @@ def failed_call(messages: list[MessageParam], call_id: str) -> str | None:
                 if isinstance(result.content, str)
                 else " ".join(b.text for b in result.content if isinstance(b, TextBlockParam))
             )
-            return f"the tool reported an error: {text or 'no details'}"
+            return redact(f"the tool reported an error: {text or 'no details'}")
     return None
 
 

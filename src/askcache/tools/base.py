@@ -2,7 +2,9 @@
 
 A :class:`Tool` turns one tool_use block into a :class:`ToolOutput`; the
 :class:`ToolCollection` finds the tool for a block, runs it, and turns every failure into an
-``is_error`` tool result the model can read: a tool never crashes the conversation.
+``is_error`` tool result the model can read: a tool never crashes the conversation. The text
+of every result has registered secrets masked (:func:`~askcache.redaction.redact`): an input
+backend's error often quotes the text it failed to type, and the result goes to the model.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from askcache.messages import (
     ToolResultContent,
     ToolUseBlockParam,
 )
+from askcache.redaction import redact
 
 __all__ = ["Tool", "ToolCollection", "ToolOutput"]
 
@@ -107,8 +110,16 @@ class ToolCollection:
                 )
         result = ToolResultBlockParam(
             tool_use_id=block.id,
-            content=output.content,
+            content=[_masked(item) for item in output.content],
             is_error=True if output.is_error else None,
             toolset_name=block.toolset_name,
         )
         return result, output.handoff_to
+
+
+def _masked(content: ToolResultContent) -> ToolResultContent:
+    """``content`` with registered secrets masked from its text (images as they are)."""
+    if isinstance(content, TextBlockParam):
+        text = redact(content.text)
+        return content if text == content.text else content.model_copy(update={"text": text})
+    return content

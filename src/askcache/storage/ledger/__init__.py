@@ -10,7 +10,7 @@ into its trajectory's :class:`TrajectorySummary`, which reads use instead of the
 :mod:`.records` (the entry), :mod:`.summary` (the aggregates), :mod:`.engine` (the interface),
 :mod:`.folder` (one JSON object per entry, askcache 0.1's format), :mod:`.segments` (S3: entry
 objects compacted into segments and summaries, :mod:`.segment_objects`), :mod:`.open`
-(choosing).
+(choosing), :mod:`.url` (a URL's password never shown).
 See docs/ledger.md.
 """
 

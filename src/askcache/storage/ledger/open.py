@@ -11,7 +11,8 @@ order) chooses:
   one, as SQLAlchemy writes it);
 * ``postgresql://...``: PostgreSQL (needs ``askcache[postgres]``).
 
-A URL's password is never shown: messages carry :func:`redact_url`'s form.
+A URL's password is never shown: messages carry :func:`redact_url`'s form, and an engine's
+messages about its URL have the password masked (:mod:`.url`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from __future__ import annotations
 import logging
 import os
 import re
-from urllib.parse import urlsplit, urlunsplit
 
 from askcache.errors import LedgerUnavailableError, LedgerUrlError
 from askcache.settings import DEFAULT_LEDGER_RETENTION_DAYS
@@ -29,6 +29,7 @@ from askcache.storage.ledger.folder import FolderLedger
 from askcache.storage.ledger.migrate import Progress, migrate_folder
 from askcache.storage.ledger.segments import SegmentLedger
 from askcache.storage.ledger.sqlite import SQLITE_FILE, SqliteLedger
+from askcache.storage.ledger.url import redact_url
 from askcache.storage.remote import FsspecCacheStorage
 
 __all__ = ["LEDGER_ENV", "LEDGER_URL_SCHEMES", "open_ledger", "redact_url"]
@@ -43,20 +44,6 @@ LEDGER_URL_SCHEMES = ("sqlite", "postgresql", "postgres")
 """The URL schemes :func:`open_ledger` knows."""
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
-
-
-def redact_url(url: str) -> str:
-    """``url`` with its password, if any, replaced by ``***`` (for messages and logs)."""
-    try:
-        parts = urlsplit(url)
-        password = parts.password
-    except ValueError:
-        return url
-    if not password:
-        return url
-    netloc = parts.netloc.rsplit("@", 1)
-    user = netloc[0].split(":", 1)[0]
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[1]}"))
 
 
 def open_ledger(

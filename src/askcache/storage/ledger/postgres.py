@@ -33,6 +33,7 @@ from askcache.errors import LedgerUnavailableError, LedgerUrlError, MissingDepen
 from askcache.storage.ledger.engine import RunLedger
 from askcache.storage.ledger.records import RunRecord
 from askcache.storage.ledger.summary import TrajectorySummary, fold
+from askcache.storage.ledger.url import HIDDEN, PasswordFilter, hide_password, redact_url
 
 try:
     import psycopg
@@ -50,6 +51,13 @@ from askcache.storage.ledger import postgres_schema as schema
 __all__ = ["PostgresLedger", "PostgresTimeouts"]
 
 logger = logging.getLogger(__name__)
+
+_DRIVER_LOGGERS = ("psycopg", "psycopg.pool")
+"""The driver's loggers, whose records quote libpq's messages (the password hidden in them:
+:class:`~askcache.storage.ledger.url.PasswordFilter`)."""
+
+_DRIVER_FILTER = PasswordFilter()
+"""The one filter on :data:`_DRIVER_LOGGERS`, told each ledger URL opened in this process."""
 
 PRUNE_BATCH = 10_000
 """Raw entries deleted per transaction by :meth:`PostgresLedger.prune`."""
@@ -105,18 +113,20 @@ class PostgresLedger(RunLedger):
     ) -> None:
         self.retention_days = retention_days
         self.timeouts = timeouts or PostgresTimeouts()
+        self._raw_url, self._password = url, ""
         try:
             params = conninfo.conninfo_to_dict(url)
         except psycopg.ProgrammingError as exc:
-            what = str(exc).split(":", 1)[0]  # what libpq quotes after it may hold the password
+            what = self._hide(_clean(exc), instead="libpq's message quotes part of the password")
             reason = f"not a PostgreSQL URL ({what})"
-            raise LedgerUrlError("postgresql://...", source, reason) from None
+            raise LedgerUrlError(redact_url(url), source, reason) from None
+        self._password = str(params.get("password") or "")
+        self.url = self._hide(_shown(params), instead="postgresql://...")
+        """The URL as messages show it: user, host, port and database, the password hidden."""
         ports = str(params.get("port") or "0").split(",")
         if not all(port.strip().isdigit() for port in ports):
-            raise LedgerUrlError(_shown(params), source, "its port is not a number")
-        self.url = _shown(params)
-        """The URL as messages show it: user, host, port and database, the password hidden."""
-        self._password = str(params.get("password") or "")
+            raise LedgerUrlError(self.url, source, "its port is not a number")
+        _DRIVER_FILTER.add(url, f"{self.url}: {_UNSHOWN}", _DRIVER_LOGGERS)
         self._connect_errors: list[str] = []
         self._pool = ConnectionPool(
             connection_class=_recording_failures(self._connect_errors),
@@ -244,14 +254,24 @@ class PostgresLedger(RunLedger):
                     cursor.execute(schema.SET_STATEMENT_TIMEOUT, (f"{statement_timeout:.0f}s",))
                 yield cursor
         except psycopg.Error as exc:
-            reason = _clean(exc, self._password)
+            reason = _clean(exc)
             if isinstance(exc, PoolTimeout) and self._connect_errors:  # say why, not how long
-                reason = _clean(self._connect_errors[-1], self._password)
+                reason = _clean(self._connect_errors[-1])
+            reason = self._hide(reason, instead=_UNSHOWN)
             if isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
                 wait = self.timeouts.retry_after
                 self._down_until = time.monotonic() + wait
                 self._down_reason = f"{reason} (not tried again for {wait:g} s)"
             raise LedgerUnavailableError(self.url, operation, reason) from None
+
+    def _hide(self, text: str, *, instead: str) -> str:
+        """``text`` with the URL's password masked, as the URL writes it and as libpq read it
+        (:func:`~askcache.storage.ledger.url.hide_password`); ``instead`` when it quotes part
+        of it."""
+        text = hide_password(text, self._raw_url, instead=instead)
+        if self._password and self._password in text:  # a password given another way
+            text = text.replace(self._password, HIDDEN)
+        return text
 
     def _open(self) -> None:
         """Open the pool and create the tables, once."""
@@ -324,8 +344,14 @@ def _utc(when: datetime) -> datetime:
     return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
 
 
-def _clean(error: BaseException | str, password: str | None) -> str:
-    """One line of an error's message, without the password."""
+_UNSHOWN = (
+    "the server or libpq refused it, and its message, which quotes part of the URL's password, "
+    "is not shown (percent-encode the password's @, : and / in the URL)"
+)
+"""The reason given when the driver's message would show part of the password."""
+
+
+def _clean(error: BaseException | str) -> str:
+    """One line of an error's message (the password is masked by the caller)."""
     text = str(error).strip() or type(error).__name__
-    line = " ".join(part.strip() for part in text.splitlines() if part.strip())[:500]
-    return line.replace(password, "***") if password else line
+    return " ".join(part.strip() for part in text.splitlines() if part.strip())[:500]

@@ -55,7 +55,14 @@ def _compare_end(state: ReplayState, messages: list[MessageParam], *, wait: bool
 
     if not wait:
         return Finished(evaluate(screen))
-    verdict, _ = watch(state, screen, evaluate, lambda outcome: outcome.matched)
+    last = [screen]
+
+    def look(seen: Screen) -> EndStateVerdict:
+        last[0] = seen
+        return evaluate(seen)
+
+    verdict, _ = watch(state, screen, look, lambda outcome: outcome.matched)
+    state.seen.looked(last[0].image)  # the screen the last steps left
     return Finished(
         verdict, hand_back=not verdict.matched and state.settings.end_state == "hand_back"
     )

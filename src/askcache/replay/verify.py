@@ -119,6 +119,7 @@ def verify(state: ReplayState, pending: Pending, messages: list[MessageParam]) -
     except ValueError as exc:
         return Verified(f"the step's recorded effect cannot be checked: {exc}")
     record.waited_seconds += waited
+    state.seen.looked(last[0].image)
     if problem is None:
         record.effect = "seen"
     return Verified(problem, None if last[0] is result else last[0])

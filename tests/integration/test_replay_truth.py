@@ -1,0 +1,140 @@
+"""What a replay says it did is what the screen shows: on the real Tk form under Xvfb.
+
+- A screen profile learned after a hand-back at a late step is built from the screens each
+  replayed step really saw (the replay's own looks), not from the screenshots a replayed
+  action returns at once; so the next run on that screen replays with no model call,
+  whatever ``keep_step_views`` says.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from askcache import (
+    ActResult,
+    Agent,
+    CacheExecutionSettings,
+    CacheWritingSettings,
+    CachingSettings,
+    ComputerTool,
+)
+from askcache.storage.base import LocalCacheStorage, load_cache_file
+from askcache.testing import (
+    FormFillingScript,
+    MessagesApiStandIn,
+    SimulatedFormApp,
+    TkFormApp,
+    VirtualDisplay,
+)
+from askcache.tools.desktop import DesktopBackend
+
+pytestmark = pytest.mark.integration
+
+GOAL = "Type Ada Lovelace into the Name field and press Save"
+ADA = [{"name": "Ada Lovelace", "email": ""}]
+
+
+@contextmanager
+def desktop(width: int, height: int) -> Iterator[tuple[str, DesktopBackend]]:
+    with VirtualDisplay(width, height) as screen:
+        backend = DesktopBackend(screen.display)
+        try:
+            yield screen.display, backend
+        finally:
+            backend.close()
+
+
+def _act(
+    api: MessagesApiStandIn,
+    script: FormFillingScript,
+    screen: tuple[str, DesktopBackend],
+    tmp: Path,
+    strategy: str,
+    *,
+    zoom: float = 1.0,
+    save_label: str = "Save",
+    execution: dict[str, Any] | None = None,
+) -> tuple[ActResult, list[dict[str, str]]]:
+    display, backend = screen
+    with TkFormApp(
+        display, tmp / "state.json", zoom=zoom, extra_args=["--save-label", save_label]
+    ) as app:
+        tool = ComputerTool(backend, settle_delay=0.3)
+        script.app, script.to_model = app, tool.from_screen
+        result = Agent(api.client(), [tool], model="claude-test").act(
+            GOAL,
+            CachingSettings(
+                strategy=strategy,
+                cache_dir=tmp / "cache",
+                writing_settings=CacheWritingSettings(filename="form.json"),
+                execution_settings=CacheExecutionSettings(**(execution or {})),
+            ),
+        )
+        return result, app.settled()["saved"]
+
+
+@pytest.mark.parametrize("keep_step_views", [False, True])
+def test_a_screen_learned_after_a_late_hand_back_replays_the_next_time_with_no_model_call(
+    tmp_path: Path, keep_step_views: bool
+) -> None:
+    # Recorded on a 1280x800 display; then a 2560x1600 display with the form drawn at 2x
+    # (screenshots still 1280x800) and its Save button relabelled Open: the click on the
+    # name field and the typing replay (checked for the other density), the click on Open
+    # does not pass its check: a hand-back at step 3 of 3, after two replayed steps. The
+    # model clicks Open; the run is kept as the 2x profile's trajectory.
+    script = FormFillingScript(SimulatedFormApp(), "Ada Lovelace")
+    execution = {"keep_step_views": keep_step_views}
+    with MessagesApiStandIn(script) as api:
+        with desktop(1280, 800) as screen:
+            _, saved = _act(api, script, screen, tmp_path, "record")
+            assert saved == ADA
+        storage = LocalCacheStorage(tmp_path / "cache")
+        with desktop(2560, 1600) as screen:
+            learning, saved = _act(
+                api,
+                script,
+                screen,
+                tmp_path,
+                "auto",
+                zoom=2.0,
+                save_label="Open",
+                execution=execution,
+            )
+            assert saved == ADA
+            assert learning.replay is not None
+            assert learning.replay.learning
+            assert learning.replay.handback_steps == [3], learning.replay.reason
+            assert learning.heal is not None, "the learning run was not kept"
+            assert learning.heal.profile == "1280x800@2x"
+            learned = load_cache_file(storage, "form.json").profiles["1280x800@2x"]
+            steps = learned.trajectory
+            # the screens before the click, the typing and the click on Open differ (the
+            # field focused, then filled in), and so do the steps' fingerprints
+            fingerprints = [s.visual_representation for s in steps if s.visual_representation]
+            assert len(fingerprints) == 3, [s.input for s in steps]
+            assert len(set(fingerprints)) == 3, fingerprints
+            for step in steps[1:3]:  # the replayed click and typing changed the screen
+                assert step.effect is not None, step.input
+                assert step.effect.tiles, step.input
+            # the next run on that screen: the learned trajectory, no model call
+            calls = len(api.requests)
+            again, saved = _act(
+                api,
+                script,
+                screen,
+                tmp_path,
+                "auto",
+                zoom=2.0,
+                save_label="Open",
+                execution=execution,
+            )
+            assert saved == ADA
+            assert again.replay is not None
+            assert (again.replay.status, again.model_calls) == ("completed", 0), again.replay.reason
+            assert len(api.requests) == calls
+            assert again.heal is None

@@ -4,6 +4,9 @@
   replayed step really saw (the replay's own looks), not from the screenshots a replayed
   action returns at once; so the next run on that screen replays with no model call,
   whatever ``keep_step_views`` says.
+- A replay whose typed text never reached the screen is never ``completed``, with the checks
+  on or skipped (``skip_visual_validation``): a backend over the real display swallows the
+  keystrokes of one typed parameter.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from askcache import (
     CachingSettings,
     ComputerTool,
 )
+from askcache.messages import TextBlockParam
 from askcache.storage.base import LocalCacheStorage, load_cache_file
 from askcache.testing import (
     FormFillingScript,
@@ -49,6 +53,22 @@ def desktop(width: int, height: int) -> Iterator[tuple[str, DesktopBackend]]:
             backend.close()
 
 
+class SwallowsOneTyping(DesktopBackend):
+    """The real display, except that the first ``type`` of ``text`` never reaches it (the
+    keystrokes are dropped, as on an application that is not listening yet)."""
+
+    def __init__(self, display: str, text: str) -> None:
+        super().__init__(display)
+        self.text = text
+        self.swallowed: list[str] = []
+
+    def type_text(self, text: str) -> None:
+        if text == self.text and not self.swallowed:
+            self.swallowed.append(text)
+            return
+        super().type_text(text)
+
+
 def _act(
     api: MessagesApiStandIn,
     script: FormFillingScript,
@@ -59,6 +79,7 @@ def _act(
     zoom: float = 1.0,
     save_label: str = "Save",
     execution: dict[str, Any] | None = None,
+    writing: dict[str, Any] | None = None,
 ) -> tuple[ActResult, list[dict[str, str]]]:
     display, backend = screen
     with TkFormApp(
@@ -71,7 +92,7 @@ def _act(
             CachingSettings(
                 strategy=strategy,
                 cache_dir=tmp / "cache",
-                writing_settings=CacheWritingSettings(filename="form.json"),
+                writing_settings=CacheWritingSettings(filename="form.json", **(writing or {})),
                 execution_settings=CacheExecutionSettings(**(execution or {})),
             ),
         )
@@ -138,3 +159,64 @@ def test_a_screen_learned_after_a_late_hand_back_replays_the_next_time_with_no_m
             assert (again.replay.status, again.model_calls) == ("completed", 0), again.replay.reason
             assert len(api.requests) == calls
             assert again.heal is None
+
+
+@pytest.mark.parametrize("skip", [False, True], ids=["checked", "checks-skipped"])
+def test_a_typed_parameter_that_never_reached_the_screen_is_never_completed(
+    tmp_path: Path, skip: bool
+) -> None:
+    # Recorded with the name as a parameter; replayed with another value, once as it is
+    # (the new value draws other pixels where the old one was, and the replay completes) and
+    # once on a backend that drops that typing: the replay hands back at the typing step
+    # instead of clicking Save on an empty form and calling itself completed.
+    grace = [{"name": "Grace Hopper", "email": ""}]
+    execution: dict[str, Any] = {
+        "skip_visual_validation": skip,
+        "parameter_values": {"name": "Grace Hopper"},
+    }
+    writing = {"parameters": {"name": "Ada Lovelace"}}
+    with desktop(1280, 800) as screen:
+        script = FormFillingScript(SimulatedFormApp(), "Ada Lovelace")
+        with MessagesApiStandIn(script) as api:
+            _, saved = _act(api, script, screen, tmp_path, "record", writing=writing)
+        assert saved == ADA
+        script = FormFillingScript(SimulatedFormApp(), "Grace Hopper")
+        with MessagesApiStandIn(script) as api:
+            typed, saved = _act(
+                api, script, screen, tmp_path, "execute", execution=execution, writing=writing
+            )
+            assert typed.replay is not None
+            assert (typed.replay.status, typed.model_calls) == ("completed", 0), typed.replay.reason
+            assert saved == grace
+            assert api.requests == []
+        display = screen[0]
+        dropping = SwallowsOneTyping(display, "Grace Hopper")
+        try:
+            with MessagesApiStandIn(script) as api:
+                dropped, saved = _act(
+                    api,
+                    script,
+                    (display, dropping),
+                    tmp_path,
+                    "execute",
+                    execution=execution,
+                    writing=writing,
+                )
+        finally:
+            dropping.close()
+    assert dropping.swallowed == ["Grace Hopper"]
+    replay = dropped.replay
+    assert replay is not None
+    assert replay.handback_steps == [2]  # at the typing, before Save was clicked
+    told = [
+        block.text
+        for message in dropped.conversation.messages
+        if message.role == "user" and not isinstance(message.content, str)
+        for block in message.content
+        if isinstance(block, TextBlockParam)
+    ]
+    assert any("the typed text never reached the screen" in text for text in told), told
+    assert dropped.model_calls > 0
+    # the model typed the name; the replay re-joined and saved: the form was never saved
+    # empty, and the replay completed only once the text was there
+    assert saved == grace

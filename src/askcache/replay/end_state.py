@@ -2,7 +2,10 @@
 
 A replay is ``completed`` only when every step ran *and* the final screen matches the
 recorded end state (tiles that changed by themselves when recorded, or that show a parameter's
-value, are not compared); the screen is watched until it matches or settles.
+value, are not compared); the screen is watched until it matches or settles. Those tiles are
+checked after each typing step instead (:func:`~askcache.replay.verify.checked_effect`: the
+typed text reached the screen), even with the checks skipped. The look the end state was
+decided on is what the last steps left (:attr:`~askcache.replay.state.ReplayState.seen`).
 """
 
 from __future__ import annotations

@@ -5,6 +5,12 @@ land; one whose tiles look different after it, or that did not change the places
 its point that it changed then (:mod:`askcache.screen.elsewhere`), did something else. The
 screen is watched (:mod:`.wait`) until the effect appears or the screen settles without it.
 A step that ran where its window moved (:mod:`.anchor`) is watched as seen from the window.
+
+A typed text must reach the screen: after a ``type`` step whose recorded text was drawn over
+its tiles, one of them must look other than just before it, as another run's screen would (a
+caret blinking in a field that never got the keystrokes is not enough); with the checks
+skipped (``skip_visual_validation``, ``check_effects`` off) this is the one check that runs
+(:func:`checked_effect`). A replay whose typed text never appeared is never ``completed``.
 """
 
 from __future__ import annotations

@@ -69,6 +69,10 @@ class SwallowsOneTyping(DesktopBackend):
         super().type_text(text)
 
 
+def _drawn(app: TkFormApp) -> None:
+    app.current()
+
+
 def _act(
     api: MessagesApiStandIn,
     script: FormFillingScript,
@@ -85,7 +89,9 @@ def _act(
     with TkFormApp(
         display, tmp / "state.json", zoom=zoom, extra_args=["--save-label", save_label]
     ) as app:
-        tool = ComputerTool(backend, settle_delay=0.3)
+        # the model's actions are answered once the form has drawn them (an event, not a
+        # time margin: a loaded machine draws late); the replay's actions are not waited on
+        tool = ComputerTool(backend, settle_delay=0.3, sleep=lambda _: _drawn(app))
         script.app, script.to_model = app, tool.from_screen
         result = Agent(api.client(), [tool], model="claude-test").act(
             GOAL,

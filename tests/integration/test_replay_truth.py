@@ -115,7 +115,12 @@ def test_a_screen_learned_after_a_late_hand_back_replays_the_next_time_with_no_m
     # does not pass its check: a hand-back at step 3 of 3, after two replayed steps. The
     # model clicks Open; the run is kept as the 2x profile's trajectory.
     script = FormFillingScript(SimulatedFormApp(), "Ada Lovelace")
-    execution = {"keep_step_views": keep_step_views}
+    # The area check before the typing compares the focused field drawn at 2x with the
+    # recording's at 1x, and hands back there now and then (a border and a caret drawn at
+    # another width); it is left out so that the hand-back comes at step 3 every time. The
+    # other checks are the defaults (and the typing is still checked to have reached the
+    # screen), keep_step_views off and on.
+    execution = {"keep_step_views": keep_step_views, "check_effects": False}
     with MessagesApiStandIn(script) as api:
         with desktop(1280, 800) as screen:
             _, saved = _act(api, script, screen, tmp_path, "record")

@@ -488,7 +488,9 @@ class CacheExecutionSettings(SettingsModel):
     visual_validation_detail_threshold: int | None = Field(None, ge=0)
     """Overrides the detail hash's threshold stored in the file; ``None`` uses the file's."""
     skip_visual_validation: bool = False
-    """Replay without checking the screen at all. Every step then counts as unvalidated."""
+    """Replay without checking the screen at all. Every step then counts as unvalidated.
+    One check remains: a typed text must reach the screen (after a ``type`` step, the tiles
+    its text was drawn over when recorded look other than before it, docs/caching.md)."""
     unchecked_steps: Literal["refuse", "hand_back", "run"] = "hand_back"
     """What to do with a step that acts (click, type, key, drag, scroll) but carries no
     fingerprint (files recorded with method ``none``, or older files whose first step came
@@ -537,7 +539,8 @@ class CacheExecutionSettings(SettingsModel):
     act on the first look that passes."""
     check_effects: bool = True
     """After each step, check it had the effect it had when recorded (files that recorded
-    effects): an action that changed its area then but changes nothing now did not land."""
+    effects): an action that changed its area then but changes nothing now did not land.
+    Off: only whether a typed text reached the screen is checked after a ``type`` step."""
     wait_for_start_screen: bool = True
     """The trajectory's first action waits (up to ``settle_timeout``) until the whole screen
     looks like the recording's screen before it, coarsely (files that recorded it:

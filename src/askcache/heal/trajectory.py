@@ -15,6 +15,11 @@ A verified run is rebuilt into a trajectory with :class:`~askcache.record.record
 from this run's own messages: the replayed prefix and the model's continuation. The model's
 steps are fingerprinted from this run's screenshots; the replayed steps keep the
 fingerprints and effects they were just checked against (on a screen of the recorded size).
+A replayed step's screenshot in the history was taken the moment it ran, often before its
+effect was drawn: wherever the run is built from screens (a screen profile learned, the
+model's first step after a hand-back, the end state), the replay's own looks stand for them,
+the screen each replayed step was checked on and the one it left
+(:attr:`~askcache.replay.state.ReplayState.seen`), whatever ``keep_step_views`` says.
 The run's parameter values are stored as ``{{name}}`` again and the values of its secret
 parameters as ``{{secret:name}}`` (a value given as a parameter is never written). Text the
 model typed that cannot be stored safely is never written either: text holding part of a
@@ -279,7 +284,7 @@ def healed_file(
         _writing_settings(old, session.parameter_values),
         model=old.metadata.recording.model,
     )
-    new = manager.build_cache_file(messages)
+    new = manager.build_cache_file(messages, session.seen)  # the screens each step saw
     learning = session.profile.learning  # every fingerprint from this profile's screens
     if not learning and new.metadata.coordinate_space == old.metadata.coordinate_space:
         new.trajectory = [_as_replayed(step, session) for step in new.trajectory]

@@ -61,6 +61,7 @@ from askcache.record.looks import Looks
 from askcache.record.store import StoredRecording, store_or_keep
 from askcache.record.tracker import StateTracker
 from askcache.redaction import register_secrets
+from askcache.screen.seen import SeenScreens
 from askcache.screen.state import ScreenStateConfig
 from askcache.screen.windows import WindowFrame, window_at
 from askcache.settings import CacheWritingSettings
@@ -306,8 +307,14 @@ class CacheManager:
             anchor = list(action_anchors(step.call for step in recorded[:position]))[-1]
             self._looks.after(last.call.id, before, after, anchor)
 
-    def build_cache_file(self, messages: Sequence[MessageParam]) -> CacheFile:
-        """The cache file for ``messages``, without writing it."""
+    def build_cache_file(
+        self, messages: Sequence[MessageParam], seen: SeenScreens | None = None
+    ) -> CacheFile:
+        """The cache file for ``messages``, without writing it. ``seen``: the screens some
+        calls really acted on and left, as the run looked at them (a replay's own looks,
+        :class:`~askcache.screen.seen.SeenScreens`); they stand for the history's
+        screenshots of those calls, and for the screenshot a later call (or the end state)
+        would take from a result that held no newer one."""
         goal = self._goal
         if goal is None:
             first = messages[0] if messages else None
@@ -317,13 +324,13 @@ class CacheManager:
         declared, redact = self.settings.secret_parameters, self.redaction
         recorded = steps_with_screens(messages)
         anchors = action_anchors(step.call for step in recorded)
-        screens = _Screens(self._captured)
+        screens = _Screens(self._captured, seen or SeenScreens())
         trajectory: list[ToolUseBlockParam] = []
         tracker = StateTracker(self.settings)
         for step, anchor in zip(recorded, anchors, strict=True):
             where = f"the screenshot before step {len(trajectory)}"
             before = screens.before(step, where)
-            after = screens.decode(step.after, f"the screenshot after step {len(trajectory)}")
+            after = screens.after(step, f"the screenshot after step {len(trajectory)}")
             action = parse_action(step.call)
             fingerprint = None
             if config is not None and action is not None:
@@ -379,7 +386,7 @@ class CacheManager:
         trajectory = [
             call.model_copy(update={"effect": tracker.prune(call.effect)}) for call in trajectory
         ]
-        final = screens.decode(final_screenshot(messages), "the last screenshot")
+        final = screens.decode(final_screenshot(messages), "the last screenshot", seen=True)
         calls = [m.usage for m in messages if m.usage is not None]
         stats = RecordingStats(
             model_calls=len(calls),
@@ -448,22 +455,46 @@ def _stored(window: WindowFrame | None) -> WindowFrame | None:
 
 
 class _Screens:
-    """Decodes a recording's screenshots once and remembers the coordinate space."""
+    """Decodes a recording's screenshots once and remembers the coordinate space; a screen
+    the run looked at itself (``seen``) stands for the history's screenshot of its call."""
 
-    def __init__(self, captured: dict[str, Image.Image]) -> None:
+    def __init__(self, captured: dict[str, Image.Image], seen: SeenScreens | None = None) -> None:
         self.captured = captured
+        self.seen = seen or SeenScreens()
         self.space: CoordinateSpace | None = None
+        self._carried: tuple[ImageBlockParam | None, Image.Image] | None = None
+        """The history's latest screenshot after a call with a screen ``seen`` after it,
+        and that screen: a later call whose latest screenshot is still that one saw it."""
 
-    def decode(self, block: ImageBlockParam | None, where: str) -> Image.Image | None:
+    def decode(
+        self, block: ImageBlockParam | None, where: str, *, seen: bool = False
+    ) -> Image.Image | None:
+        """``block`` decoded; ``seen``: the screen looked at since, when ``block`` is the
+        latest screenshot after a call with a screen looked at after it."""
+        carried = self._carried
+        if seen and carried is not None and block is carried[0]:
+            return self._seen(carried[1])
         if block is None:
             return None
         return self._seen(decode_screenshot(block.source.data, where))
 
     def before(self, step: RecordedStep, where: str) -> Image.Image | None:
+        looked = self.seen.before.get(step.call.id)
+        if looked is not None:
+            return self._seen(looked)
         if step.before is not None:
-            return self.decode(step.before, where)
+            return self.decode(step.before, where, seen=True)
         captured = self.captured.get(step.call.id)
-        return None if captured is None else self._seen(captured)
+        if captured is not None:
+            return self._seen(captured)
+        return self.decode(None, where, seen=True)
+
+    def after(self, step: RecordedStep, where: str) -> Image.Image | None:
+        looked = self.seen.after.get(step.call.id)
+        if looked is None:
+            return self.decode(step.after, where)
+        self._carried = (step.after or step.before, looked)
+        return self._seen(looked)
 
     def _seen(self, image: Image.Image) -> Image.Image:
         if self.space is None:

@@ -55,6 +55,7 @@ def act(state: ReplayState, step: ToolUseBlockParam, checked: Checked, waited: f
         anchor=checked.anchor,
     )
     state.emitted[call.id] = step
+    state.seen.emitted(call.id, on_look=checked.screen is not None)
     return Emit(call)
 
 

@@ -171,7 +171,7 @@ def _check(
     stored = StepFingerprint.of(step)
     if state.settings.skip_visual_validation:
         record.note = "visual validation skipped by settings"
-        return Checked(record, screen, None)
+        return Checked(record, screen, _before_look(state, screen))
     if not acting:
         record.note = "does not act on the screen"
         return Checked(record, screen, None)
@@ -300,6 +300,14 @@ def apart_from_window(step: ToolUseBlockParam, checked: Checked, thumbnail: Thum
     return set() if box is None else thumbnail.tiles_apart(box)
 
 
+def _before_look(state: ReplayState, screen: Screen) -> Thumbnail | None:
+    """The screen a step runs on, as its thumbnail, when its checks are skipped: whether a
+    typed text reached the screen is still checked against it after the step
+    (:func:`~askcache.replay.verify.checked_effect`)."""
+    config = state.file.metadata.screen_state
+    return screen.thumbnail(config) if config is not None else None
+
+
 def _check_affected_area(
     state: ReplayState, step: ToolUseBlockParam, record: StepRecord, screen: Screen
 ) -> Checked | Refused:
@@ -307,7 +315,7 @@ def _check_affected_area(
     config = state.file.metadata.screen_state
     effect = step.effect
     if config is None or not state.settings.check_effects:
-        return Checked(record, screen, None)
+        return Checked(record, screen, _before_look(state, screen))
     thumbnail = screen.thumbnail(config)
     if effect is None or not effect.tiles:
         return Checked(record, screen, thumbnail)

@@ -2,7 +2,10 @@
 
 A replay is ``completed`` only when every step ran *and* the final screen matches the
 recorded end state (tiles that changed by themselves when recorded, or that show a parameter's
-value, are not compared); the screen is watched until it matches or settles.
+value, are not compared); the screen is watched until it matches or settles. Those tiles are
+checked after each typing step instead (:func:`~askcache.replay.verify.checked_effect`: the
+typed text reached the screen), even with the checks skipped. The look the end state was
+decided on is what the last steps left (:attr:`~askcache.replay.state.ReplayState.seen`).
 """
 
 from __future__ import annotations
@@ -55,7 +58,14 @@ def _compare_end(state: ReplayState, messages: list[MessageParam], *, wait: bool
 
     if not wait:
         return Finished(evaluate(screen))
-    verdict, _ = watch(state, screen, evaluate, lambda outcome: outcome.matched)
+    last = [screen]
+
+    def look(seen: Screen) -> EndStateVerdict:
+        last[0] = seen
+        return evaluate(seen)
+
+    verdict, _ = watch(state, screen, look, lambda outcome: outcome.matched)
+    state.seen.looked(last[0].image)  # the screen the last steps left
     return Finished(
         verdict, hand_back=not verdict.matched and state.settings.end_state == "hand_back"
     )

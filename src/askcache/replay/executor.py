@@ -75,7 +75,9 @@ class CacheExecutor:
         keep_replayed_screenshots: Keep the screenshot of every replayed step's result in
             the history (for a run recorded or healed from its history). ``False``: only
             the latest replayed result keeps its screenshot (:mod:`.history`), so a replay's
-            memory does not grow with its steps.
+            memory does not grow with its steps. The replay's own look at the screen each
+            step acted on (:attr:`~askcache.replay.state.ReplayState.seen`, what a trajectory
+            built from the run fingerprints its replayed steps on) is kept with it.
         resume_tool: The model is offered ``resume_cached_trajectory`` (askcache's
             :class:`~askcache.Agent`); ``False`` (the user's own loop, :mod:`askcache.loop`):
             the hand-back message does not name it.
@@ -248,6 +250,7 @@ class CacheExecutor:
             return SpeakerResult(
                 "switch_speaker", next_speaker=self.agent_speaker, reason="no active replay"
             )
+        session.seen.keep = self.keep_replayed_screenshots  # the same need (see the Args)
         if not self.keep_replayed_screenshots:
             self._latest_screenshot.arrived(messages)
         command = session.next(messages)

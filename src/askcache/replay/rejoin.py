@@ -45,7 +45,7 @@ from askcache.messages import MessageParam, TextBlockParam, ToolUseBlockParam
 from askcache.replay.check import Refused, check
 from askcache.replay.observe import Screen, capture, screen_of
 from askcache.replay.state import CaptureFailedError, ReplayState, Stopped
-from askcache.replay.verify import effect_problem, has_effect
+from askcache.replay.verify import checked_effect, effect_problem, has_effect, is_typing
 from askcache.replay.wait import watch
 from askcache.storage.ledger import RejoinCondition
 
@@ -211,7 +211,8 @@ def _rejoin_problem(
 def _effect_now(state: ReplayState, stopped: Stopped, screen: Screen) -> str | None:
     """Why the stopped step's recorded effect does not show on ``screen`` (``None``: it
     does). An effect that cannot be checked counts as not showing (fail closed)."""
-    effect = state.steps[stopped.step].effect
+    step = state.steps[stopped.step]
+    effect = checked_effect(state, step)
     config = state.file.metadata.screen_state
     ran = stopped.ran
     if effect is None or config is None or ran is None or ran.before is None:
@@ -221,6 +222,8 @@ def _effect_now(state: ReplayState, stopped: Stopped, screen: Screen) -> str | N
     if ran.anchor is not None:
         screen = screen.moved(ran.anchor.offset)
     try:
-        return effect_problem(effect, config, ran.before, ran.before_image, screen)
+        return effect_problem(
+            effect, config, ran.before, ran.before_image, screen, typed=is_typing(step)
+        )
     except ValueError as exc:
         return f"its recorded effect cannot be checked: {exc}"

@@ -161,6 +161,7 @@ class ReplaySession(ReplayState):
             found = self._search(step, action, last, waited)
             if found is not None:
                 outcome, waited = found
+        self.seen.looked(last[0].image)  # what the step acts on, or what the hand-back saw
         if isinstance(outcome, Refused):
             if outcome.record is not None:
                 outcome.record.waited_seconds = waited
@@ -283,6 +284,7 @@ class ReplaySession(ReplayState):
         if ran is not None and ran.step != command.step:
             ran = None
         self.stopped = Stopped(command.step, failed, at_message, ran)
+        self.seen.handed_back()
         self.index = command.step + 1 if command.executed else command.step
         self.suspended = True
         # the recorded start screen guards the replay's start only: once the model has had

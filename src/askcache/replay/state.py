@@ -11,6 +11,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 from PIL import Image
 
@@ -23,6 +24,7 @@ from askcache.replay.profile import ProfileChoice
 from askcache.replay.result import ReplayResult
 from askcache.replay.step_view import StepView
 from askcache.scaling import SAME_SIZE_TOLERANCE, same_size
+from askcache.screen.seen import SeenScreens
 from askcache.screen.state import Thumbnail
 from askcache.screen.windows import WindowFrame
 from askcache.settings import CacheExecutionSettings
@@ -298,6 +300,13 @@ class ReplayState:
         if meta.screen_state is not None and meta.end_state is not None:
             self.end = Thumbnail.from_end_state(meta.end_state, meta.screen_state)
         self.start = StartScreen.of(cache_file, self.steps)  # what the first action waits for
+
+    @cached_property
+    def seen(self) -> SeenScreens:
+        """Per replayed call: the screen the replay checked it on and the screen it left (its
+        own looks): what a trajectory built from this run fingerprints it on, whatever
+        ``keep_step_views`` says (its result's screenshot was taken the moment it ran)."""
+        return SeenScreens()
 
     def can_watch(self) -> bool:
         return self.settings.auto_wait and self.capture is not None

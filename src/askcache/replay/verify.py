@@ -5,6 +5,12 @@ land; one whose tiles look different after it, or that did not change the places
 its point that it changed then (:mod:`askcache.screen.elsewhere`), did something else. The
 screen is watched (:mod:`.wait`) until the effect appears or the screen settles without it.
 A step that ran where its window moved (:mod:`.anchor`) is watched as seen from the window.
+
+A typed text must reach the screen: after a ``type`` step whose recorded text was drawn over
+its tiles, one of them must look other than just before it, as another run's screen would (a
+caret blinking in a field that never got the keystrokes is not enough); with the checks
+skipped (``skip_visual_validation``, ``check_effects`` off) this is the one check that runs
+(:func:`checked_effect`). A replay whose typed text never appeared is never ``completed``.
 """
 
 from __future__ import annotations
@@ -13,15 +19,30 @@ from dataclasses import dataclass
 
 from PIL import Image
 
-from askcache.messages import MessageParam, TextBlockParam
+from askcache.actions import parse_action
+from askcache.messages import MessageParam, TextBlockParam, ToolUseBlockParam
 from askcache.redaction import redact
 from askcache.replay.observe import Screen, capture, fresh
 from askcache.replay.state import Pending, ReplayState
 from askcache.replay.wait import watch
 from askcache.screen.elsewhere import check_elsewhere
-from askcache.screen.state import ScreenStateConfig, StepEffect, Thumbnail, compare_tiles
+from askcache.screen.state import (
+    ScreenStateConfig,
+    StepEffect,
+    Thumbnail,
+    compare_tiles,
+    drawn_tiles,
+)
 
-__all__ = ["Verified", "effect_problem", "failed_call", "has_effect", "verify"]
+__all__ = [
+    "Verified",
+    "checked_effect",
+    "effect_problem",
+    "failed_call",
+    "has_effect",
+    "is_typing",
+    "verify",
+]
 
 
 def has_effect(effect: StepEffect, before_image: Image.Image | None) -> bool:
@@ -36,12 +57,23 @@ def effect_problem(
     before: Thumbnail,
     before_image: Image.Image | None,
     seen: Screen,
+    *,
+    typed: bool = False,
 ) -> str | None:
     """Why ``seen`` does not show the step's recorded ``effect`` against the screen before it
-    (``before``; ``before_image`` at full size, for the places away from the point)."""
+    (``before``; ``before_image`` at full size, for the places away from the point).
+    ``typed``: the step typed text; where the recorded text was drawn over its tiles (not
+    merely a caret's blink), one of them must look other than before it, as another run's
+    screen would (whatever value is typed: nothing is compared with the recording)."""
     tiles = set(effect.tiles)
     if tiles:
         now = seen.thumbnail(config)
+        if typed and drawn_tiles(effect, config) and not tiles & set(before.differing_tiles(now)):
+            return (  # a caret blinking in the field changes a tile, but draws nothing
+                f"the typed text never reached the screen: when recorded it was drawn in "
+                f"{len(tiles)} tiles near its point, now none of them looks other than "
+                "before it (nothing had the keyboard focus, or the keystrokes were lost)"
+            )
         if not tiles & set(before.changed_tiles(now)):
             return (
                 f"the action had no effect: when recorded it changed {len(tiles)} tiles "
@@ -58,6 +90,28 @@ def effect_problem(
     if before_image is not None and seen.image.size == before_image.size:
         return check_elsewhere(effect.elsewhere, before_image, seen.image)
     return None
+
+
+def is_typing(step: ToolUseBlockParam) -> bool:
+    """True when ``step`` types text."""
+    action = parse_action(step)
+    return action is not None and action.name == "type"
+
+
+def checked_effect(state: ReplayState, step: ToolUseBlockParam) -> StepEffect | None:
+    """The part of ``step``'s recorded effect this replay checks after it: all of it; or,
+    when the settings skip the checks (``skip_visual_validation``, ``check_effects`` off),
+    for a step that types, only that its text reached the screen: the tiles near its point
+    that the text changed when recorded change again, against the screen just before it (a
+    new parameter value draws other pixels there; nothing is compared with the recording).
+    A replay whose typed text never appeared is never ``completed``."""
+    effect = step.effect
+    settings = state.settings
+    if effect is None or (settings.check_effects and not settings.skip_visual_validation):
+        return effect
+    if not is_typing(step) or not effect.tiles:
+        return None
+    return effect.model_copy(update={"parameter_after": list(effect.tiles), "elsewhere": []})
 
 
 def failed_call(messages: list[MessageParam], call_id: str) -> str | None:
@@ -96,7 +150,8 @@ def verify(state: ReplayState, pending: Pending, messages: list[MessageParam]) -
     assert pending.step is not None
     step = state.steps[pending.step]
     record = state.result.steps[-1]
-    effect = step.effect
+    typed = is_typing(step)
+    effect = checked_effect(state, step)
     config = state.file.metadata.screen_state
     if effect is None or config is None or pending.before is None:
         record.effect = "not_checked"
@@ -116,13 +171,14 @@ def verify(state: ReplayState, pending: Pending, messages: list[MessageParam]) -
 
     def evaluate(seen: Screen) -> str | None:
         last[0] = seen
-        return effect_problem(effect, config, before, before_image, seen.moved(offset))
+        return effect_problem(effect, config, before, before_image, seen.moved(offset), typed=typed)
 
     try:
         problem, waited = watch(state, screen, evaluate, lambda outcome: outcome is None)
     except ValueError as exc:
         return Verified(f"the step's recorded effect cannot be checked: {exc}")
     record.waited_seconds += waited
+    state.seen.looked(last[0].image)
     if problem is None:
         record.effect = "seen"
     return Verified(problem, None if last[0] is result else last[0])

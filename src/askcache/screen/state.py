@@ -65,6 +65,7 @@ __all__ = [
     "Thumbnail",
     "TileComparison",
     "compare_tiles",
+    "drawn_tiles",
     "effect_of",
     "faint_change",
 ]
@@ -371,6 +372,27 @@ def compare_tiles(
         if current.tile_differs(index, stored[position]):
             differing.append(index)
     return TileComparison(differing, compared)
+
+
+def drawn_tiles(effect: StepEffect, config: ScreenStateConfig) -> list[int]:
+    """The tiles of ``effect`` whose recorded values before and after the action differ as
+    another run's screen would (``match_level``, ``match_mean``): drawn over (typed text, a
+    new element), not merely touched (a caret's blink, a faint highlight). Empty when the
+    stored values cannot be read."""
+    side = config.tile
+    size = len(effect.tiles) * side * side
+    try:
+        before, after = bytes.fromhex(effect.before), bytes.fromhex(effect.after)
+    except ValueError:
+        return []
+    if len(before) != size or len(after) != size:
+        return []
+    moved = np.abs(
+        np.frombuffer(before, dtype=np.uint8).astype(np.int16)
+        - np.frombuffer(after, dtype=np.uint8).astype(np.int16)
+    ).reshape(len(effect.tiles), side * side)
+    drawn = (moved.max(axis=1) > config.match_level) | (moved.mean(axis=1) > config.match_mean)
+    return [tile for tile, flag in zip(effect.tiles, drawn, strict=True) if flag]
 
 
 def faint_change(before: Thumbnail, after: Thumbnail, point: tuple[int, int] | None) -> bool:

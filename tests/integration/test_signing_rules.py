@@ -304,3 +304,57 @@ def test_sign_refuses_a_proposal_edited_after_it_was_signed(
     assert where.read_bytes() == tampered
     refused = _askcache(tmp_path, "accept", "login", signing=NEW, verify=OLD)
     assert refused.returncode == 3
+
+
+def _as_older_format(path: Path, text: str | None = None) -> bytes:
+    """The signed file marked as an older format version (a file made by an older askcache,
+    or an edit that also says so), its typed text changed to ``text`` when given."""
+    data = json.loads(path.read_bytes())
+    data["version"] = 2
+    if text is not None:
+        _typed_step(data)["input"]["text"] = text
+    path.write_text(json.dumps(data, indent=2))
+    return path.read_bytes()
+
+
+def test_upgrade_never_strips_a_signature_that_fails_so_sign_cannot_bless_the_edit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _keys(monkeypatch, OLD, None)
+    _record(tmp_path)
+    path = LocalCacheStorage(tmp_path).path_for("login.json")
+    tampered = _as_older_format(path, "mallory")
+    # upgrading drops the signature (the signed content changes): it must not drop one that
+    # fails, on any machine, or the next sign (a key rotation) blesses the edit
+    for keys in ({}, {"verify": OLD}, {"signing": NEW, "verify": OLD}):
+        done = _askcache(tmp_path, "upgrade", "login", **keys)
+        assert done.returncode == 3, (keys, done.stdout, done.stderr)
+        assert str(path) in done.stderr or "login.json" in done.stderr
+        assert path.read_bytes() == tampered
+    refused = _askcache(tmp_path, "sign", "login", signing=NEW, verify=OLD)
+    assert refused.returncode == 3
+    assert path.read_bytes() == tampered
+    _keys(monkeypatch, NEW, OLD)
+    with pytest.raises(CacheSignatureError):
+        _fill(tmp_path, "bob")
+
+
+def test_upgrade_of_a_signed_file_that_verifies_signs_it_again_where_a_key_signs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _keys(monkeypatch, OLD, None)
+    _record(tmp_path)
+    path = LocalCacheStorage(tmp_path).path_for("login.json")
+    data = json.loads(path.read_bytes())
+    data["signature"] = None
+    path.write_text(json.dumps(data))
+    _as_older_format(path)
+    _keys(monkeypatch, None, None)
+    resigned = _askcache(tmp_path, "sign", "login", signing=OLD)  # an older file, signed
+    assert resigned.returncode == 0, resigned.stderr
+    done = _askcache(tmp_path, "upgrade", "login", signing=NEW, verify=OLD)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(path.read_bytes())["version"] == 3
+    checked = _askcache(tmp_path, "check-signature", "login", "--json", signing=NEW)
+    assert checked.returncode == 0, checked.stderr
+    assert json.loads(checked.stdout)["key_id"] == "team-2026q4"

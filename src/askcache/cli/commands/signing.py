@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import argparse
 
-from askcache.cachefile.format import dump_cache_file, upgrade_cache_file
+from askcache.cachefile.format import FORMAT_VERSION, dump_cache_file, upgrade_cache_file
 from askcache.cachefile.parse import parse_cache_file
 from askcache.cachefile.signing import (
     SIGNING_KEY_ENV,
     SigningKeys,
+    check_signature,
     sign_cache_file,
     verify_cache_file,
 )
@@ -105,19 +106,31 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _upgrade(args: argparse.Namespace) -> int:
+    keys = SigningKeys.from_env()
     storage = open_storage(args.cache_dir)
     name = resolve_name(storage, args.name)
     cache_file = load_cache_file(storage, name)
     old = cache_file.version
+    signed = cache_file.signature is not None
+    if signed and old < FORMAT_VERSION:
+        # upgrading removes the signature: it must verify first (a key must be set to check
+        # it), or the next 'askcache sign' would bless an edit made after it was signed
+        check_signature(cache_file, storage.describe(name), keys=keys, resign=True)
     upgraded = upgrade_cache_file(cache_file)
     if upgraded:
+        if signed:  # it verified: signed again where a key signs
+            sign_cache_file(cache_file, keys, name=storage.describe(name))
         save_indexed(storage, name, cache_file)
     if args.json:
         emit_json({"name": name, "from": old, "to": cache_file.version, "upgraded": upgraded})
     elif upgraded:
         print(
             f"upgraded {name} from format version {old} to {cache_file.version} "
-            "(a signature is removed by upgrading: sign it again)"
+            + (
+                f"(signed again with key {cache_file.signature.key_id!r})"
+                if cache_file.signature is not None
+                else "(a signature is removed by upgrading: sign it again)"
+            )
         )
     else:
         print(f"{name} is already format version {old}")

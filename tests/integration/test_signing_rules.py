@@ -358,3 +358,63 @@ def test_upgrade_of_a_signed_file_that_verifies_signs_it_again_where_a_key_signs
     checked = _askcache(tmp_path, "check-signature", "login", "--json", signing=NEW)
     assert checked.returncode == 0, checked.stderr
     assert json.loads(checked.stdout)["key_id"] == "team-2026q4"
+
+
+def _with_profile(raw: bytes, scale: int, text: str, keys: str | None) -> bytes:
+    """``raw`` with a screen profile learned at ``scale`` (the recorded steps, typing
+    ``text``), signed with ``keys`` when given (else carrying ``raw``'s stale signature)."""
+    from askcache.cachefile.format import CoordinateSpace, ProfileTrajectory, dump_cache_file
+    from askcache.cachefile.signing import SigningKeys, signature_for
+
+    cache_file = parse_cache_file(raw, "login.json")
+    space = cache_file.metadata.coordinate_space
+    assert space is not None
+    steps = [step.model_copy(deep=True) for step in cache_file.trajectory]
+    next(s for s in steps if s.input.get("action") == "type").input["text"] = text
+    learned = ProfileTrajectory(
+        coordinate_space=space,
+        display_size=CoordinateSpace(width=space.width * scale, height=space.height * scale),
+        trajectory=steps,
+    )
+    cache_file.profiles = {**cache_file.profiles, learned.profile.id: learned}
+    if keys is not None:
+        parsed = SigningKeys.from_env({SIGNING_KEY_ENV: keys})
+        assert parsed.signing_id is not None
+        cache_file.signature = signature_for(
+            cache_file, parsed.signing_id, parsed.keys[parsed.signing_id]
+        )
+    return dump_cache_file(cache_file)
+
+
+def test_a_profile_heal_made_again_on_a_changed_file_never_signs_content_that_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from askcache.heal.trajectory import PreparedHeal, apply_heal
+
+    _keys(monkeypatch, OLD, None)
+    base = _record(tmp_path)
+    storage = LocalCacheStorage(tmp_path)
+    # another machine learned the 3x profile meanwhile: the file changed in another profile
+    storage.write("login.json", _with_profile(base, 3, "alice", OLD))
+    # the heal of the 2x profile kept in this machine's outbox, its typed text edited there
+    # after it was signed (it still carries the signature it was made with)
+    tampered = _with_profile(base, 2, "mallory", None)
+    assert json.loads(tampered)["signature"] is not None
+    profile = parse_cache_file(tampered, "login.json")
+    key = next(k for k in profile.profiles if k.endswith("@2x"))
+    heal = PreparedHeal(
+        name="login.json",
+        base=base,
+        new=tampered,
+        mode="auto",
+        keep=5,
+        healed_steps=[0],
+        verified_by="model_completion",
+        proposal=TrajectoryVersions(storage, "login.json").proposal_name(),
+        profile=key,
+    )
+    apply_heal(storage, heal)
+    current = storage.read("login.json")
+    assert b"mallory" not in current
+    checked = _askcache(tmp_path, "check-signature", "login", signing=OLD)
+    assert checked.returncode == 0, checked.stderr

@@ -57,12 +57,14 @@ def merge_profile(current: bytes, base: bytes, new: bytes, name: str, key: str) 
     profile was healed or learned meanwhile, or the rest of the file changed).
 
     Raises:
-        AskCacheError: ``current`` does not load or does not verify as a heal requires
-            (:func:`~askcache.cachefile.signing.parse_verified`).
+        AskCacheError: ``current`` or ``new`` does not load or does not verify as a heal
+            requires (:func:`~askcache.cachefile.signing.parse_verified`).
     """
     now = parse_verified(current, name, resign=True)
     before = parse_cache_file(base, name)
-    healed = parse_cache_file(new, name)
+    # its profile is signed again below: it must verify as the file a heal signs does (it
+    # may have waited in the outbox, a file anyone with the folder could edit)
+    healed = parse_verified(new, name, resign=True)
     if now.profiles.get(key) != before.profiles.get(key) or _rest(now) != _rest(before):
         return None
     now.profiles = {**now.profiles, key: healed.profiles[key]}

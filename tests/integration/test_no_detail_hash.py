@@ -112,3 +112,40 @@ def test_lint_show_and_the_report_name_what_the_file_cannot_see(tmp_path: Path) 
         dry = _cli("replay", name, "--dry-run", "--screenshot", str(form), *where, "--json")
         assert dry.stderr == ""  # (step 2 is checked on the screen before step 1: it stops)
         assert json.loads(dry.stdout)["cannot_see"] == expected
+
+
+def test_a_replay_whose_own_thresholds_accept_any_screen_says_what_it_cannot_see(
+    tmp_path: Path,
+) -> None:
+    app = SimulatedFormApp()
+    script = FormFillingScript(app, "Ada Lovelace")
+    with MessagesApiStandIn(script) as api:
+        agent = Agent(api.client(), [ComputerTool(app)], model="claude-test", sleep=lambda s: None)
+        assert agent.act(GOAL, _settings(tmp_path, "record", "detailed.json")).status == "done"
+        results = {}
+        for label, overrides in (
+            ("detail", {"visual_validation_detail_threshold": 256}),
+            ("main", {"visual_validation_threshold": 10_000}),
+            ("none", {}),
+        ):
+            script.app = replay_app = SimulatedFormApp()
+            settings = _settings(tmp_path, "execute", "detailed.json").model_copy(
+                update={
+                    "execution_settings": CacheExecutionSettings(
+                        delay_time_between_action=0, **overrides
+                    )
+                }
+            )
+            agent = Agent(
+                api.client(), [ComputerTool(replay_app)], model="claude-test", sleep=lambda s: None
+            )
+            replayed = agent.act(GOAL, settings)
+            assert replayed.replay is not None
+            assert replayed.replay.status == "completed"
+            results[label] = replayed.replay.warnings
+    (detail,) = results["detail"]
+    assert detail.startswith("visual_validation_detail_threshold=256 accepts any detail region")
+    assert "a 7 key that now reads 9" in detail
+    (main,) = results["main"]
+    assert main.startswith("visual_validation_threshold=10000 accepts any screen")
+    assert results["none"] == []

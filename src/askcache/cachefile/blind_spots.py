@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from askcache.cachefile.format import VisualValidationConfig
 
-__all__ = ["NO_DETAIL_HASH", "blind_spots"]
+__all__ = ["NO_DETAIL_HASH", "blind_spots", "override_blind_spots"]
 
 NO_DETAIL_HASH = (
     "no detail hash recorded (visual_validation_detail_region_size=None): a relabelled small "
@@ -31,3 +31,36 @@ def blind_spots(visual: VisualValidationConfig | None) -> list[str]:
     if visual is not None and visual.detail is None:
         return [NO_DETAIL_HASH]
     return []
+
+
+def override_blind_spots(
+    visual: VisualValidationConfig | None,
+    *,
+    threshold: int | None = None,
+    detail_threshold: int | None = None,
+) -> list[str]:
+    """What a replay cannot see because its own settings override the file's thresholds
+    (``CacheExecutionSettings.visual_validation_threshold`` and
+    ``visual_validation_detail_threshold``) at or above the bit count of the file's hash: that
+    check then accepts any screen, and such a replay says so in its result as a file recorded
+    without the check does (:attr:`askcache.replay.result.ReplayResult.warnings`)."""
+    gaps: list[str] = []
+    if visual is None:
+        return gaps
+    bits = visual.hash_size**2
+    if threshold is not None and threshold >= bits:
+        gaps.append(
+            f"visual_validation_threshold={threshold} accepts any screen (the file's main "
+            f"hash has {bits} bits): no step's screen is checked; replay without this "
+            "override to check them"
+        )
+    if visual.detail is not None and detail_threshold is not None:
+        detail_bits = visual.detail.hash_size**2
+        if detail_threshold >= detail_bits:
+            gaps.append(
+                f"visual_validation_detail_threshold={detail_threshold} accepts any detail "
+                f"region (the file's detail hash has {detail_bits} bits): a relabelled small "
+                "control at an action point (a 7 key that now reads 9, Save that now reads "
+                "Open) is not seen and the step runs; replay without this override to see it"
+            )
+    return gaps

@@ -148,7 +148,9 @@ class ReplayResult(BaseModel):
     warnings: list[str] = Field(default_factory=list)
     """What this replay's checks could not see because of how the file was recorded, one
     sentence each (:func:`askcache.cachefile.blind_spots.blind_spots`: a file without the
-    detail hash does not see a relabelled small control). Empty: nothing known."""
+    detail hash does not see a relabelled small control), or because this replay's own
+    threshold overrides accept any screen
+    (:func:`askcache.cachefile.blind_spots.override_blind_spots`). Empty: nothing known."""
 
     @field_validator("reason")
     @classmethod

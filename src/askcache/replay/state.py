@@ -16,7 +16,7 @@ from functools import cached_property
 from PIL import Image
 
 from askcache.actions import ACTING_ACTIONS, ToolShape, action_anchors, parse_action
-from askcache.cachefile.blind_spots import blind_spots
+from askcache.cachefile.blind_spots import blind_spots, override_blind_spots
 from askcache.cachefile.format import CacheFile, TrajectoryVariant
 from askcache.messages import ToolUseBlockParam
 from askcache.parameters import substitute
@@ -249,7 +249,14 @@ class ReplayState:
             start_step=start_step,
             profile=self.profile.screen.id if self.profile.screen is not None else None,
             learning=self.profile.learning,
-            warnings=blind_spots(cache_file.metadata.visual_validation),
+            warnings=[
+                *blind_spots(cache_file.metadata.visual_validation),
+                *override_blind_spots(
+                    cache_file.metadata.visual_validation,
+                    threshold=settings.visual_validation_threshold,
+                    detail_threshold=settings.visual_validation_detail_threshold,
+                ),
+            ],
         )
         self.views: dict[int, StepView] = {}
         """Per checked step: what it was checked on (recorded space), for reports; empty

@@ -116,6 +116,15 @@ def _edit_typed_text(path: Path) -> bytes:
     return path.read_bytes()
 
 
+def _edit_proposal(storage: LocalCacheStorage, proposal: str) -> bytes:
+    """The proposal ``proposal`` of login.json with its typed text changed."""
+    data = json.loads(
+        storage.read(f"{TrajectoryVersions(storage, 'login.json').folder}/{proposal}")
+    )
+    _typed_step(data)["input"]["text"] = "mallory"
+    return json.dumps(data).encode()
+
+
 def _one_line_refusal(done: subprocess.CompletedProcess[str], path: Path) -> str:
     assert done.returncode == 3, done.stderr
     assert done.stdout == ""
@@ -214,10 +223,17 @@ def test_a_heal_on_a_verify_only_node_is_a_proposal_and_the_fleet_keeps_replayin
         assert again.replay.status == "completed"
     # where the key is, the proposal is reviewed, signed and accepted; then it replays
     proposal = first.heal.version.rsplit("/", 1)[1]
-    done = _askcache(tmp_path, "sign", "login", "--proposal", signing=OLD)
+    # the commands the reason gives name this proposal: another proposal made (or planted)
+    # since is never the one signed and accepted after this one was reviewed
+    assert f"askcache diff login.json current {proposal}" in first.heal.reason
+    assert f"askcache sign login.json --proposal {proposal}" in first.heal.reason
+    assert f"askcache accept login.json {proposal}" in first.heal.reason
+    later = TrajectoryVersions(storage, "login.json").propose(_edit_proposal(storage, proposal))
+    assert versions.proposals()[-1] == later  # the newest is now another one
+    done = _askcache(tmp_path, "sign", "login", "--proposal", proposal, signing=OLD)
     assert done.returncode == 0, done.stderr
     assert proposal in done.stdout
-    accepted = _askcache(tmp_path, "accept", "login", signing=OLD)
+    accepted = _askcache(tmp_path, "accept", "login", proposal, signing=OLD)
     assert accepted.returncode == 0, accepted.stderr
     parse_verified(storage.read("login.json"), "login.json", required=True)
     healed, _ = _fill(tmp_path, "dave", "banner")

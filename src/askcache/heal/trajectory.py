@@ -609,7 +609,7 @@ def apply_heal(storage: CacheStorage, heal: PreparedHeal, *, again: bool = False
             if number is None and heal.profile is not None:
                 number = _commit_profile_again(storage, versions, heal)
         except SignatureLossRefusedError as exc:  # made where no signing key is set
-            number, reason = None, _unsigned_reason(exc)
+            number, reason = None, _unsigned_reason(exc, heal.proposal)
         if number is not None:
             logger.warning(
                 "%s healed: version %d (steps %s from the model)",
@@ -625,12 +625,16 @@ def apply_heal(storage: CacheStorage, heal: PreparedHeal, *, again: bool = False
     return _outcome("proposed", proposal, heal, reason)
 
 
-def _unsigned_reason(exc: SignatureLossRefusedError) -> str:
-    """Why a heal that could not be signed is a proposal, and how it becomes current."""
+def _unsigned_reason(exc: SignatureLossRefusedError, proposal: str) -> str:
+    """Why a heal that could not be signed is a proposal, and how it becomes current: the
+    commands name this proposal, so that the one reviewed is the one signed and accepted
+    (the newest proposal may be another by then)."""
+    label = proposal.rsplit("/", 1)[-1]
     return (
         f"{exc.reason}; the heal is kept unsigned as a proposal: review it (askcache diff "
-        f"{exc.name}) and, where {SIGNING_KEY_ENV} is set, sign it (askcache sign {exc.name} "
-        f"--proposal) and accept it (askcache accept {exc.name})"
+        f"{exc.name} current {label}) and, where {SIGNING_KEY_ENV} is set, sign it "
+        f"(askcache sign {exc.name} --proposal {label}) and accept it (askcache accept "
+        f"{exc.name} {label})"
     )
 
 

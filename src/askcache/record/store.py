@@ -121,16 +121,20 @@ def store_recording(
             number = versions.commit(old, data)
         except SignatureLossRefusedError as exc:  # recorded where no signing key is set
             proposal = versions.propose(data)
+            label = proposal.rsplit("/", 1)[-1]  # named: the newest may be another by then
             logger.warning(
-                "%s; the recording is kept unsigned as %s: review it (askcache diff %s) "
-                "and, where %s is set, sign it (askcache sign %s --proposal) and accept "
-                "it (askcache accept %s)",
+                "%s; the recording is kept unsigned as %s: review it (askcache diff %s "
+                "current %s) and, where %s is set, sign it (askcache sign %s --proposal %s) "
+                "and accept it (askcache accept %s %s)",
                 exc,
                 storage.describe(proposal),
                 name,
+                label,
                 SIGNING_KEY_ENV,
                 name,
+                label,
                 name,
+                label,
             )
             return StoredRecording(name, "proposal", proposal)
         if number is not None:

@@ -231,3 +231,31 @@ def test_a_typed_parameter_that_never_reached_the_screen_is_never_completed(
     # the model typed the name; the replay re-joined and saved: the form was never saved
     # empty, and the replay completed only once the text was there
     assert saved == grace
+
+
+@pytest.mark.parametrize("skip", [False, True], ids=["checked", "checks-skipped"])
+@pytest.mark.parametrize("value", ["I", "."])
+def test_a_one_character_parameter_replays_with_no_model_call(
+    tmp_path: Path, value: str, skip: bool
+) -> None:
+    # A value that draws no more than a caret's blink (an I, a dot) did reach the screen:
+    # the replay of the unchanged form completes, with no needless hand-back.
+    writing = {"parameters": {"name": "Ada Lovelace"}}
+    execution: dict[str, Any] = {
+        "skip_visual_validation": skip,
+        "parameter_values": {"name": value},
+    }
+    with desktop(1280, 800) as screen:
+        script = FormFillingScript(SimulatedFormApp(), "Ada Lovelace")
+        with MessagesApiStandIn(script) as api:
+            _, saved = _act(api, script, screen, tmp_path, "record", writing=writing)
+        assert saved == ADA
+        script = FormFillingScript(SimulatedFormApp(), value)
+        with MessagesApiStandIn(script) as api:
+            typed, saved = _act(
+                api, script, screen, tmp_path, "execute", execution=execution, writing=writing
+            )
+            assert typed.replay is not None
+            assert (typed.replay.status, typed.model_calls) == ("completed", 0), typed.replay.reason
+            assert api.requests == []
+        assert saved == [{"name": value, "email": ""}]

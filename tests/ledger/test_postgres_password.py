@@ -115,3 +115,20 @@ def test_a_password_is_never_shown_whatever_the_server_or_libpq_says(
         assert code != 0
         assert "could not read" in printed
         assert _shown(printed) == []
+
+
+@pytest.mark.parametrize("mark", ["#", "?"])
+def test_a_password_holding_a_hash_or_question_mark_is_never_shown(
+    tmp_path: Path, mark: str
+) -> None:
+    # libpq reads the password up to the @ (the # or ? is part of it), where a URL parser
+    # ends the host part at the # or ?: neither reading may show it
+    url = f"postgresql://bob:correct{mark}horse battery@127.0.0.1:1/askcache"
+    with pytest.raises(LedgerUrlError) as refused:
+        open_ledger(LocalCacheStorage(tmp_path), url, source="--ledger")
+    error = refused.value
+    for text in (str(error), repr(error), error.url, error.reason):
+        assert _shown(text) == []
+    for code, printed in _every_way(tmp_path, url):
+        assert code != 0
+        assert _shown(printed) == [], printed

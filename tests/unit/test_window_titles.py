@@ -79,3 +79,19 @@ def test_a_stored_title_stays_within_the_length_a_file_allows() -> None:
     assert len(stored.title) == 500
     WindowFrame.model_validate(stored.model_dump())  # loads again
     assert find_window(stored, [frame]) == frame
+
+
+@pytest.mark.parametrize(
+    ("title", "stored"),
+    [
+        ("ada@build-07: /srv/clients/acme", "<user>@<host>: acme"),
+        ("ada@build-07:/srv/clients/acme", "<user>@<host>:acme"),
+        ("ada@build-07.corp.example:~/clients/acme", "<user>@<host>:acme"),
+        ("Editor:/home/ada/notes/plan.txt", "Editor:plan.txt"),
+        ("see https://example.com/a/b - Browser", "see https://example.com/a/b - Browser"),
+    ],
+)
+def test_a_path_right_after_a_colon_is_cut_too(title: str, stored: str) -> None:
+    # a terminal's title is user@host:PATH, with no space before the path
+    hosts = {"build-07", "build-07.corp.example"}
+    assert neutral_title(title, users={"ada"}, hosts=hosts) == stored

@@ -45,7 +45,7 @@ from askcache.messages import MessageParam, TextBlockParam, ToolUseBlockParam
 from askcache.replay.check import Refused, check
 from askcache.replay.observe import Screen, capture, screen_of
 from askcache.replay.state import CaptureFailedError, ReplayState, Stopped
-from askcache.replay.verify import checked_effect, effect_problem, has_effect, is_typing
+from askcache.replay.verify import checked_effect, draws_text, effect_problem, has_effect
 from askcache.replay.wait import watch
 from askcache.storage.ledger import RejoinCondition
 
@@ -223,7 +223,7 @@ def _effect_now(state: ReplayState, stopped: Stopped, screen: Screen) -> str | N
         screen = screen.moved(ran.anchor.offset)
     try:
         return effect_problem(
-            effect, config, ran.before, ran.before_image, screen, typed=is_typing(step)
+            effect, config, ran.before, ran.before_image, screen, typed=draws_text(step)
         )
     except ValueError as exc:
         return f"its recorded effect cannot be checked: {exc}"

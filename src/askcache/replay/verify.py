@@ -11,6 +11,8 @@ its tiles, one of them must look other than just before it, as another run's scr
 caret blinking in a field that never got the keystrokes is not enough); with the checks
 skipped (``skip_visual_validation``, ``check_effects`` off) this is the one check that runs
 (:func:`checked_effect`). A replay whose typed text never appeared is never ``completed``.
+A text of fewer than three characters other than spaces (:func:`draws_text`) may draw less
+than a caret's blink: it must only have changed a tile near its point, as any step.
 """
 
 from __future__ import annotations
@@ -35,8 +37,10 @@ from askcache.screen.state import (
 )
 
 __all__ = [
+    "DRAWN_TEXT_CHARACTERS",
     "Verified",
     "checked_effect",
+    "draws_text",
     "effect_problem",
     "failed_call",
     "has_effect",
@@ -98,6 +102,19 @@ def is_typing(step: ToolUseBlockParam) -> bool:
     return action is not None and action.name == "type"
 
 
+DRAWN_TEXT_CHARACTERS = 3
+"""How many characters other than spaces a typed text needs for the check that it was drawn
+(:func:`draws_text`): fewer (``I``, ``.``) may draw no more than a blinking caret does, and
+such a step is checked as any other, that a tile near its point changed."""
+
+
+def draws_text(step: ToolUseBlockParam) -> bool:
+    """True when ``step`` types a text long enough to be told from a caret's blink
+    (:data:`DRAWN_TEXT_CHARACTERS`): then :func:`effect_problem` checks that it was drawn."""
+    text = step.input.get("text") if is_typing(step) else None
+    return isinstance(text, str) and len("".join(text.split())) >= DRAWN_TEXT_CHARACTERS
+
+
 def checked_effect(state: ReplayState, step: ToolUseBlockParam) -> StepEffect | None:
     """The part of ``step``'s recorded effect this replay checks after it: all of it; or,
     when the settings skip the checks (``skip_visual_validation``, ``check_effects`` off),
@@ -150,7 +167,7 @@ def verify(state: ReplayState, pending: Pending, messages: list[MessageParam]) -
     assert pending.step is not None
     step = state.steps[pending.step]
     record = state.result.steps[-1]
-    typed = is_typing(step)
+    typed = draws_text(step)
     effect = checked_effect(state, step)
     config = state.file.metadata.screen_state
     if effect is None or config is None or pending.before is None:

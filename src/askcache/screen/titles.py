@@ -8,7 +8,8 @@ them. :func:`neutral_title` is what is stored instead, and what a replay compare
 title as (:func:`askcache.screen.windows.find_window`):
 
 - every absolute path (``/...``, ``~/...``, ``~user/...``, ``file:///...``, ``C:\\...``) is
-  cut to its last part, the document's name: ``plan.txt - Editor``;
+  cut to its last part, the document's name: ``plan.txt - Editor``; also right after a
+  ``:`` (a terminal's ``ada@build-07:/srv/acme``; a URL's ``//`` is no path);
 - the user name of this machine becomes ``<user>``, its host name (and the host name's first
   label) ``<host>``, each as a whole word (the user name exactly, the host name in any case):
   ``<user>@<host>: src``.
@@ -40,7 +41,8 @@ HOST_PLACEHOLDER = "<host>"
 """What the host name of the machine becomes in a stored title."""
 
 _PATH = re.compile(
-    r"""(?<![\w.~/\\:-])"""  # a path starts a word (not inside a URL or a relative path)
+    r"""(?<![\w.~/\\-])"""  # a path starts a word, or after a : (user@host:/srv/x),
+    # not inside a URL (its // is no part) or a relative path
     r"""(?:file://)?(?:~[\w.-]*|[A-Za-z]:)?"""  # file://, ~ or ~user, a drive letter
     r"""(?:[/\\][^\s/\\"'<>|*?]+)+[/\\]?"""  # one part or more, each after a separator
 )

@@ -34,11 +34,13 @@ _DELIMITERS = re.compile(r"[@:/?#]")
 
 def url_passwords(url: str, *, pieces: bool = False) -> list[str]:
     """The password ``url`` holds, in each way a reader may take it, longest first: between
-    the user's ``:`` and the last ``@`` before the path (Python's reading) or the first
-    (libpq's), and the values of a ``?password=`` query; each as written, percent-decoded
-    and percent-encoded; ``[]`` when it has none. With ``pieces``, also the parts each is
-    cut into at ``@ : / ? #`` (a parser that cut it there quotes the rest as a host, a port
-    or a path)."""
+    the user's ``:`` and the last ``@`` before the path (Python's reading) or the first,
+    or the first ``@`` before any ``/`` (libpq's: a ``?`` or ``#`` stays in the password);
+    when none of these finds one, all after the user's ``:`` up to the last ``@`` of the
+    URL (a ``/`` in the password); and the values of a ``?password=`` query; each as
+    written, percent-decoded and percent-encoded; ``[]`` when it has none. With
+    ``pieces``, also the parts each is cut into at ``@ : / ? #`` (a parser that cut it there
+    quotes the rest as a host, a port or a path)."""
     rest = _SCHEME.sub("", url, count=1)
     authority = rest.split("?", 1)[0].split("#", 1)[0]
     if "/" in authority:  # the path starts at the first / after the last @ (a / may be in it)
@@ -46,12 +48,17 @@ def url_passwords(url: str, *, pieces: bool = False) -> list[str]:
         slash = authority.find("/", max(at, 0))
         authority = authority[:slash] if slash >= 0 else authority
     found: set[str] = set()
+    libpq = rest.split("/", 1)[0]  # libpq reads the user's part up to an @ before any /,
+    userinfos = [libpq.split("@", 1)[0]] if "@" in libpq else []  # a ? or # kept in it
     if "@" in authority:
-        userinfo_last = authority.rsplit("@", 1)[0]
-        userinfo_first = authority.split("@", 1)[0]
-        for userinfo in (userinfo_last, userinfo_first):
-            if ":" in userinfo:
-                found.add(userinfo.split(":", 1)[1])
+        userinfos += [authority.rsplit("@", 1)[0], authority.split("@", 1)[0]]
+    for userinfo in userinfos:
+        if ":" in userinfo:
+            found.add(userinfo.split(":", 1)[1])
+    if not found and "@" in rest:  # no reader found one: all before the last @ (fail closed)
+        userinfo = rest.rsplit("@", 1)[0]
+        if ":" in userinfo:
+            found.add(userinfo.split(":", 1)[1])
     query = url.split("?", 1)[1] if "?" in url else ""
     for key, value in parse_qsl(query.split("#", 1)[0], keep_blank_values=False):
         if key.lower() in _PASSWORD_KEYS:

@@ -30,7 +30,7 @@ from askcache import (
     ComputerTool,
 )
 from askcache.fingerprint.step import compute_hash, hamming_distance
-from askcache.replay.observe import POLL_SECONDS
+from askcache.replay.screens import POLL_SECONDS
 from askcache.storage.base import LocalCacheStorage, load_cache_file
 from askcache.testing import (
     FormFillingScript,

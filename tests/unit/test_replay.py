@@ -19,7 +19,7 @@ from askcache.geometry import Point
 from askcache.messages import TextBlockParam, ToolUseBlockParam
 from askcache.parameters import substitute
 from askcache.replay import CacheExecutor
-from askcache.replay.observe import FIRST_POLL_SECONDS, POLL_SECONDS, poll_pauses
+from askcache.replay.screens import FIRST_POLL_SECONDS, POLL_SECONDS, poll_pauses
 from askcache.screen.state import StepEffect
 from askcache.settings import CacheExecutionSettings
 from askcache.storage.base import LocalCacheStorage, load_cache_file

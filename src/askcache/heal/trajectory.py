@@ -19,7 +19,7 @@ A replayed step's screenshot in the history was taken the moment it ran, often b
 effect was drawn: wherever the run is built from screens (a screen profile learned, the
 model's first step after a hand-back, the end state), the replay's own looks stand for them,
 the screen each replayed step was checked on and the one it left
-(:attr:`~askcache.replay.state.ReplayState.seen`), whatever ``keep_step_views`` says.
+(:attr:`~askcache.replay.session.ReplaySession.seen`), whatever ``keep_step_views`` says.
 The run's parameter values are stored as ``{{name}}`` again and the values of its secret
 parameters as ``{{secret:name}}`` (a value given as a parameter is never written). Text the
 model typed that cannot be stored safely is never written either: text holding part of a
@@ -83,7 +83,7 @@ from askcache.parameters import (
 from askcache.record.recording import CACHING_TOOL_NAMES, CacheManager, final_screenshot
 from askcache.redaction import register_secrets
 from askcache.replay.session import ReplaySession
-from askcache.replay.state import first_acting_step
+from askcache.replay.plan import first_acting_step
 from askcache.screen.state import ScreenStateConfig, Thumbnail
 from askcache.settings import CacheWritingSettings, HealMode, VisualMethod, check_cache_name
 from askcache.storage.base import CacheStorage
@@ -281,7 +281,7 @@ def healed_file(
     old = session.file
     manager = CacheManager(
         _NoStorage(),
-        _writing_settings(old, session.parameter_values),
+        _writing_settings(old, dict(session.parameter_values)),
         model=old.metadata.recording.model,
     )
     new = manager.build_cache_file(messages, session.seen)  # the screens each step saw

@@ -4,7 +4,7 @@ A step recorded with its window (``ToolUseBlockParam.window``: the top-level win
 point) is looked for among the screen's windows now
 (:func:`askcache.screen.windows.find_window`: same class, same title or else same size, one
 candidate only). When it is found elsewhere, the step is checked on the screen as seen from
-the window (:meth:`~askcache.replay.observe.Screen.moved`: what the window shows lies where
+the window (:meth:`~askcache.replay.screens.Screen.moved`: what the window shows lies where
 it was recorded), so the fingerprint, the area the step changed, its effect and the end state
 are compared region for region with unchanged thresholds, and the step acts at its point
 moved with the window (:func:`askcache.scaling.move_step_input`).
@@ -17,56 +17,46 @@ before.
 
 from __future__ import annotations
 
-import logging
-
 from askcache.actions import Action
 from askcache.messages import ToolUseBlockParam
-from askcache.replay.observe import Screen
-from askcache.replay.state import Anchor, ReplayState
+from askcache.replay.plan import Anchor, Plan
+from askcache.replay.screens import Screen
 from askcache.screen.windows import WindowFrame, find_window
 
 __all__ = ["window_anchor", "window_found"]
 
-logger = logging.getLogger(__name__)
-
 
 def _lookup(
-    state: ReplayState, step: ToolUseBlockParam, screen: Screen
+    plan: Plan, step: ToolUseBlockParam, screen: Screen
 ) -> tuple[WindowFrame, WindowFrame] | None:
-    """The step's recorded window and where it is now (recorded pixels), when found."""
-    recorded = step.window
-    if recorded is None or state.windows is None or state.space is None:
+    """The step's recorded window and where it is now (recorded pixels), when found among
+    the windows listed with the look."""
+    recorded, listed = step.window, screen.windows
+    if recorded is None or listed is None or plan.space is None:
         return None
-    try:
-        listed = state.windows()
-    except Exception as exc:  # no window information: checked at the recorded point
-        logger.info("the windows could not be listed: %s", exc)
-        return None
-    if listed is None:
-        return None
-    now = [frame.scaled(screen.image.size, state.space) for frame in listed]
+    now = [frame.scaled(screen.image.size, plan.space) for frame in listed]
     found = find_window(recorded, now)
     return None if found is None else (recorded, found)
 
 
-def window_found(state: ReplayState, step: ToolUseBlockParam, screen: Screen) -> bool:
+def window_found(plan: Plan, step: ToolUseBlockParam, screen: Screen) -> bool:
     """True when ``step``'s window is on ``screen`` (moved or not): its place is known, and
     no search may put the step elsewhere."""
-    return _lookup(state, step, screen) is not None
+    return _lookup(plan, step, screen) is not None
 
 
 def window_anchor(
-    state: ReplayState, step: ToolUseBlockParam, action: Action | None, screen: Screen
+    plan: Plan, step: ToolUseBlockParam, action: Action | None, screen: Screen
 ) -> Anchor | None:
     """Where ``step``'s window is on ``screen``, when it moved (see the module docstring)."""
-    looked_up = _lookup(state, step, screen)
-    if looked_up is None or state.space is None:
+    looked_up = _lookup(plan, step, screen)
+    if looked_up is None or plan.space is None:
         return None
     recorded, found = looked_up
     offset = (found.x - recorded.x, found.y - recorded.y)
     if offset == (0, 0):
         return None
-    width, height = state.space
+    width, height = plan.space
     points = [] if action is None else [action.point, action.pointer_after]
     for point in (p for p in points if p is not None):
         moved = (point[0] + offset[0], point[1] + offset[1])

@@ -23,9 +23,9 @@ from askcache.fingerprint.step import StepFingerprint, check_step_representation
 from askcache.geometry import Point
 from askcache.messages import ToolUseBlockParam
 from askcache.replay.anchor import window_anchor
-from askcache.replay.observe import Screen
+from askcache.replay.plan import Anchor, Plan, other_scale
 from askcache.replay.result import StepRecord
-from askcache.replay.state import Anchor, ReplayState, other_scale
+from askcache.replay.screens import Screen
 from askcache.replay.step_view import StepView
 from askcache.scaling import same_aspect
 from askcache.screen.state import Thumbnail, compare_tiles
@@ -58,6 +58,10 @@ class Checked:
     anchor: Anchor | None = None
     """Where the step's window (or region) is now, when it moved: the step was checked on
     ``screen`` as seen from there, and acts there (``None``: at its recorded point)."""
+    view: StepView | None = None
+    """What it was checked on, for reports (only with ``keep_step_views``)."""
+    other_density: bool = False
+    """True when the screen was checked as drawn at another pixel density."""
 
 
 @dataclass(frozen=True)
@@ -71,6 +75,10 @@ class Refused:
     own_checks: Checked | None = None
     """Set when only the start screen is not there yet (the step's own checks passed on
     this screen): once the wait for the start screen is over, the step runs on these."""
+    view: StepView | None = None
+    """What it was checked on, for reports (only with ``keep_step_views``)."""
+    other_density: bool = False
+    """True when the screen was checked as drawn at another pixel density."""
 
 
 def _point(action: Action | None) -> tuple[int, int] | None:
@@ -86,9 +94,10 @@ def passes(outcome: Checked | Refused) -> bool:
     return isinstance(outcome, Checked) or outcome.final
 
 
-def unchecked(state: ReplayState, step: ToolUseBlockParam, action: Action | None) -> StepRecord:
+def unchecked(index: int, step: ToolUseBlockParam, action: Action | None) -> StepRecord:
+    """The record of step ``index``, which needs no check."""
     return StepRecord(
-        step_index=state.index,
+        step_index=index,
         action=action.name if action is not None else step.name,
         validated=False,
         note="does not act on the screen",
@@ -96,28 +105,27 @@ def unchecked(state: ReplayState, step: ToolUseBlockParam, action: Action | None
 
 
 def check_ways(
-    state: ReplayState, step: ToolUseBlockParam, action: Action | None, screen: Screen
+    plan: Plan, index: int, step: ToolUseBlockParam, action: Action | None, screen: Screen
 ) -> Checked | Refused:
-    """Whether ``step`` may run on ``screen``; when it may not, whether the first step of
-    one of the variants at this index may (the first that does is taken)."""
-    outcome = check(state, step, action, screen)
+    """Whether ``step`` (step ``index``) may run on ``screen``; when it may not, whether the
+    first step of one of the variants at this index may (the first that does is taken)."""
+    outcome = check(plan, index, step, action, screen)
     if isinstance(outcome, Checked) or outcome.final:
         return outcome
-    for number, variant in enumerate(state.variants.get(state.index, [])):
+    for number, variant in enumerate(plan.variants.get(index, ())):
         if not variant.steps:
             continue
         first = variant.steps[0]
-        pointer = list(action_anchors([*state.steps[: state.index], first]))[-1]
-        checked = check(state, first, parse_action(first), screen, pointer=(pointer,))
+        pointer = list(action_anchors([*plan.steps[:index], first]))[-1]
+        checked = check(plan, index, first, parse_action(first), screen, pointer=(pointer,))
         if isinstance(checked, Checked) and checked.record.validated:
-            return Checked(
-                checked.record, checked.screen, checked.thumbnail, number, checked.anchor
-            )
+            return replace(checked, variant=number)
     return outcome
 
 
 def check(
-    state: ReplayState,
+    plan: Plan,
+    index: int,
     step: ToolUseBlockParam,
     action: Action | None,
     screen: Screen,
@@ -132,25 +140,32 @@ def check(
     Where its window is now decides where it is checked (:mod:`.anchor`); ``anchor``: check
     it there instead (a match the search found, :mod:`.search`)."""
     if anchor is None:
-        anchor = window_anchor(state, step, action, screen)
+        anchor = window_anchor(plan, step, action, screen)
     if anchor is not None:
         outcome = _check(
-            state, step, action, screen.moved(anchor.offset), pointer=pointer, keep_view=keep_view
+            plan,
+            index,
+            step,
+            action,
+            screen.moved(anchor.offset),
+            pointer=pointer,
+            keep_view=keep_view,
         )
         if not isinstance(outcome, Checked):
             return replace(outcome, problem=f"{outcome.problem} (checked {anchor.describe()})")
         record = outcome.record
         record.note = f"{record.note or 'checked'}; {anchor.describe()}"
-        outcome = Checked(record, outcome.screen, outcome.thumbnail, anchor=anchor)
+        outcome = replace(outcome, variant=None, anchor=anchor)
     else:
-        outcome = _check(state, step, action, screen, pointer=pointer, keep_view=keep_view)
-    if isinstance(outcome, Checked) and pointer is None and state.index == state.start.step:
-        return _check_start_screen(state, step, outcome)
+        outcome = _check(plan, index, step, action, screen, pointer=pointer, keep_view=keep_view)
+    if isinstance(outcome, Checked) and pointer is None and index == plan.start.step:
+        return _check_start_screen(plan, step, outcome)
     return outcome
 
 
 def _check(
-    state: ReplayState,
+    plan: Plan,
+    index: int,
     step: ToolUseBlockParam,
     action: Action | None,
     screen: Screen,
@@ -159,61 +174,70 @@ def _check(
     keep_view: bool,
 ) -> Checked | Refused:
     record = StepRecord(
-        step_index=state.index,
+        step_index=index,
         action=action.name if action is not None else step.name,
         validated=False,
     )
-    problem = _size_problem(state, action, screen)
+    problem = _size_problem(plan, action, screen)
     if problem is not None:
         return Refused(record, problem, final=True)
     acting = action is not None and action.name in ACTING_ACTIONS
-    config = state.file.metadata.visual_validation
+    config = plan.file.metadata.visual_validation
     stored = StepFingerprint.of(step)
-    if state.settings.skip_visual_validation:
+    settings = plan.settings
+    if settings.skip_visual_validation:
         record.note = "visual validation skipped by settings"
-        return Checked(record, screen, _before_look(state, screen))
+        return Checked(record, screen, _before_look(plan, screen))
     if not acting:
         record.note = "does not act on the screen"
         return Checked(record, screen, None)
     if stored is None or config is None:
         record.note = "no fingerprint stored for this step"
-        if state.settings.unchecked_steps == "run":
+        if settings.unchecked_steps == "run":
             return Checked(record, screen, None)
         return Refused(
             record,
-            f"step {state.index} ({record.action}) acts on the screen but the cache file "
+            f"step {index} ({record.action}) acts on the screen but the cache file "
             "stores no fingerprint for it, so it cannot be checked "
             "(unchecked_steps='run' replays such steps unchecked)",
             final=True,
         )
+    other_density = _other_density(plan, screen)
     try:
         result = check_step_representation(
             screen.recorded,
             step,
             stored,
             config,
-            threshold=state.settings.visual_validation_threshold,
-            detail_threshold=state.settings.visual_validation_detail_threshold,
-            pointer=state.anchors[state.index] if pointer is None else pointer[0],
-            other_density=_other_density(state, screen),
+            threshold=settings.visual_validation_threshold,
+            detail_threshold=settings.visual_validation_detail_threshold,
+            pointer=plan.anchors[index] if pointer is None else pointer[0],
+            other_density=other_density,
         )
     except InvalidHashError as exc:
-        return Refused(record, f"the step's fingerprint cannot be checked: {exc}", final=True)
+        return Refused(
+            record,
+            f"the step's fingerprint cannot be checked: {exc}",
+            final=True,
+            other_density=other_density,
+        )
     record.validated, record.matched = True, result.matched
     record.distance, record.threshold = result.distance, result.threshold
     record.detail_distance = result.detail_distance
     record.detail_threshold = result.detail_threshold
     record.note = result.describe()
-    if result.box is not None and keep_view and state.settings.keep_step_views:
-        state.views[state.index] = StepView.of(
-            screen.recorded, result.box, state.anchors[state.index] or _point(action)
-        )
+    view = None
+    if result.box is not None and keep_view and settings.keep_step_views:
+        view = StepView.of(screen.recorded, result.box, plan.anchors[index] or _point(action))
     if not result.matched:
         return Refused(
             record,
             f"the screen around the action point no longer matches the recording ({record.note})",
+            view=view,
+            other_density=other_density,
         )
-    return _check_affected_area(state, step, record, screen)
+    outcome = _check_affected_area(plan, step, record, screen)
+    return replace(outcome, view=view, other_density=other_density)
 
 
 START_SCREEN_TOLERANCE = 0.02
@@ -230,9 +254,7 @@ def start_screen_tolerance(compared: int) -> int:
     return max(2, int(compared * START_SCREEN_TOLERANCE))
 
 
-def _check_start_screen(
-    state: ReplayState, step: ToolUseBlockParam, checked: Checked
-) -> Checked | Refused:
+def _check_start_screen(plan: Plan, step: ToolUseBlockParam, checked: Checked) -> Checked | Refused:
     """The trajectory's first acting step waits until the whole screen looks like the
     recording's before it (:attr:`~askcache.cachefile.format.CacheMetadata.start_state`):
     the step's own region may already match while the window is half drawn. A screen that
@@ -243,14 +265,14 @@ def _check_start_screen(
     windows, a desktop, a panel) differs harmlessly from machine to machine. Where the
     step's window moved (or the search found its region elsewhere), the screen is compared as
     seen from there, inside the window's frame and the part of the screen brought into view."""
-    config, start = state.file.metadata.screen_state, state.start.thumbnail
-    if config is None or start is None or not state.settings.wait_for_start_screen:
+    config, start = plan.config, plan.start.thumbnail
+    if config is None or start is None or not plan.settings.wait_for_start_screen:
         return checked
     if checked.screen is None or not checked.record.validated:
         return checked
     now = checked.screen.thumbnail(config)
     anchor = checked.anchor
-    skip = set(state.start.skip) | outside_window(step, checked, start)
+    skip = set(plan.start.skip) | outside_window(step, checked, start)
     differing = [i for i in now.differing_tiles(start) if i not in skip]
     compared = now.rows * now.columns - len(skip)
     if len(differing) <= start_screen_tolerance(compared):
@@ -263,6 +285,8 @@ def _check_start_screen(
         f"{len(differing)} of {compared} tiles differ "
         f"(at {', '.join(map(str, boxes))}){where}",
         own_checks=checked,
+        view=checked.view,
+        other_density=checked.other_density,
     )
 
 
@@ -272,7 +296,7 @@ def _window_box(
     """The box (``x``, ``y``, width, height) of the window ``step`` was checked in: where its
     window moved (or the search found its region), the window's frame and the part of the
     screen brought into view, as seen from there (the recording's coordinates,
-    :meth:`~askcache.replay.observe.Screen.moved`) or, with ``where_now``, where it is on
+    :meth:`~askcache.replay.screens.Screen.moved`) or, with ``where_now``, where it is on
     the screen as it is; else the step's recorded window; ``None`` when no window was
     recorded (the whole screen is the step's)."""
     if checked.anchor is not None and checked.screen is not None:
@@ -300,22 +324,22 @@ def apart_from_window(step: ToolUseBlockParam, checked: Checked, thumbnail: Thum
     return set() if box is None else thumbnail.tiles_apart(box)
 
 
-def _before_look(state: ReplayState, screen: Screen) -> Thumbnail | None:
+def _before_look(plan: Plan, screen: Screen) -> Thumbnail | None:
     """The screen a step runs on, as its thumbnail, when its checks are skipped: whether a
     typed text reached the screen is still checked against it after the step
-    (:func:`~askcache.replay.verify.checked_effect`)."""
-    config = state.file.metadata.screen_state
+    (:func:`~askcache.replay.effects.checked_effect`)."""
+    config = plan.config
     return screen.thumbnail(config) if config is not None else None
 
 
 def _check_affected_area(
-    state: ReplayState, step: ToolUseBlockParam, record: StepRecord, screen: Screen
+    plan: Plan, step: ToolUseBlockParam, record: StepRecord, screen: Screen
 ) -> Checked | Refused:
     """The area the action changed when recorded must look as it did before it then."""
-    config = state.file.metadata.screen_state
+    config = plan.config
     effect = step.effect
-    if config is None or not state.settings.check_effects:
-        return Checked(record, screen, _before_look(state, screen))
+    if config is None or not plan.settings.check_effects:
+        return Checked(record, screen, _before_look(plan, screen))
     thumbnail = screen.thumbnail(config)
     if effect is None or not effect.tiles:
         return Checked(record, screen, thumbnail)
@@ -339,19 +363,17 @@ def _check_affected_area(
     return Checked(record, screen, thumbnail)
 
 
-def _other_density(state: ReplayState, screen: Screen) -> bool:
+def _other_density(plan: Plan, screen: Screen) -> bool:
     """Whether ``screen`` is drawn at another pixel density than the recording: its
     screenshot was rescaled to the recorded size, or the display is of another size (by
-    more than :data:`~askcache.replay.state.OTHER_DENSITY_SCALE`: a screenshot a few pixels off is
+    more than :data:`~askcache.replay.plan.OTHER_DENSITY_SCALE`: a screenshot a few pixels off is
     checked as at the recorded density)."""
-    other = state.other_display or other_scale(screen.image.size, screen.recorded.size)
-    state.other_density_seen = state.other_density_seen or other
-    return other
+    return plan.other_display or other_scale(screen.image.size, screen.recorded.size)
 
 
-def _size_problem(state: ReplayState, action: Action | None, screen: Screen) -> str | None:
+def _size_problem(plan: Plan, action: Action | None, screen: Screen) -> str | None:
     """Why the step's coordinates cannot be mapped onto the current screen, if so."""
-    space = state.space
+    space = plan.space
     if space is None or action is None:
         return None
     size = screen.image.size

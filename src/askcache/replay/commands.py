@@ -1,22 +1,61 @@
-"""What a replay tells its executor to do next: emit a tool call, hand back, or finish.
+"""What a replay's state asks its driver to do next, and what the driver tells it back.
 
-:meth:`~askcache.replay.session.ReplaySession.next` returns one :data:`Command` per turn;
-:class:`~askcache.replay.executor.CacheExecutor` carries it out.
+A state's :meth:`~askcache.replay.states.State.next` takes one :data:`Observation` and returns
+the next state and one :data:`Command`. :class:`Look` and :class:`Sleep` are carried out by
+the driver (:mod:`.driver`) and answered at once with :class:`Seen` (or :class:`Blind`) and
+:class:`Woke`; :class:`Emit`, :class:`HandBack`, :class:`Finished` and :class:`Decided` end
+the driver's run: the conversation (an ``Agent``'s or the user's own loop) answers them later
+with a :class:`Turn` or an :class:`Ask`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from askcache.messages import ToolUseBlockParam
-from askcache.replay.result import EndStateVerdict
+from PIL import Image
 
-__all__ = ["Command", "Emit", "Finished", "HandBack"]
+from askcache.messages import MessageParam, ToolUseBlockParam
+from askcache.replay.result import EndStateVerdict
+from askcache.screen.windows import WindowFrame
+
+__all__ = [
+    "Ask",
+    "Blind",
+    "Command",
+    "Decided",
+    "Emit",
+    "Finished",
+    "HandBack",
+    "Look",
+    "Observation",
+    "Seen",
+    "Sleep",
+    "Turn",
+    "Woke",
+]
+
+
+@dataclass(frozen=True)
+class Look:
+    """Look at the screen at the instant ``at`` (the replay's clock; sleep until then): a
+    screenshot and, where the screen can list them, its windows."""
+
+    at: float
+    grab: bool = True
+    """``False``: list the windows only (the look's image is the history's screenshot)."""
+
+
+@dataclass(frozen=True)
+class Sleep:
+    """Do nothing for ``seconds`` (a fixed delay the settings ask for)."""
+
+    seconds: float
 
 
 @dataclass(frozen=True)
 class Emit:
-    """Run this tool call through the conversation, then ask again."""
+    """Run this tool call through the conversation, then give the replay its result
+    (:class:`Turn`)."""
 
     call: ToolUseBlockParam
     """The call (a replayed step, or a screenshot request)."""
@@ -44,5 +83,62 @@ class Finished:
     """True when the end state differs and the settings ask the model to confirm."""
 
 
-Command = Emit | HandBack | Finished
-"""What the executor does next."""
+@dataclass(frozen=True)
+class Decided:
+    """The re-join question (:class:`Ask`) is answered."""
+
+    rejoined: bool
+
+
+Command = Look | Sleep | Emit | HandBack | Finished | Decided
+"""What the driver does next."""
+
+
+@dataclass(frozen=True)
+class Seen:
+    """The look a :class:`Look` asked for."""
+
+    image: Image.Image | None
+    """The screenshot (``None``: only the windows were asked for)."""
+    windows: tuple[WindowFrame, ...] | None
+    """The screen's windows (``None``: the screen cannot list them, or the listing failed)."""
+    at: float
+    """When it was taken."""
+
+
+@dataclass(frozen=True)
+class Blind:
+    """The look a :class:`Look` asked for could not be taken (every attempt failed)."""
+
+    error: Exception
+    at: float
+
+
+@dataclass(frozen=True)
+class Woke:
+    """The :class:`Sleep` is over."""
+
+    at: float
+
+
+@dataclass(frozen=True)
+class Turn:
+    """The replay's turn in the conversation: the history so far (after an :class:`Emit`, it
+    ends with the call's result)."""
+
+    messages: list[MessageParam]
+    at: float
+
+
+@dataclass(frozen=True)
+class Ask:
+    """After a hand-back: may the replay take over again, after the model's latest turn
+    (``requested``: the model asked, with ``resume_cached_trajectory``)?"""
+
+    messages: list[MessageParam]
+    at: float
+    requested: bool = False
+
+
+Observation = Seen | Blind | Woke | Turn | Ask
+"""What the driver tells the state."""

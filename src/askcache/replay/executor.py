@@ -25,7 +25,7 @@ from askcache.conversation.speakers import AGENT_SPEAKER
 from askcache.errors import AskCacheError, CacheInvalidatedError, CacheParameterError
 from askcache.messages import MessageParam, TextBlockParam
 from askcache.parameters import placeholders_in
-from askcache.replay.commands import Emit, Finished, HandBack
+from askcache.replay.commands import Command, Emit, Finished, HandBack, Turn
 from askcache.replay.guard import check_replayable
 from askcache.replay.handback import finished_text, hand_back_text
 from askcache.replay.history import LatestReplayedScreenshot
@@ -76,7 +76,7 @@ class CacheExecutor:
             the history (for a run recorded or healed from its history). ``False``: only
             the latest replayed result keeps its screenshot (:mod:`.history`), so a replay's
             memory does not grow with its steps. The replay's own look at the screen each
-            step acted on (:attr:`~askcache.replay.state.ReplayState.seen`, what a trajectory
+            step acted on (:attr:`~askcache.replay.session.ReplaySession.seen`, what a trajectory
             built from the run fingerprints its replayed steps on) is kept with it.
         resume_tool: The model is offered ``resume_cached_trajectory`` (askcache's
             :class:`~askcache.Agent`); ``False`` (the user's own loop, :mod:`askcache.loop`):
@@ -224,6 +224,7 @@ class CacheExecutor:
             display_size=self.display_size,
             windows=self.windows,
             profile=profile,
+            keep_seen=self.keep_replayed_screenshots,
             sleep=self._sleep,
             clock=self._clock,
         )
@@ -239,7 +240,8 @@ class CacheExecutor:
         """One turn of the replay on ``messages`` (the history so far, not changed unless
         ``keep_replayed_screenshots`` is off: then an older replayed result's screenshot is
         dropped, :mod:`.history`): a tool call to run (``continue``), a hand-back message
-        (``switch_speaker``), or the end.
+        (``switch_speaker``), or the end. The replay looks at the screen and waits itself
+        (:meth:`ReplaySession.run`).
         A call typing a secret is in the message with the secret's placeholder and in
         ``run_as`` with its value (:mod:`.transcript`): the history never holds the value.
         Whoever owns the loop runs the call and appends its result: the
@@ -247,13 +249,37 @@ class CacheExecutor:
         loop (:mod:`askcache.loop`)."""
         session = self.session
         if session is None or not self.is_active:
-            return SpeakerResult(
-                "switch_speaker", next_speaker=self.agent_speaker, reason="no active replay"
-            )
-        session.seen.keep = self.keep_replayed_screenshots  # the same need (see the Args)
+            return self._not_active()
+        self._arrived(messages)
+        return self.conclude(session.next(messages), messages)
+
+    def begin_turn(self, messages: list[MessageParam]) -> Command | SpeakerResult:
+        """The replay's turn on ``messages``, one transition at a time, for a loop that
+        looks at the screen itself (:mod:`askcache.loop`): the first command. Carry out a
+        :class:`~askcache.replay.commands.Look` or
+        :class:`~askcache.replay.commands.Sleep` and :meth:`ReplaySession.feed` its
+        observation; hand any other command to :meth:`conclude`. A :class:`SpeakerResult`
+        when there is no active replay."""
+        session = self.session
+        if session is None or not self.is_active:
+            return self._not_active()
+        self._arrived(messages)
+        return session.feed(Turn(messages, self._clock()))
+
+    def _not_active(self) -> SpeakerResult:
+        return SpeakerResult(
+            "switch_speaker", next_speaker=self.agent_speaker, reason="no active replay"
+        )
+
+    def _arrived(self, messages: list[MessageParam]) -> None:
         if not self.keep_replayed_screenshots:
             self._latest_screenshot.arrived(messages)
-        command = session.next(messages)
+
+    def conclude(self, command: Command, messages: list[MessageParam]) -> SpeakerResult:
+        """What the conversation does with the replay's ``command`` (a tool call, a
+        hand-back, the end), given on ``messages``."""
+        session = self.session
+        assert session is not None
         if isinstance(command, Emit):
             call = command.call
             self._latest_screenshot.emitted(call.id)
@@ -265,7 +291,9 @@ class CacheExecutor:
             )
         if isinstance(command, HandBack):
             return self._hand_back(session, command, messages)
-        return self._finish(session, command)
+        if isinstance(command, Finished):
+            return self._finish(session, command)
+        raise AskCacheError(f"the conversation does not carry out {command!r}")
 
     def rejoin_check(self, conversation: Conversation) -> str | None:
         """After a model turn whose tools ran: this executor's name when the replay takes
@@ -317,7 +345,6 @@ class CacheExecutor:
         result.handbacks += 1
         result.handback_steps.append(command.step)
         result.seconds = session.elapsed()
-        session.suspend(command, len(messages))
         text = hand_back_text(
             name=session.name,
             steps=session.steps,

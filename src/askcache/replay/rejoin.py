@@ -38,15 +38,13 @@ from collections.abc import Sequence
 
 from PIL import Image
 
-from askcache.actions import ACTING_ACTIONS, OTHER_ACTIONS, Action, parse_action
-from askcache.errors import AskCacheError
+from askcache.actions import ACTING_ACTIONS, OTHER_ACTIONS, parse_action
 from askcache.fingerprint.step import decode_screenshot, find_recent_screenshot_block
-from askcache.messages import MessageParam, TextBlockParam, ToolUseBlockParam
+from askcache.messages import MessageParam, TextBlockParam
 from askcache.replay.check import Refused, check
-from askcache.replay.observe import Screen, capture, screen_of
-from askcache.replay.state import CaptureFailedError, ReplayState, Stopped
-from askcache.replay.verify import checked_effect, draws_text, effect_problem, has_effect
-from askcache.replay.wait import watch
+from askcache.replay.effects import checked_effect, draws_text, effect_problem, has_effect
+from askcache.replay.plan import Plan, Stopped
+from askcache.replay.screens import Screen
 from askcache.storage.ledger import RejoinCondition
 
 __all__ = [
@@ -54,8 +52,11 @@ __all__ = [
     "STOP_WORDS",
     "model_acted",
     "model_stops",
-    "rejoin_refusal",
+    "model_refusal",
+    "rejoin_problem",
+    "rejoined_reason",
     "screenshot_since_last_action",
+    "step_refusal",
 ]
 
 RESUME_TOOL_NAME = "resume_cached_trajectory"
@@ -132,10 +133,11 @@ def screenshot_since_last_action(messages: list[MessageParam]) -> Image.Image | 
     return decode_screenshot(found[1].source.data, f"message {found[0]}")
 
 
-def rejoin_refusal(
-    state: ReplayState, messages: list[MessageParam], stopped: Stopped, requested: bool
-) -> tuple[RejoinCondition | None, str]:
-    """The first re-join condition that does not hold and why; ``(None, why it may)``."""
+def model_refusal(
+    messages: list[MessageParam], stopped: Stopped, requested: bool
+) -> tuple[RejoinCondition, str] | None:
+    """The first of the model's conditions (a, c) that does not hold and why; ``None``: both
+    hold, the screen decides."""
     if not requested and not model_acted(messages, stopped.at_message):
         return "model_acted", (
             "the model has not acted since the hand-back (a screenshot, a wait, a zoom or "
@@ -144,76 +146,61 @@ def rejoin_refusal(
     stops = model_stops(messages, stopped.at_message)
     if stops is not None:
         return "model_continues", stops
-    problem = _screen_refusal(state, messages, stopped)
-    if problem is not None:
-        return "screen", problem
+    return None
+
+
+def step_refusal(plan: Plan, index: int) -> str | None:
+    """Why step ``index`` cannot show that the screen is back (``None``: it acts, its check
+    can)."""
+    action = parse_action(plan.steps[index])
+    if action is None or action.name not in ACTING_ACTIONS:
+        return (
+            f"step {index} does not act on the screen: its check cannot show that "
+            "the screen is back"
+        )
+    return None
+
+
+def rejoined_reason(index: int, stopped: Stopped) -> str:
+    """Why the replay re-joins at step ``index``, in words."""
     fixed = (
         f"step {stopped.step}'s effect now shows"
         if stopped.check == "effect"
         else "the check that failed passes"
     )
-    return None, f"step {state.index} passes its check and {fixed}"
+    return f"step {index} passes its check and {fixed}"
 
 
-def _screen_refusal(
-    state: ReplayState, messages: list[MessageParam], stopped: Stopped
-) -> str | None:
-    """Why the screen does not let the replay resume (condition b), or ``None``: the
-    latest screenshot, and then (when the screen can be watched) the screen once settled,
-    pass the resumed step's check and the check that failed."""
-    step = state.steps[state.index]
-    action = parse_action(step)
-    if action is None or action.name not in ACTING_ACTIONS:
-        return (
-            f"step {state.index} does not act on the screen: its check cannot show that "
-            "the screen is back"
-        )
-    try:  # the screenshot is outside input: one that cannot be read refuses the re-join
-        found = screenshot_since_last_action(messages)
-        if found is None and not state.can_watch():
-            return "no screenshot was taken after the model's last action"
-        if found is not None:
-            problem = _rejoin_problem(
-                state, step, action, screen_of(state, found), stopped, where="the latest screenshot"
-            )
-            if problem is not None:
-                return problem
-        if not state.can_watch():
-            return None
-        # the screenshot was taken a moment after the model's action: a slow application
-        # may not have answered yet. Re-join only if the settled screen passes too.
-        settled, _ = watch(state, capture(state), lambda seen: seen, lambda _: False)
-    except (CaptureFailedError, AskCacheError, OSError, ValueError) as exc:
-        return f"the screen could not be read ({type(exc).__name__}: {exc})"
-    return _rejoin_problem(state, step, action, settled, stopped, where="the settled screen")
-
-
-def _rejoin_problem(
-    state: ReplayState,
-    step: ToolUseBlockParam,
-    action: Action,
+def rejoin_problem(
+    plan: Plan,
+    index: int,
     screen: Screen,
     stopped: Stopped,
     *,
     where: str,
 ) -> str | None:
-    checked = check(state, step, action, screen, keep_view=False)
+    """Why ``screen`` does not let the replay resume at step ``index`` (condition b): the
+    step does not pass its full check, or the check that failed still fails; ``None``: it
+    may."""
+    step = plan.steps[index]
+    action = parse_action(step)
+    checked = check(plan, index, step, action, screen, keep_view=False)
     if isinstance(checked, Refused):
-        return f"on {where}, step {state.index} does not pass its check: {checked.problem}"
+        return f"on {where}, step {index} does not pass its check: {checked.problem}"
     if stopped.check != "effect":
         return None  # the failed check was this very step's (fingerprint)
-    problem = _effect_now(state, stopped, screen)
+    problem = _effect_now(plan, stopped, screen)
     if problem is not None:
         return f"on {where}, the effect of step {stopped.step} still fails: {problem}"
     return None
 
 
-def _effect_now(state: ReplayState, stopped: Stopped, screen: Screen) -> str | None:
+def _effect_now(plan: Plan, stopped: Stopped, screen: Screen) -> str | None:
     """Why the stopped step's recorded effect does not show on ``screen`` (``None``: it
     does). An effect that cannot be checked counts as not showing (fail closed)."""
-    step = state.steps[stopped.step]
-    effect = checked_effect(state, step)
-    config = state.file.metadata.screen_state
+    step = plan.steps[stopped.step]
+    effect = checked_effect(plan.settings, step)
+    config = plan.config
     ran = stopped.ran
     if effect is None or config is None or ran is None or ran.before is None:
         return "its effect cannot be checked (none recorded, or no screen before it)"

@@ -42,8 +42,8 @@ from askcache.fingerprint.step import StepFingerprint
 from askcache.messages import ToolUseBlockParam
 from askcache.replay.anchor import window_found
 from askcache.replay.check import Checked, Refused, check
-from askcache.replay.observe import Screen
-from askcache.replay.state import Anchor, ReplayState
+from askcache.replay.plan import Anchor, Plan
+from askcache.replay.screens import Screen
 from askcache.screen.hashing import hash_bits, region_box, region_distance
 
 __all__ = ["COARSE_SLACK", "DETAIL_MARGIN", "MAX_PLACES", "REFINE", "SEARCH_MARGIN", "search"]
@@ -87,12 +87,12 @@ class _Place:
 
 
 def search(
-    state: ReplayState, step: ToolUseBlockParam, action: Action | None, screen: Screen
+    plan: Plan, index: int, step: ToolUseBlockParam, action: Action | None, screen: Screen
 ) -> Checked | None:
-    """The step checked where its region moved, when the search finds one place that
+    """Step ``index`` checked where its region moved, when the search finds one place that
     passes the full check (see the module docstring); ``None`` otherwise."""
-    config = state.file.metadata.visual_validation
-    radius = state.settings.search_radius
+    config = plan.file.metadata.visual_validation
+    radius = plan.settings.search_radius
     stored = step.visual_representation
     if (
         radius == 0
@@ -101,11 +101,11 @@ def search(
         or stored is None
         or action is None
         or action.name not in ACTING_ACTIONS
-        or state.settings.skip_visual_validation
+        or plan.settings.skip_visual_validation
     ):
         return None
-    point = action.point if action.point is not None else state.anchors[state.index]
-    if point is None or window_found(state, step, screen):
+    point = action.point if action.point is not None else plan.anchors[index]
+    if point is None or window_found(plan, step, screen):
         return None
     fingerprint = StepFingerprint.of(step)
     weak, detail_weak = fingerprint.weak_parts() if fingerprint is not None else (None, None)
@@ -114,23 +114,21 @@ def search(
         detail = (step.visual_detail, config.detail, detail_weak)
     target = _Region(stored, config.region_size, config.hash_size, config.noise_floor, weak, detail)
     places = _places(screen.recorded, point, target, radius)
-    here = check(state, step, action, screen, keep_view=False)  # the recorded point
+    here = check(plan, index, step, action, screen, keep_view=False)  # the recorded point
     outcomes = [(_Place((0, 0), -1), here)] + [
-        (place, check(state, step, action, screen, anchor=_anchor(place), keep_view=False))
+        (place, check(plan, index, step, action, screen, anchor=_anchor(place), keep_view=False))
         for place in places
         if place.offset != (0, 0)
     ]
     passing = [place for place, outcome in outcomes if isinstance(outcome, Checked)]
     if len(passing) != 1:
         if passing:
-            logger.info(
-                "step %d: its region passes the check at %d places", state.index, len(passing)
-            )
+            logger.info("step %d: its region passes the check at %d places", index, len(passing))
         return None
     if not all(_clearly_other(outcome) for _, outcome in outcomes if isinstance(outcome, Refused)):
-        logger.info("step %d: its region is found at more than one place", state.index)
+        logger.info("step %d: its region is found at more than one place", index)
         return None
-    found = check(state, step, action, screen, anchor=_anchor(passing[0]))
+    found = check(plan, index, step, action, screen, anchor=_anchor(passing[0]))
     return found if isinstance(found, Checked) and found.record.validated else None
 
 

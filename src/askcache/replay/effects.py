@@ -1,4 +1,4 @@
-"""Verify: after a step ran, its tool succeeded and the effect it had when recorded appeared.
+"""Effects: after a step ran, its tool succeeded and the effect it had when recorded appeared.
 
 An action that changed the tiles near its point when recorded but changes nothing now did not
 land; one whose tiles look different after it, or that did not change the places away from
@@ -17,16 +17,13 @@ than a caret's blink: it must only have changed a tile near its point, as any st
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from PIL import Image
 
 from askcache.actions import parse_action
 from askcache.messages import MessageParam, TextBlockParam, ToolUseBlockParam
 from askcache.redaction import redact
-from askcache.replay.observe import Screen, capture, fresh
-from askcache.replay.state import Pending, ReplayState
-from askcache.replay.wait import watch
+from askcache.replay.screens import Screen
+from askcache.settings import CacheExecutionSettings
 from askcache.screen.elsewhere import check_elsewhere
 from askcache.screen.state import (
     ScreenStateConfig,
@@ -38,14 +35,12 @@ from askcache.screen.state import (
 
 __all__ = [
     "DRAWN_TEXT_CHARACTERS",
-    "Verified",
     "checked_effect",
     "draws_text",
     "effect_problem",
     "failed_call",
     "has_effect",
     "is_typing",
-    "verify",
 ]
 
 
@@ -115,7 +110,7 @@ def draws_text(step: ToolUseBlockParam) -> bool:
     return isinstance(text, str) and len("".join(text.split())) >= DRAWN_TEXT_CHARACTERS
 
 
-def checked_effect(state: ReplayState, step: ToolUseBlockParam) -> StepEffect | None:
+def checked_effect(settings: CacheExecutionSettings, step: ToolUseBlockParam) -> StepEffect | None:
     """The part of ``step``'s recorded effect this replay checks after it: all of it; or,
     when the settings skip the checks (``skip_visual_validation``, ``check_effects`` off),
     for a step that types, only that its text reached the screen: the tiles near its point
@@ -123,7 +118,6 @@ def checked_effect(state: ReplayState, step: ToolUseBlockParam) -> StepEffect | 
     new parameter value draws other pixels there; nothing is compared with the recording).
     A replay whose typed text never appeared is never ``completed``."""
     effect = step.effect
-    settings = state.settings
     if effect is None or (settings.check_effects and not settings.skip_visual_validation):
         return effect
     if not is_typing(step) or not effect.tiles:
@@ -147,55 +141,3 @@ def failed_call(messages: list[MessageParam], call_id: str) -> str | None:
             )
             return redact(f"the tool reported an error: {text or 'no details'}")
     return None
-
-
-@dataclass(frozen=True)
-class Verified:
-    """What the verify phase found."""
-
-    problem: str | None
-    """Why the step's recorded effect did not appear (``None``: it did, or none is
-    expected, or it cannot be checked)."""
-    looked: Screen | None = None
-    """The last screen it looked at when the replay captured it itself, after the step's
-    result arrived (``None``: it looked at the result's screenshot only, or at nothing): as
-    fresh as a new capture, so the next step is observed on it."""
-
-
-def verify(state: ReplayState, pending: Pending, messages: list[MessageParam]) -> Verified:
-    """Whether the step's recorded effect appeared (see :class:`Verified`)."""
-    assert pending.step is not None
-    step = state.steps[pending.step]
-    record = state.result.steps[-1]
-    typed = draws_text(step)
-    effect = checked_effect(state, step)
-    config = state.file.metadata.screen_state
-    if effect is None or config is None or pending.before is None:
-        record.effect = "not_checked"
-        return Verified(None)
-    before_image = pending.before_image
-    if not has_effect(effect, before_image):
-        record.effect = "none_recorded"
-        return Verified(None)
-    result = fresh(state, messages, "the result")
-    screen = result or (capture(state) if state.can_watch() else None)
-    if screen is None:
-        record.effect = "not_checked"
-        return Verified(None)
-    before = pending.before
-    offset = pending.anchor.offset if pending.anchor is not None else (0, 0)
-    last = [screen]
-
-    def evaluate(seen: Screen) -> str | None:
-        last[0] = seen
-        return effect_problem(effect, config, before, before_image, seen.moved(offset), typed=typed)
-
-    try:
-        problem, waited = watch(state, screen, evaluate, lambda outcome: outcome is None)
-    except ValueError as exc:
-        return Verified(f"the step's recorded effect cannot be checked: {exc}")
-    record.waited_seconds += waited
-    state.seen.looked(last[0].image)
-    if problem is None:
-        record.effect = "seen"
-    return Verified(problem, None if last[0] is result else last[0])

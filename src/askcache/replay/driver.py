@@ -1,0 +1,92 @@
+"""The driver: does the I/O a replay's states ask for, and tells them what happened.
+
+A state (:mod:`.states`) never looks at the screen or waits; it returns a command. The
+driver carries out :class:`~askcache.replay.commands.Look` (a screenshot, and the windows
+listed with it) and :class:`~askcache.replay.commands.Sleep` with a :class:`ScreenIO`, and
+feeds the state the observation, until the state returns a command only the conversation can
+answer (a tool call to run, a hand-back, the end, a re-join decision).
+
+Where the screen is looked at through someone else's hands (the user's own loop, whose tool
+runner takes the screenshots, :mod:`askcache.loop`), the same states are fed one observation
+at a time (:meth:`~askcache.replay.session.ReplaySession.feed`): a look becomes a screenshot
+action given to the loop, and its result the observation. No thread either way.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from PIL import Image
+
+from askcache.replay.commands import Blind, Command, Look, Observation, Seen, Sleep, Woke
+from askcache.replay.plan import CAPTURE_ATTEMPTS, CaptureFailedError
+from askcache.replay.screens import POLL_SECONDS
+from askcache.screen.windows import WindowFrame
+
+__all__ = ["ScreenIO", "carry_out", "listed_windows"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ScreenIO:
+    """What the driver looks and waits with."""
+
+    capture: Callable[[], Image.Image] | None
+    """Takes a screenshot as the model sees it (``None``: the replay cannot look itself)."""
+    windows: Callable[[], list[WindowFrame] | None] | None = None
+    """Lists the screen's windows as the model sees them (``None``: it cannot)."""
+    sleep: Callable[[float], None] = time.sleep
+    clock: Callable[[], float] = time.monotonic
+
+    def pause_until(self, instant: float) -> None:
+        """Sleep until ``instant`` of :attr:`clock` (not at all when it has passed)."""
+        delay = instant - self.clock()
+        if delay > 0:
+            self.sleep(delay)
+
+
+def listed_windows(
+    windows: Callable[[], list[WindowFrame] | None] | None,
+) -> tuple[WindowFrame, ...] | None:
+    """The windows ``windows`` lists now; ``None`` when it cannot (no window information:
+    a step is then checked at its recorded point)."""
+    if windows is None:
+        return None
+    try:
+        listed = windows()
+    except Exception as exc:
+        logger.info("the windows could not be listed: %s", exc)
+        return None
+    return None if listed is None else tuple(listed)
+
+
+def carry_out(command: Command, io: ScreenIO) -> Observation:
+    """Carry out a :class:`Look` or a :class:`Sleep`; the observation that answers it. A
+    screenshot is tried :data:`~askcache.replay.plan.CAPTURE_ATTEMPTS` times in a row,
+    :data:`~askcache.replay.screens.POLL_SECONDS` apart, before the look is
+    :class:`~askcache.replay.commands.Blind`."""
+    if isinstance(command, Sleep):
+        io.sleep(command.seconds)
+        return Woke(io.clock())
+    if not isinstance(command, Look):
+        raise TypeError(f"the driver carries out looks and sleeps, not {command!r}")
+    io.pause_until(command.at)
+    if not command.grab:
+        return Seen(None, listed_windows(io.windows), io.clock())
+    if io.capture is None:
+        return Blind(CaptureFailedError(RuntimeError("no screen to look at")), io.clock())
+    for attempt in range(1, CAPTURE_ATTEMPTS + 1):
+        try:
+            image = io.capture()
+        except Exception as exc:
+            if attempt == CAPTURE_ATTEMPTS:
+                return Blind(CaptureFailedError(exc), io.clock())
+            logger.info("screenshot %d of %d failed: %s", attempt, CAPTURE_ATTEMPTS, exc)
+            io.sleep(POLL_SECONDS)
+        else:
+            return Seen(image, listed_windows(io.windows), io.clock())
+    raise AssertionError("unreachable")

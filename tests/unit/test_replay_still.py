@@ -1,6 +1,6 @@
 """The still screen: a step whose check passes acts only once a later look, the step's
 ``settle_still_period`` after the first look it passed on, passes too and shows the same
-screen near the step's window (:func:`askcache.replay.wait.watch`)."""
+screen near the step's window (:class:`askcache.replay.watching.Watch`)."""
 
 from __future__ import annotations
 
@@ -16,10 +16,9 @@ from askcache import Agent, CacheExecutionSettings, CacheWritingSettings, Cachin
 from askcache.conversation.loop import Conversation
 from askcache.geometry import Point
 from askcache.replay import CacheExecutor
-from askcache.replay.observe import FIRST_POLL_SECONDS, POLL_SECONDS, Screen, screen_of
 from askcache.replay.result import ReplayResult
-from askcache.replay.session import ReplaySession
-from askcache.replay.wait import watch
+from askcache.replay.screens import FIRST_POLL_SECONDS, POLL_SECONDS, Screen, screen_of
+from askcache.replay.watching import Watch
 from askcache.storage.base import LocalCacheStorage, load_cache_file
 from askcache.testing import (
     FormFillingScript,
@@ -184,34 +183,16 @@ def test_the_still_screen_is_judged_where_the_steps_window_is(
 
 
 class _Looks:
-    """A screen for :func:`watch` alone: the same image at every look, counted, on a
-    replay of the recorded form with a clock that only its pauses move."""
+    """A screen for a :class:`Watch` alone: the same image at every look, counted, with a
+    clock that only the watch's pauses move."""
 
     def __init__(self, storage: LocalCacheStorage, **settings: Any) -> None:
-        cache_file = record_form(storage)
+        self.file = record_form(storage)
+        self.settings = CacheExecutionSettings(**settings)
         self.image = SimulatedFormApp().screenshot()
         self.now = 0.0
         self.looks = 0
         self.pauses: list[float] = []
-        self.session = ReplaySession(
-            cache_file,
-            "form.json",
-            parameter_values={},
-            start_step=0,
-            settings=CacheExecutionSettings(**settings),
-            tool_shape="tool",
-            capture=self.capture,
-            sleep=self.sleep,
-            clock=lambda: self.now,
-        )
-
-    def capture(self) -> Image.Image:
-        self.looks += 1
-        return self.image
-
-    def sleep(self, seconds: float) -> None:
-        self.pauses.append(seconds)
-        self.now += seconds
 
     def watch(self, passes_from: float) -> tuple[float, float]:
         """Watch until a check that passes from ``passes_from`` seconds on counts: the time
@@ -223,14 +204,23 @@ class _Looks:
                 first.append(self.now)
             return self.now
 
-        outcome, _ = watch(
-            self.session,
-            screen_of(self.session, self.image),
+        watching = Watch.begin(
+            screen_of(None, self.image),
+            self.now,
             evaluate,
             lambda at: at >= passes_from,
+            watchable=True,
+            timeout=self.settings.settle_timeout,
+            quiet_period=self.settings.settle_quiet_period,
+            config=self.file.metadata.screen_state,
             still=lambda at: STILL,
         )
-        return outcome, first[0]
+        while isinstance(watching, Watch):
+            self.pauses.append(watching.look_at - self.now)
+            self.now = watching.look_at
+            self.looks += 1
+            watching = watching.saw(screen_of(None, self.image), self.now)
+        return watching.outcome, first[0]
 
 
 def test_a_check_that_begins_to_pass_on_an_unchanged_screen_still_waits_for_one_more_look(
@@ -316,5 +306,6 @@ def test_the_next_step_acts_once_the_screen_that_showed_the_effect_stays_still(
     # the wait for the effect looked again soon, then less often: each pause twice the last
     waits = [seconds for at, seconds in pauses if typed < at <= drawn]
     assert len(waits) == drawn - typed - 1  # a pause before each look but the result's
-    assert waits[0] == FIRST_POLL_SECONDS
-    assert all(b == min(2 * a, POLL_SECONDS) for a, b in pairwise(waits))
+    # (the driver sleeps until an instant: the sums of a float clock round)
+    assert waits[0] == pytest.approx(FIRST_POLL_SECONDS)
+    assert all(b == pytest.approx(min(2 * a, POLL_SECONDS)) for a, b in pairwise(waits))

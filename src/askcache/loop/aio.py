@@ -1,8 +1,11 @@
 """The async twin of :class:`~askcache.loop.replay.LoopReplay`, for loops on
 ``anthropic.AsyncAnthropic`` and async tool runners (as Anthropic's reference loop is).
 
-It wraps the same step object: what waits (the replay's checks and its waits for the screen)
-runs on a worker thread, so the event loop stays free; nothing is decided here.
+It wraps the same step object and drives the same replay: the replay's pauses between looks
+are awaited (``asyncio.sleep``), so the event loop stays free, and the checks run in the
+event loop's thread, between two awaits (each a few milliseconds of hashing). Only
+:meth:`AsyncLoopReplay.done` (the run's writes: a heal, the ledger, the storage) runs on a
+worker thread. Nothing is decided here.
 """
 
 from __future__ import annotations
@@ -83,8 +86,15 @@ class AsyncLoopReplay:
             yield action
 
     async def next_action(self, messages: list[Any] | None = None) -> dict[str, Any] | None:
-        """See :meth:`LoopReplay.next_action <askcache.loop.replay.LoopReplay.next_action>`."""
-        return await asyncio.to_thread(self.replay.next_action, messages)
+        """See :meth:`LoopReplay.next_action <askcache.loop.replay.LoopReplay.next_action>`;
+        the replay's pauses are awaited."""
+        steps = self.replay.next_action_steps(messages)
+        try:
+            while True:
+                await asyncio.sleep(next(steps))
+        except StopIteration as end:
+            action: dict[str, Any] | None = end.value
+            return action
 
     def tool_result(self, result: Mapping[str, Any] | ToolResultBlockParam) -> None:
         """See :meth:`LoopReplay.tool_result <askcache.loop.replay.LoopReplay.tool_result>`."""

@@ -4,9 +4,11 @@ recorded run, and your tool runner executes it.
 The loop asks for actions (``tool_use`` blocks in the Messages API's shape), runs each with
 its own tool runner, and hands back the ``tool_result`` (with its screenshot); askcache
 checks every step on those screenshots before giving it, exactly as an ``Agent``'s replay
-does: one engine, :class:`~askcache.replay.executor.CacheExecutor` and its session. Some
+does: the same states (:mod:`askcache.replay.states`), fed one observation at a time. Some
 actions are screenshots the replay asks for while it waits for the screen to settle or
-watches a step's effect (:mod:`askcache.loop.bridge`); they are not added to the history.
+watches a step's effect (its :class:`~askcache.replay.commands.Look`); they are not added to
+the history. The replay's pauses between looks are taken in your loop's thread (``sleep``);
+no other thread runs.
 
 The replayed steps, their results and, on a hand-back, the message the model is told why
 are appended to the loop's own ``messages`` list, so on a hand-back the loop simply goes on
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Generator, Iterator, Mapping
 from typing import Any
 
 from PIL import Image
@@ -29,7 +31,6 @@ from askcache.actions import make_tool_use, parse_action
 from askcache.agent.act import ActResult
 from askcache.conversation.loop import SpeakerResult
 from askcache.errors import RecordingNotStoredError
-from askcache.loop.bridge import Returned, ScreenBridge
 from askcache.loop.errors import (
     NotAScreenshotError,
     ReplayOverError,
@@ -44,13 +45,29 @@ from askcache.messages import (
     ToolResultBlockParam,
     ToolUseBlockParam,
 )
+from askcache.replay.commands import (
+    Blind,
+    Command,
+    Decided,
+    Look,
+    Observation,
+    Seen,
+    Sleep,
+    Woke,
+)
+from askcache.replay.plan import CAPTURE_ATTEMPTS, CaptureFailedError
+from askcache.replay.screens import POLL_SECONDS
 from askcache.settings import CachingSettings
 from askcache.storage.base import CacheStorage
 
-__all__ = ["LoopReplay", "LoopStatus"]
+__all__ = ["LoopReplay", "LoopStatus", "Steps"]
 
 logger = logging.getLogger(__name__)
 
+
+Steps = Generator[float, None, dict[str, Any] | None]
+"""A step of your loop's replay: yields the pauses to take (seconds), returns the next
+action (``None``: none)."""
 
 _OVER = {"handed_back": "handed back", "finished": "finished", "done": "is over (done())"}
 
@@ -114,14 +131,14 @@ class LoopReplay:
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self._history = History(messages)
-        self._bridge = ScreenBridge()
+        self._sleep = sleep
         self._run = LoopRun(
             name,
             self._history.parsed,
             settings=settings or CachingSettings(),
             storage=storage,
             model=model,
-            screen=self._bridge.capture,
+            screen=None,
             display_size=display_size,
             screen_size=screen_size,
             tools=tools,
@@ -133,6 +150,12 @@ class LoopReplay:
         self._asked_at = 0
         """The history's length when the re-join rules were last asked."""
         self._result: ActResult | None = None
+        self._observed: Observation | None = None
+        """What the loop's screenshot showed, for the replay's look that asked for it."""
+        self._failed_looks = 0
+        """Screenshots asked for the current look that failed, in a row."""
+        self._look: Look | None = None
+        """The look a screenshot action was given for."""
 
     @property
     def status(self) -> LoopStatus:
@@ -166,12 +189,25 @@ class LoopReplay:
             yield action
 
     def next_action(self, messages: list[Any] | None = None) -> dict[str, Any] | None:
-        """The next action to run, or ``None`` (see :meth:`actions`).
+        """The next action to run, or ``None`` (see :meth:`actions`). The replay's pauses
+        between looks are slept here, with ``sleep``.
 
         Raises:
             ToolResultOrderError: the last action's result was not handed in yet.
             ReplayOverError: :meth:`done` was called.
         """
+        steps = self.next_action_steps(messages)
+        try:
+            while True:
+                self._sleep(next(steps))
+        except StopIteration as end:
+            action: dict[str, Any] | None = end.value
+            return action
+
+    def next_action_steps(self, messages: list[Any] | None = None) -> Steps:
+        """:meth:`next_action` as a generator that yields each pause (seconds) instead of
+        sleeping it and returns the action: how :class:`~askcache.loop.aio.AsyncLoopReplay`
+        awaits the pauses."""
         if self._status == "done":
             raise ReplayOverError("done() was called: this run is over")
         if self._waiting is not None:
@@ -179,36 +215,82 @@ class LoopReplay:
                 f"the result of {self._waiting.call.id!r} ({self._waiting.label}) was not "
                 "handed to tool_result() yet: hand it in before asking for the next action"
             )
-        if self._bridge.running:  # a check under way: it reads the history, leave it be
-            return self._step()
+        executor = self._run.executor
+        if self._look is not None:  # a check under way: it reads the history, leave it be
+            return (yield from self._answered_look())
         history = self._history.follow(messages)
         if self._status == "handed_back":
             if len(history) == self._asked_at:
                 return None  # no turn since the last decision: it stands
             self._asked_at = len(history)
-            self._bridge.start(lambda: self._run.executor.rejoins(history))
-            return self._step()
+            asked = executor.begin_rejoin(history)
+            if isinstance(asked, bool):
+                return (yield from self._decided(asked))
+            return (yield from self._pump(asked))
         if self._status != "replaying":
             return None
-        self._bridge.start(lambda: self._run.executor.turn(history))
-        return self._step()
+        begun = executor.begin_turn(history)
+        if isinstance(begun, SpeakerResult):
+            return self._turn(begun)
+        return (yield from self._pump(begun))
 
-    def _step(self) -> dict[str, Any] | None:
-        """Wait for the engine call: a screenshot it wants, or what it decided."""
-        event = self._bridge.wait()
-        if not isinstance(event, Returned):
-            call = make_tool_use("screenshot", self._run.shape)
-            self._waiting = _Waiting(call, screen=True)
-            return _api(call)
-        value = event.value
-        if isinstance(value, bool):  # the re-join decision
-            if not value:
-                return None
-            self._status = "replaying"
-            logger.info("the replay re-joins your loop")
-            return self.next_action()
-        assert isinstance(value, SpeakerResult)
-        return self._turn(value)
+    def _feed(self, observation: Observation) -> Command:
+        session = self._run.executor.session
+        assert session is not None
+        return session.feed(observation)
+
+    def _clock(self) -> float:
+        session = self._run.executor.session
+        assert session is not None
+        return session.io.clock()
+
+    def _pump(self, command: Command) -> Steps:
+        """Carry out the replay's commands until one needs the loop: a screenshot action
+        for a look, a step's action, a hand-back, the end, or the re-join decision."""
+        while True:
+            if isinstance(command, Sleep):
+                yield command.seconds
+                command = self._feed(Woke(self._clock()))
+            elif isinstance(command, Look):
+                delay = command.at - self._clock()
+                if delay > 0:
+                    yield delay
+                if not command.grab:  # your loop lists no windows
+                    command = self._feed(Seen(None, None, self._clock()))
+                    continue
+                self._look = command
+                call = make_tool_use("screenshot", self._run.shape)
+                self._waiting = _Waiting(call, screen=True)
+                return _api(call)
+            elif isinstance(command, Decided):
+                return (yield from self._decided(command.rejoined))
+            else:
+                history = self._history.parsed
+                return self._turn(self._run.executor.conclude(command, history))
+
+    def _answered_look(self) -> Steps:
+        """The loop answered the screenshot a look asked for: feed it to the replay (a
+        failed screenshot is asked again, up to
+        :data:`~askcache.replay.plan.CAPTURE_ATTEMPTS` in a row)."""
+        observed, self._observed = self._observed, None
+        look = self._look
+        assert observed is not None and look is not None
+        if isinstance(observed, Blind):
+            self._failed_looks += 1
+            if self._failed_looks < CAPTURE_ATTEMPTS:
+                yield POLL_SECONDS
+                return (yield from self._pump(look))
+            observed = Blind(CaptureFailedError(observed.error), observed.at)
+        self._failed_looks = 0
+        self._look = None
+        return (yield from self._pump(self._feed(observed)))
+
+    def _decided(self, rejoined: bool) -> Steps:
+        if not rejoined:
+            return None
+        self._status = "replaying"
+        logger.info("the replay re-joins your loop")
+        return (yield from self.next_action_steps())
 
     def _turn(self, turn: SpeakerResult) -> dict[str, Any] | None:
         if turn.status == "continue":
@@ -268,9 +350,10 @@ class LoopReplay:
         self._answered.add(block.tool_use_id)
         if waiting.screen:
             if image is None:
-                self._bridge.answer(RuntimeError(f"the screenshot failed: {text_of(block)}"))
+                failed = RuntimeError(f"the screenshot failed: {text_of(block)}")
+                self._observed = Blind(failed, self._clock())
             else:
-                self._bridge.answer(image)
+                self._observed = Seen(image, None, self._clock())
             return
         self._history.append(MessageParam(role="user", content=[block]), as_given(result))
 
@@ -304,7 +387,7 @@ class LoopReplay:
                 "handed to tool_result(): hand it in, or end with status='failed'"
             )
         self._waiting = None
-        self._bridge.close()
+        self.close()
         history = self._history.follow(messages)
         try:
             self._result = self._run.finish(history, status, screen)
@@ -318,7 +401,16 @@ class LoopReplay:
     def close(self) -> None:
         """Stop a replay your loop abandons: a check under way ends (its screenshots fail,
         so it hands back); nothing is written. :meth:`done` closes it too."""
-        self._bridge.close()
+        if self._look is None:
+            return
+        self._look, self._observed, self._waiting = None, None, None
+        closed = CaptureFailedError(RuntimeError("the replay was closed"))
+        command = self._feed(Blind(closed, self._clock()))
+        while isinstance(command, Look | Sleep):
+            observation = Blind(closed, self._clock()) if isinstance(command, Look) else None
+            command = self._feed(observation or Woke(self._clock()))
+        if not isinstance(command, Decided):
+            self._run.executor.conclude(command, self._history.parsed)
 
 
 def _api(call: ToolUseBlockParam) -> dict[str, Any]:

@@ -76,7 +76,7 @@ class LoopRun:
         settings: CachingSettings,
         storage: CacheStorage | None,
         model: str | None,
-        screen: Callable[[], Image.Image],
+        screen: Callable[[], Image.Image] | None,
         display_size: tuple[int, int] | None,
         screen_size: tuple[int, int] | None,
         tools: Collection[str] | None,
@@ -113,6 +113,7 @@ class LoopRun:
             screen_size=screen_size,
             offered_tools=tools,
             resume_tool=False,  # the user's loop offers no caching tools
+            loop_looks=True,  # its tool runner takes the replay's screenshots
             sleep=sleep,
         )
         if cache_file is not None:

@@ -81,6 +81,10 @@ class CacheExecutor:
         resume_tool: The model is offered ``resume_cached_trajectory`` (askcache's
             :class:`~askcache.Agent`); ``False`` (the user's own loop, :mod:`askcache.loop`):
             the hand-back message does not name it.
+        loop_looks: The loop takes the replay's screenshots (the user's own loop: it drives
+            the replay with :meth:`begin_turn`, :meth:`begin_rejoin` and
+            :meth:`ReplaySession.feed`), so the replay may watch the screen without a
+            ``screen`` function of its own.
         sleep, clock: Injected for tests.
     """
 
@@ -97,11 +101,13 @@ class CacheExecutor:
         offered_tools: Collection[str] | None = None,
         keep_replayed_screenshots: bool = True,
         resume_tool: bool = True,
+        loop_looks: bool = False,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.name = name
         self.resume_tool = resume_tool
+        self.loop_looks = loop_looks
         self.offered_tools = offered_tools
         self.agent_speaker = agent_speaker
         self.tool_shape = tool_shape
@@ -225,6 +231,7 @@ class CacheExecutor:
             windows=self.windows,
             profile=profile,
             keep_seen=self.keep_replayed_screenshots,
+            can_look=self.screen is not None or self.loop_looks,
             sleep=self._sleep,
             clock=self._clock,
         )
@@ -305,14 +312,28 @@ class CacheExecutor:
         when the replay takes over again, by the rules of :mod:`askcache.replay.rejoin`
         (:meth:`ReplaySession.try_rejoin`, which records the decision)."""
         session = self.session
+        if session is None or not self._may_rejoin(messages):
+            return False
+        return session.try_rejoin(messages)
+
+    def begin_rejoin(self, messages: list[MessageParam]) -> Command | bool:
+        """:meth:`rejoins`, one transition at a time (see :meth:`begin_turn`): ``False`` when
+        the question does not arise, else the first command (a
+        :class:`~askcache.replay.commands.Decided` ends it)."""
+        session = self.session
+        if session is None or not self._may_rejoin(messages):
+            return False
+        return session.feed(session.ask(messages))
+
+    def _may_rejoin(self, messages: list[MessageParam]) -> bool:
+        session = self.session
         if session is None or not session.suspended or not session.settings.rejoin:
             return False
         if not messages or not messages[-1].tool_results:
             return False
         latest = next((m for m in reversed(messages) if m.role == "assistant"), None)
-        if latest is not None and any(c.name == RESUME_TOOL_NAME for c in latest.tool_uses):
-            return False  # the model asked in this turn: that request was the decision
-        return session.try_rejoin(messages)
+        # the model asked in this turn: that request was the decision
+        return latest is None or not any(c.name == RESUME_TOOL_NAME for c in latest.tool_uses)
 
     def resume(self, messages: list[MessageParam]) -> str:
         """Re-join on the model's request (``resume_cached_trajectory``); returns what to

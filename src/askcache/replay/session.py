@@ -57,6 +57,8 @@ class ReplaySession:
         windows: Lists the screen's windows as the model sees them (``None``: it cannot).
         profile: The screen profile it runs on.
         keep_seen: Keep the screens each replayed call was checked on and left.
+        can_look: The replay may look at the screen (default: when ``capture`` is given;
+            the user's own loop looks for it, one :meth:`feed` at a time).
         sleep, clock: Injected for tests.
     """
 
@@ -74,6 +76,7 @@ class ReplaySession:
         windows: Callable[[], list[WindowFrame] | None] | None = None,
         profile: ProfileChoice | None = None,
         keep_seen: bool = True,
+        can_look: bool | None = None,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -84,7 +87,7 @@ class ReplaySession:
             parameter_values=parameter_values,
             settings=settings,
             tool_shape=tool_shape,
-            can_look=capture is not None,
+            can_look=capture is not None if can_look is None else can_look,
             display_size=display_size,
             lists_windows=windows is not None,
             profile=profile,

@@ -82,8 +82,8 @@ from askcache.parameters import (
 )
 from askcache.record.recording import CACHING_TOOL_NAMES, CacheManager, final_screenshot
 from askcache.redaction import register_secrets
-from askcache.replay.session import ReplaySession
 from askcache.replay.plan import first_acting_step
+from askcache.replay.session import ReplaySession
 from askcache.screen.state import ScreenStateConfig, Thumbnail
 from askcache.settings import CacheWritingSettings, HealMode, VisualMethod, check_cache_name
 from askcache.storage.base import CacheStorage

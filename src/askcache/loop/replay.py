@@ -274,7 +274,8 @@ class LoopReplay:
         :data:`~askcache.replay.plan.CAPTURE_ATTEMPTS` in a row)."""
         observed, self._observed = self._observed, None
         look = self._look
-        assert observed is not None and look is not None
+        assert observed is not None
+        assert look is not None
         if isinstance(observed, Blind):
             self._failed_looks += 1
             if self._failed_looks < CAPTURE_ATTEMPTS:

@@ -23,7 +23,6 @@ from askcache.actions import parse_action
 from askcache.messages import MessageParam, TextBlockParam, ToolUseBlockParam
 from askcache.redaction import redact
 from askcache.replay.screens import Screen
-from askcache.settings import CacheExecutionSettings
 from askcache.screen.elsewhere import check_elsewhere
 from askcache.screen.state import (
     ScreenStateConfig,
@@ -32,6 +31,7 @@ from askcache.screen.state import (
     compare_tiles,
     drawn_tiles,
 )
+from askcache.settings import CacheExecutionSettings
 
 __all__ = [
     "DRAWN_TEXT_CHARACTERS",

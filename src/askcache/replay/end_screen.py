@@ -22,7 +22,9 @@ def end_verdict(plan: Plan, anchor: Anchor | None, screen: Screen) -> EndStateVe
     """``screen`` against the plan's recorded end state (which it must have), as seen from
     where the last step's window moved (``anchor``)."""
     end, config, recorded = plan.end, plan.config, plan.end_state
-    assert end is not None and config is not None and recorded is not None
+    assert end is not None
+    assert config is not None
+    assert recorded is not None
     skip = set(recorded.volatile) | set(recorded.parameter_tiles)
     if anchor is not None:
         size = end.tile_box(end.rows * end.columns - 1)[2:]

@@ -706,7 +706,9 @@ class Verifying(State):
 
     def _evaluate(self, screen: Screen) -> str | None:
         pending, plan = self.pending, self.plan
-        assert pending.step is not None and pending.before is not None and plan.config
+        assert pending.step is not None
+        assert pending.before is not None
+        assert plan.config is not None
         step = plan.steps[pending.step]
         effect = checked_effect(plan.settings, step)
         assert effect is not None
@@ -883,7 +885,9 @@ class Suspended(State):
         return rejoining, Look(observation.at)
 
     def _decide(self, asked: Ask, refused_by: RejoinCondition | None, reason: str) -> Transition:
-        return _decision(self.plan, self.progress, self.stopped, asked, refused_by, reason)
+        return _decision(
+            self.plan, self.progress, self.stopped, asked, refused_by=refused_by, reason=reason
+        )
 
 
 def _decision(
@@ -891,6 +895,7 @@ def _decision(
     progress: Progress,
     stopped: Stopped,
     asked: Ask,
+    *,
     refused_by: RejoinCondition | None,
     reason: str,
 ) -> Transition:
@@ -929,7 +934,14 @@ class Rejoining(State):
         return rejoin_problem(self.plan, self.progress.index, screen, self.stopped, where=where)
 
     def _decide(self, refused_by: RejoinCondition | None, reason: str) -> Transition:
-        return _decision(self.plan, self.progress, self.stopped, self.asked, refused_by, reason)
+        return _decision(
+            self.plan,
+            self.progress,
+            self.stopped,
+            self.asked,
+            refused_by=refused_by,
+            reason=reason,
+        )
 
     def _latest(self, screen: Screen, now: float) -> Transition:
         problem = self._problem(screen, "the latest screenshot")
@@ -1031,3 +1043,4 @@ for _state in (
     Rejoining,
 ):
     _state.moves = TRANSITIONS[_state.__name__]
+del _state

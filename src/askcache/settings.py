@@ -524,6 +524,16 @@ class CacheExecutionSettings(SettingsModel):
     """How long a region that still differs must stay unchanged before the replay gives up
     on it, in seconds. Longer than the slowest answer of the application: a UI that answers
     after 0.8 s is still unchanged for 0.8 s."""
+    settle_window_still: float = Field(0.5, ge=0, le=30)
+    """How long a step's window must stay unchanged, in seconds, while the step's checks
+    still fail, before the replay hands back: where the window the step was recorded in is
+    listed on the screen (the computer tool lists windows) and shows no change for this long,
+    the application has answered and shows another screen, and waiting longer would only
+    delay the model. While that window is missing or still changing, the replay waits (up to
+    ``settle_timeout``: an application started late). Once the run ledger holds 5 runs of the
+    file on this screen profile, the step's own past waits decide instead: their 99th
+    percentile plus half of it (the same for a step with no window to look for, after the
+    replay's first step). At least ``settle_still_period``."""
     settle_still_period: float = Field(0.025, ge=0, le=5)
     """How long the screen must stay unchanged, in seconds, before a step whose checks pass
     acts on it: a later look, this long after the first look the checks passed on, must

@@ -239,6 +239,10 @@ class Plan:
     keep_seen: bool = True
     """Keep the screens each replayed call was checked on and left
     (:class:`~askcache.replay.progress.SeenLog`)."""
+    budgets: Mapping[int, float] = field(default_factory=dict)
+    """Per step index: how long its past waits on this screen profile say an unchanged
+    screen may be waited on before handing back (the run ledger's 99th percentile of them
+    plus half of it, when it holds enough runs); a step missing here has no such past."""
 
     @classmethod
     def of(

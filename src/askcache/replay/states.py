@@ -47,6 +47,7 @@ from PIL import Image
 from askcache.actions import Action, make_tool_use, new_tool_use_id, parse_action
 from askcache.errors import AskCacheError
 from askcache.messages import MessageParam, ToolUseBlockParam
+from askcache.replay.anchor import window_found
 from askcache.replay.check import (
     Checked,
     Refused,
@@ -530,6 +531,32 @@ class Checking(State):
             step = self.plan.variants[self.progress.index][outcome.variant].steps[0]
         return apart_from_window(step, outcome, outcome.screen.thumbnail(config))
 
+    def _patience(self, outcome: Checked | Refused, screen: Screen) -> float | None:
+        """How long an unchanged screen ends the wait for a check that fails on ``screen``
+        (``None``: the usual rule, the quiet period or the timeout). Where the step's window
+        is listed on the screen, the application has answered once that window stays
+        unchanged for ``settle_window_still`` (or the step's past waits,
+        :attr:`~askcache.replay.plan.Plan.budgets`): the step hands back then. While the
+        window is missing it is waited for (an application started late). A step with no
+        window to look for goes by its past waits only, and never the replay's first step
+        (nothing tells a late application from another screen). The start screen's wait
+        (the step's own checks pass) and the search are not cut short."""
+        if self.stage == "search" or isinstance(outcome, Checked):
+            return None
+        if outcome.final or outcome.own_checks is not None:
+            return None
+        settings, index = self.plan.settings, self.progress.index
+        budget = self.plan.budgets.get(index)
+        floor = settings.settle_still_period
+        if self.step.window is not None and screen.windows is not None:
+            if not window_found(self.plan, self.step, screen):
+                return None
+            enough = settings.settle_window_still if budget is None else budget
+            return min(max(enough, floor), settings.settle_timeout)
+        if budget is None or self.starting:
+            return None
+        return min(max(budget, floor), settings.settle_timeout)
+
     def _watch_from(self, screen: Screen, now: float, *, quiet: bool = True) -> Transition:
         started = _watch(
             self.plan,
@@ -540,6 +567,7 @@ class Checking(State):
             quiet=quiet,
             still=self._still_for,
             outside=self._apart,
+            patience=self._patience,
         )
         return self._went(started, now)
 
@@ -592,9 +620,12 @@ class Checking(State):
             else:
                 assert self.refused is not None
                 outcome, waited = self.refused, self.waited
-        return self._decide(outcome, waited, watched.screen)
+        return self._decide(outcome, waited, watched)
 
-    def _decide(self, outcome: Checked | Refused, waited: float, last: Screen) -> Transition:
+    def _decide(
+        self, outcome: Checked | Refused, waited: float, watched: Watched[Any]
+    ) -> Transition:
+        last = watched.screen
         plan, index = self.plan, self.progress.index
         progress = replace(
             self.progress.looked(last.image).with_view(index, outcome.view),
@@ -606,7 +637,12 @@ class Checking(State):
                     outcome.record.model_copy(update={"waited_seconds": waited})
                 )
             problem = outcome.problem
-            if self.starting and not outcome.final and plan.watchable:
+            if watched.ended == "patient":
+                problem += (
+                    f"; the screen stayed unchanged while its check failed (waited "
+                    f"{waited:.1f} s): the application has answered and shows another screen"
+                )
+            elif self.starting and not outcome.final and plan.watchable:
                 problem += (
                     f"; waited {waited:.1f} s (settle_timeout "
                     f"{plan.settings.settle_timeout:g} s) for the screen the replay's first "

@@ -8,8 +8,10 @@ instant come from the driver (:mod:`.driver`).
 While the outcome is not done the screen is looked at again (soon at first, then every
 :data:`~askcache.replay.screens.POLL_SECONDS`) until the outcome is done, the screen has
 stayed unchanged (and still different) for the quiet period (only when ``quiet``), or the
-settle timeout passes. A screen that comes back to one it showed lately (a blinking caret)
-has not changed.
+settle timeout passes. ``patience`` may end it sooner: for an outcome that is not done, on a
+given look, how long the unchanged screen is enough (the step's window is on the screen and
+has answered: :class:`~askcache.replay.states.Checking`). A screen that comes back to one it
+showed lately (a blinking caret) has not changed.
 
 Before a step acts, a passing check also needs a still screen (``still``: how long, for the
 outcome): a later look, that long after the first look it passed on, must pass too and show
@@ -50,6 +52,10 @@ def _at_once(_: object) -> float:
     return 0.0
 
 
+def _no_patience(_: object, __: Screen) -> float | None:
+    return None
+
+
 @dataclass(frozen=True)
 class _Stillness:
     """While an outcome passes: whether the screen it passed on has stayed still long enough."""
@@ -84,6 +90,9 @@ class Watched(Generic[T]):
     """Seconds from the first look to the last."""
     screen: Screen
     """The last look (the one the outcome is of)."""
+    ended: str = "done"
+    """Why it ended: ``done`` (the outcome counts), ``quiet`` (the screen stayed unchanged
+    for the quiet period), ``patient`` (for as long as ``patience`` said), ``timeout``."""
 
 
 @dataclass(frozen=True)
@@ -95,6 +104,9 @@ class Watch(Generic[T]):
     done: Callable[[T], bool]
     still: Callable[[T], float]
     outside: Callable[[T], Collection[int]]
+    patience: Callable[[T, Screen], float | None]
+    """For an outcome that is not done, seen on a look: how long an unchanged screen ends
+    the wait (``None``: the quiet period when ``quiet``, else the timeout)."""
     quiet: bool
     timeout: float
     quiet_period: float
@@ -128,6 +140,7 @@ class Watch(Generic[T]):
         quiet: bool = True,
         still: Callable[[T], float] | None = None,
         outside: Callable[[T], Collection[int]] | None = None,
+        patience: Callable[[T, Screen], float | None] | None = None,
     ) -> Watch[T] | Watched[T]:
         """Evaluate ``screen`` (looked at ``now``); a watch when the screen must be looked
         at again, else what was watched (``watchable`` false: the first look decides)."""
@@ -141,6 +154,7 @@ class Watch(Generic[T]):
             done=done,
             still=still_for,
             outside=outside or _nothing,
+            patience=patience or _no_patience,
             quiet=quiet,
             timeout=timeout,
             quiet_period=quiet_period,
@@ -164,7 +178,7 @@ class Watch(Generic[T]):
         timeout passed while the outcome does not pass)."""
         passing = self.passing
         if passing is None and now - self.started >= self.timeout:
-            return Watched(self.outcome, now - self.started, self.screen)
+            return Watched(self.outcome, now - self.started, self.screen, "timeout")
         if passing is not None:
             return replace(self, look_at=now + passing.pause(now))
         return replace(self, look_at=now + poll_pause(self.pauses), pauses=self.pauses + 1)
@@ -201,8 +215,12 @@ class Watch(Generic[T]):
         if passing is not None:
             if passing.settled(now):
                 return Watched(outcome, now - self.started, screen)
-        elif self.quiet and now - still_since >= self.quiet_period:
-            return Watched(outcome, now - self.started, screen)
+            return watch._next(now)
+        enough = self.patience(outcome, screen)
+        if enough is not None and now - still_since >= enough - _ROUNDING:
+            return Watched(outcome, now - self.started, screen, "patient")
+        if self.quiet and now - still_since >= self.quiet_period:
+            return Watched(outcome, now - self.started, screen, "quiet")
         return watch._next(now)
 
 

@@ -1,0 +1,104 @@
+"""A changed screen hands back at the speed of the screen: where the step's window is listed
+and stays unchanged for ``settle_window_still`` while its check fails, the replay hands back
+then, not after ``settle_timeout``; while the window is missing it is waited for (an
+application started late). The clock is the replay's own: only its pauses move it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from askcache import CacheExecutionSettings
+from askcache.screen.windows import WindowFrame
+from askcache.testing import SimulatedFormApp, WindowedFormApp
+from tests.unit.test_replay_still import _record_windowed, _replay
+
+SETTINGS = CacheExecutionSettings()
+
+
+class LateWindow(WindowedFormApp):
+    """The form's window appears only after ``late`` looks: until then the desktop is empty
+    and no window is listed."""
+
+    def __init__(self, late: int, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.late = late
+        self.looks = 0
+
+    def windows(self) -> list[WindowFrame]:
+        return super().windows() if self.looks > self.late else list(self.others)
+
+    def screenshot(self) -> Image.Image:
+        self.looks += 1
+        if self.looks <= self.late:
+            return Image.new("RGB", self.screen, self.background)
+        return super().screenshot()
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> object:
+    return _record_windowed(Path(tmp_path_factory.mktemp("cache")))
+
+
+def _changed() -> WindowedFormApp:
+    app = SimulatedFormApp()
+    app.set_layout("banner")  # a notice pushes the form down: every step's region differs
+    return WindowedFormApp(app=app)
+
+
+def test_a_changed_screen_whose_window_is_listed_hands_back_once_the_window_is_still(
+    recorded: object,
+) -> None:
+    screen = _changed()
+    result = _replay(recorded, screen, windows=screen.windows)
+    # step 0 is a screenshot; step 1, the first click, is refused
+    assert (result.status, result.stopped_at_step, result.steps_run) == ("handed_back", 1, 1)
+    assert screen.app.saved == []
+    waited = result.steps[-1].waited_seconds
+    # the still window, not the settle timeout: unchanged for settle_window_still (one look
+    # more at most: the looks are a poll pause apart)
+    assert SETTINGS.settle_window_still <= waited < SETTINGS.settle_window_still + 0.05
+    assert "the application has answered and shows another screen" in (result.reason or "")
+
+
+def test_the_still_window_can_be_set(recorded: object) -> None:
+    screen = _changed()
+    result = _replay(recorded, screen, windows=screen.windows, settle_window_still=2.0)
+    assert result.status == "handed_back"
+    assert 2.0 <= result.steps[-1].waited_seconds < 2.05
+
+
+def test_without_a_window_list_the_first_step_still_waits_the_settle_timeout(
+    recorded: object,
+) -> None:
+    # nothing tells an application that has not started from one that shows another screen
+    screen = _changed()
+    result = _replay(recorded, screen, windows=None, settle_timeout=2.0)
+    assert result.status == "handed_back"
+    assert result.steps[-1].waited_seconds >= 2.0
+    assert "settle_timeout" in (result.reason or "")
+
+
+def test_a_window_that_is_not_listed_is_waited_for_up_to_the_settle_timeout(
+    recorded: object,
+) -> None:
+    # the form is drawn but another window is listed in its place: the step's window is
+    # missing, so the replay waits for it as for an application started late
+    other = WindowFrame(x=0, y=0, width=300, height=200, wm_class="Other", title="Other")
+    screen = _changed()
+    screen.wm_class, screen.title = "Elsewhere", "Not the form"
+    result = _replay(recorded, screen, windows=lambda: [other], settle_timeout=2.0)
+    assert result.status == "handed_back"
+    assert result.steps[-1].waited_seconds >= 2.0
+
+
+def test_an_application_started_late_is_waited_for_and_replayed(recorded: object) -> None:
+    # for 2 seconds of looks the desktop is empty and the window is not listed; then the
+    # form appears as recorded: no hand-back, every step runs
+    screen = LateWindow(late=120)
+    result = _replay(recorded, screen, windows=screen.windows)
+    assert (result.status, result.handbacks) == ("completed", 0)
+    assert screen.app.saved == [{"name": "Ada Lovelace", "email": ""}]
+    assert result.steps[1].waited_seconds > 1.0  # the first click waited for the window

@@ -466,11 +466,9 @@ class CacheWritingSettings(SettingsModel):
                 raise ValueError(f"{size_field} must be even (got {size})")
             if self.visual_verification_method == VisualMethod.WHASH and size & (size - 1):
                 raise ValueError(f"whash needs a power-of-two {size_field} (got {size})")
-            if threshold >= size**2:
-                raise ValueError(
-                    f"{threshold_field} {threshold} would accept any screen: "
-                    f"a {size}x{size} hash has {size**2} bits"
-                )
+            problem = limits.threshold_problem(threshold, size)
+            if problem is not None:
+                raise ValueError(f"{threshold_field} {problem}")
         return self
 
 

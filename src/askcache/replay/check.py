@@ -11,6 +11,11 @@ step of a recorded variant at the same index may be checked instead.
 A step whose window moved since the recording (:mod:`.anchor`) is checked on the screen as
 seen from its window, with the same thresholds; the outcome carries the anchor, and the step
 then acts where the window is.
+
+The thresholds, and the switches that skip a check (``skip_visual_validation``,
+``unchecked_steps``, ``check_effects``, ``wait_for_start_screen``), are read from the replay's
+check policy (``state.policy``, :class:`~askcache.replay.check_policy.CheckPolicy`), never from
+the settings: the policy alone decides what loosens a check, and says so.
 """
 
 from __future__ import annotations
@@ -169,7 +174,8 @@ def _check(
     acting = action is not None and action.name in ACTING_ACTIONS
     config = state.file.metadata.visual_validation
     stored = StepFingerprint.of(step)
-    if state.settings.skip_visual_validation:
+    policy = state.policy
+    if policy.skip_visual_validation:
         record.note = "visual validation skipped by settings"
         return Checked(record, screen, _before_look(state, screen))
     if not acting:
@@ -177,7 +183,7 @@ def _check(
         return Checked(record, screen, None)
     if stored is None or config is None:
         record.note = "no fingerprint stored for this step"
-        if state.settings.unchecked_steps == "run":
+        if policy.unchecked_steps == "run":
             return Checked(record, screen, None)
         return Refused(
             record,
@@ -192,8 +198,8 @@ def _check(
             step,
             stored,
             config,
-            threshold=state.settings.visual_validation_threshold,
-            detail_threshold=state.settings.visual_validation_detail_threshold,
+            threshold=policy.threshold,
+            detail_threshold=policy.detail_threshold,
             pointer=state.anchors[state.index] if pointer is None else pointer[0],
             other_density=_other_density(state, screen),
         )
@@ -244,7 +250,7 @@ def _check_start_screen(
     step's window moved (or the search found its region elsewhere), the screen is compared as
     seen from there, inside the window's frame and the part of the screen brought into view."""
     config, start = state.file.metadata.screen_state, state.start.thumbnail
-    if config is None or start is None or not state.settings.wait_for_start_screen:
+    if config is None or start is None or not state.policy.wait_for_start_screen:
         return checked
     if checked.screen is None or not checked.record.validated:
         return checked
@@ -314,7 +320,7 @@ def _check_affected_area(
     """The area the action changed when recorded must look as it did before it then."""
     config = state.file.metadata.screen_state
     effect = step.effect
-    if config is None or not state.settings.check_effects:
+    if config is None or not state.policy.check_effects:
         return Checked(record, screen, _before_look(state, screen))
     thumbnail = screen.thumbnail(config)
     if effect is None or not effect.tiles:

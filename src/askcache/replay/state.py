@@ -20,6 +20,7 @@ from askcache.cachefile.blind_spots import blind_spots, override_blind_spots
 from askcache.cachefile.format import CacheFile, TrajectoryVariant
 from askcache.messages import ToolUseBlockParam
 from askcache.parameters import substitute
+from askcache.replay.check_policy import CheckPolicy
 from askcache.replay.profile import ProfileChoice
 from askcache.replay.result import ReplayResult
 from askcache.replay.step_view import StepView
@@ -206,7 +207,7 @@ class ReplayState:
     screen profile it runs on and which trajectory runs there.
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0915 (a state of many parts, until the states become values)
         self,
         cache_file: CacheFile,
         name: str,
@@ -243,6 +244,10 @@ class ReplayState:
         filled in); see :class:`~askcache.cachefile.format.TrajectoryVariant`."""
         self.anchors = list(action_anchors(self.steps))
         self.index = start_step
+        self.policy = CheckPolicy.resolve(
+            cache_file, settings, settings.model_visual_validation_threshold
+        )
+        """The thresholds and switches the checks decide with, and what loosens them."""
         self.result = ReplayResult(
             cache_file=name,
             steps_total=len(self.steps),
@@ -257,6 +262,7 @@ class ReplayState:
                     detail_threshold=settings.visual_validation_detail_threshold,
                 ),
             ],
+            loosened=list(self.policy.loosened),
         )
         self.views: dict[int, StepView] = {}
         """Per checked step: what it was checked on (recorded space), for reports; empty

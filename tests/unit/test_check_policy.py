@@ -1,9 +1,11 @@
 """The check policy: thresholds from the file, the settings and the model, held to one rule;
-what loosens a check decided there and said in the result."""
+what loosens a check decided there and said in the result and the run ledger."""
 
 from __future__ import annotations
 
 import json
+import re
+from datetime import UTC, datetime
 
 import pytest
 from pydantic import ValidationError
@@ -19,6 +21,8 @@ from askcache.replay import CacheExecutor, ExecuteCachedTrajectory
 from askcache.replay.check_policy import CheckPolicy, InvalidThresholdError, Loosening
 from askcache.settings import CacheExecutionSettings, CacheWritingSettings
 from askcache.storage.base import LocalCacheStorage, load_cache_file
+from askcache.storage.ledger import FolderLedger, RunRecord
+from askcache.storage.ledger.sqlite import SqliteLedger
 from askcache.testing import SimulatedFormApp
 from askcache.tools import ComputerTool, ToolCollection
 from tests.helpers import GOAL, record_form
@@ -205,3 +209,22 @@ def test_the_models_raised_threshold_is_applied_by_the_check_and_said_everywhere
     assert [s.threshold for s in replay.steps if s.validated] == [10, 10, 10]
     assert [(item.source, item.old, item.new) for item in replay.loosened] == [("model", 2, 10)]
     assert app.saved
+
+
+def test_a_loosened_run_round_trips_in_the_json_and_sqlite_ledgers_and_old_entries_read(
+    storage: LocalCacheStorage,
+) -> None:
+    record = RunRecord(
+        trajectory="form.json",
+        status="completed",
+        started_at=datetime.now(UTC),
+        loosened=["visual_validation_threshold 2 -> 10 (model)"],
+    )
+    for ledger in (FolderLedger(storage), SqliteLedger(storage.directory / "ledger.sqlite3")):
+        ledger.append(record)
+        (back,) = ledger.records("form.json")
+        assert back.loosened == ["visual_validation_threshold 2 -> 10 (model)"]
+    old = record.model_dump(mode="json")
+    del old["loosened"]  # an entry written before the field
+    assert RunRecord.model_validate_json(json.dumps(old)).loosened == []
+    assert re.search(r'"loosened":\["visual_validation_threshold 2 -> 10', record.model_dump_json())

@@ -4,6 +4,9 @@ A cache file is input: users share it, commit it, pull it from shared storage. T
 keep a careless or hostile file from exhausting memory or time, and every one of them is
 checked when the file is loaded, before any action runs (docs/cache-format.md lists them).
 Breaking one raises :class:`~askcache.errors.CacheFileLimitError` naming the field.
+
+One rule holds wherever a threshold is given (the writing settings, a file, a replay's
+override, the model's request, ``askcache lint``): :func:`threshold_problem`.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ __all__ = [
     "MIN_DETAIL_REGION_SIZE",
     "MIN_HASH_SIZE",
     "MIN_REGION_SIZE",
+    "threshold_problem",
 ]
 
 MAX_FILE_BYTES = 8 * 1024 * 1024
@@ -88,3 +92,19 @@ MAX_IMAGE_PIXELS = MAX_SCREEN_PIXELS
 history (askcache's own loop and the user's), an image file given to the ``askcache``
 command. Its header is read first; a larger image is refused, naming it, before a pixel is
 decoded (:func:`askcache.screen.png.open_image`)."""
+
+
+def threshold_problem(threshold: int, hash_size: int) -> str | None:
+    """Why ``threshold`` cannot be the threshold of a ``hash_size`` x ``hash_size`` hash, in
+    words that follow the field's name (``64 would accept any screen: a 8x8 hash has 64
+    bits``); ``None`` when it can. A Hamming distance never exceeds the hash's bit count, so a
+    threshold at or above it accepts any screen. This is the one statement of that rule: the
+    writing settings, a file's checks (:mod:`askcache.cachefile.checks`), ``askcache lint``,
+    the blind spots a replay reports and the replay's check policy
+    (:class:`askcache.replay.check_policy.CheckPolicy`) all call it."""
+    bits = hash_size**2
+    if threshold >= bits:
+        return (
+            f"{threshold} would accept any screen: a {hash_size}x{hash_size} hash has {bits} bits"
+        )
+    return None

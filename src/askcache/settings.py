@@ -466,11 +466,9 @@ class CacheWritingSettings(SettingsModel):
                 raise ValueError(f"{size_field} must be even (got {size})")
             if self.visual_verification_method == VisualMethod.WHASH and size & (size - 1):
                 raise ValueError(f"whash needs a power-of-two {size_field} (got {size})")
-            if threshold >= size**2:
-                raise ValueError(
-                    f"{threshold_field} {threshold} would accept any screen: "
-                    f"a {size}x{size} hash has {size**2} bits"
-                )
+            problem = limits.threshold_problem(threshold, size)
+            if problem is not None:
+                raise ValueError(f"{threshold_field} {problem}")
         return self
 
 
@@ -484,20 +482,32 @@ class CacheExecutionSettings(SettingsModel):
     replay waits for the screen itself (``auto_wait``); use a delay only where no screen can
     be watched."""
     visual_validation_threshold: int | None = Field(None, ge=0)
-    """Overrides the threshold stored in the file; ``None`` uses the file's."""
+    """Overrides the threshold stored in the file; ``None`` uses the file's. Above the file's,
+    it loosens the check, and the replay says so (``ReplayResult.loosened``, the run ledger);
+    at or above the hash's bit count it accepts any screen, and the replay also says so in
+    ``ReplayResult.warnings`` (:class:`~askcache.replay.check_policy.CheckPolicy`)."""
     visual_validation_detail_threshold: int | None = Field(None, ge=0)
-    """Overrides the detail hash's threshold stored in the file; ``None`` uses the file's."""
+    """Overrides the detail hash's threshold stored in the file; ``None`` uses the file's
+    (said as ``visual_validation_threshold`` is)."""
+    model_visual_validation_threshold: int | None = Field(None, ge=0)
+    """The main threshold the model asked for through the ``execute_cached_trajectory`` tool,
+    which sets it (a caller sets ``visual_validation_threshold`` instead). It wins over the
+    other two; above the file's it is said as a loosening by the model, and at or above the
+    hash's bit count the replay is refused
+    (:class:`~askcache.replay.check_policy.CheckPolicy`)."""
     skip_visual_validation: bool = False
     """Replay without checking the screen at all. Every step then counts as unvalidated.
     One check remains: a typed text must reach the screen (after a ``type`` step, the tiles
-    its text was drawn over when recorded look other than before it, docs/caching.md)."""
+    its text was drawn over when recorded look other than before it, docs/caching.md). A
+    loosening, said in ``ReplayResult.loosened`` and the run ledger."""
     unchecked_steps: Literal["refuse", "hand_back", "run"] = "hand_back"
     """What to do with a step that acts (click, type, key, drag, scroll) but carries no
     fingerprint (files recorded with method ``none``, or older files whose first step came
     before any screenshot): ``refuse`` the whole file before any step runs; ``hand_back``
-    (default) replay the checked steps before it and stop before it; ``run`` it unchecked.
-    (A step whose stored hash cannot be checked, such as hashes without the file's
-    validation set-up, is always refused.)"""
+    (default) replay the checked steps before it and stop before it; ``run`` it unchecked
+    (a loosening when the file has such a step, said in ``ReplayResult.loosened`` and the
+    run ledger). (A step whose stored hash cannot be checked, such as hashes without the
+    file's validation set-up, is always refused.)"""
     parameter_values: dict[str, str] = Field(default_factory=dict, repr=False)
     """Values for the trajectory's ``{{name}}`` and ``{{secret:name}}`` parameters, when the
     replay starts at once. Typed literally; at most 4096 characters, no control characters.
@@ -550,7 +560,8 @@ class CacheExecutionSettings(SettingsModel):
     check_effects: bool = True
     """After each step, check it had the effect it had when recorded (files that recorded
     effects): an action that changed its area then but changes nothing now did not land.
-    Off: only whether a typed text reached the screen is checked after a ``type`` step."""
+    Off: only whether a typed text reached the screen is checked after a ``type`` step (a
+    loosening when the file recorded effects, said as ``skip_visual_validation`` is)."""
     wait_for_start_screen: bool = True
     """The trajectory's first action waits (up to ``settle_timeout``) until the whole screen
     looks like the recording's screen before it, coarsely (files that recorded it:
@@ -569,7 +580,8 @@ class CacheExecutionSettings(SettingsModel):
     """After the last step, compare the screen with the recorded end state. ``report``: the
     replay ends ``completed`` only when it matches, ``completed_unverified`` otherwise;
     ``hand_back``: on a difference, also hand the turn to the model, asking it to confirm or
-    fix; ``off``: no comparison (``completed`` when every step ran)."""
+    fix; ``off``: no comparison (``completed`` when every step ran; a loosening when the file
+    recorded an end state, said as ``skip_visual_validation`` is)."""
     rejoin: bool = True
     """After a hand-back, take over again once the model has acted (a screenshot or a wait
     is not progress), goes on (has not ended its turn or said it stops), and the screen

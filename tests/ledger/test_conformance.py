@@ -103,6 +103,21 @@ def test_records_since_and_the_newest_few_oldest_first(ledger: RunLedger) -> Non
     assert [r.pid for r in ledger.records(limit=0)] == []
 
 
+def test_the_checks_a_run_loosened_are_kept_as_written(
+    ledger: RunLedger,
+) -> None:
+    said = [
+        ["visual_validation_threshold 2 -> 10 (model)"],
+        [],
+        ["skip_visual_validation False -> True (settings)", "end_state report -> off (settings)"],
+    ]
+    for minute, loosened in enumerate(said):  # past one segment where the engine compacts
+        ledger.append(
+            _run("a.json", "completed", minutes=minute).model_copy(update={"loosened": loosened})
+        )
+    assert [r.loosened for r in ledger.records("a.json")] == said
+
+
 def test_the_streak_of_hand_backs_at_one_step_and_a_heal_ends_it(ledger: RunLedger) -> None:
     assert ledger.consecutive_failures("a.json") == (0, None)
     steps = [("handed_back", 1), ("handed_back", 2), ("handed_back", 2), ("handed_back", 2)]

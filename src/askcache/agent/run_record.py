@@ -122,6 +122,7 @@ def run_record(session: ReplaySession, outcome: ConversationResult, *, last: boo
         saved_seconds=saved_seconds,
         model=recording.model,
         profile=result.profile,
+        loosened=[loosening.short for loosening in result.loosened],
     )
 
 

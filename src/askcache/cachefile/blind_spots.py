@@ -10,6 +10,7 @@ reader looks: ``askcache lint`` (a warning), ``askcache show``, the report page 
 from __future__ import annotations
 
 from askcache.cachefile.format import VisualValidationConfig
+from askcache.limits import threshold_problem
 
 __all__ = ["NO_DETAIL_HASH", "blind_spots", "override_blind_spots"]
 
@@ -41,14 +42,15 @@ def override_blind_spots(
 ) -> list[str]:
     """What a replay cannot see because its own settings override the file's thresholds
     (``CacheExecutionSettings.visual_validation_threshold`` and
-    ``visual_validation_detail_threshold``) at or above the bit count of the file's hash: that
-    check then accepts any screen, and such a replay says so in its result as a file recorded
-    without the check does (:attr:`askcache.replay.result.ReplayResult.warnings`)."""
+    ``visual_validation_detail_threshold``) at or above the bit count of the file's hash
+    (:func:`askcache.limits.threshold_problem`): that check then accepts any screen, and such
+    a replay says so in its result as a file recorded without the check does
+    (:attr:`askcache.replay.result.ReplayResult.warnings`)."""
     gaps: list[str] = []
     if visual is None:
         return gaps
     bits = visual.hash_size**2
-    if threshold is not None and threshold >= bits:
+    if threshold is not None and threshold_problem(threshold, visual.hash_size) is not None:
         gaps.append(
             f"visual_validation_threshold={threshold} accepts any screen (the file's main "
             f"hash has {bits} bits): no step's screen is checked; replay without this "
@@ -56,7 +58,7 @@ def override_blind_spots(
         )
     if visual.detail is not None and detail_threshold is not None:
         detail_bits = visual.detail.hash_size**2
-        if detail_threshold >= detail_bits:
+        if threshold_problem(detail_threshold, visual.detail.hash_size) is not None:
             gaps.append(
                 f"visual_validation_detail_threshold={detail_threshold} accepts any detail "
                 f"region (the file's detail hash has {detail_bits} bits): a relabelled small "

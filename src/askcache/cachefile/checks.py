@@ -127,11 +127,9 @@ def _check_config(config: VisualValidationConfig) -> None:
             raise _ProblemError(f"{where}.hash_size", f"must be even, got {size}")
         if config.method == "whash" and size & (size - 1):
             raise _ProblemError(f"{where}.hash_size", f"whash needs a power of two, got {size}")
-        if threshold >= size**2:
-            raise _ProblemError(
-                f"{where}.threshold",
-                f"{threshold} would accept any screen: a {size}x{size} hash has {size**2} bits",
-            )
+        problem = limits.threshold_problem(threshold, size)
+        if problem is not None:
+            raise _ProblemError(f"{where}.threshold", problem)
 
 
 def _integer(value: Any, low: int, high: int, field: str) -> int:

@@ -15,8 +15,9 @@ The checks, by ``check`` name:
 - ``hash``: a stored fingerprint is not hex, or not as long as the file's hash size says.
 - ``parameters``: a ``{{name}}`` used in the goal or a step that the file does not declare
   (the replay cannot fill it in), or a declared parameter no step uses.
-- ``threshold``: a threshold that accepts any screen (at or above the hash's bit count), or
-  one above a quarter of the bits (it accepts large changes).
+- ``threshold``: a threshold that accepts any screen (at or above the hash's bit count:
+  :func:`askcache.limits.threshold_problem`, the rule every threshold is held to), or one
+  above a quarter of the bits (it accepts large changes).
 - ``screen``: no screen size recorded (a replay on another screen cannot be scaled), or an
   action point outside the recorded screen.
 - ``mask``: a step's learned mask (``askcache tune``) ignores more than a quarter of a hash's
@@ -39,6 +40,7 @@ from askcache.cachefile.blind_spots import blind_spots
 from askcache.cachefile.format import CacheFile, VisualValidationConfig
 from askcache.errors import CacheFileCorruptError, InvalidHashError, UnsupportedCacheVersionError
 from askcache.fingerprint.masks import MASK_TONE_FACTOR, StepMask
+from askcache.limits import threshold_problem
 from askcache.messages import ToolUseBlockParam
 from askcache.parameters import placeholders_in
 from askcache.screen.target import TargetFingerprint
@@ -73,15 +75,9 @@ class LintProblem(BaseModel):
 
 def _threshold_problems(label: str, threshold: int, hash_size: int) -> list[LintProblem]:
     bits = hash_size**2
-    if threshold >= bits:
-        return [
-            LintProblem(
-                level="error",
-                check="threshold",
-                message=f"{label} {threshold} accepts any screen: a {hash_size}x{hash_size} "
-                f"hash has {bits} bits",
-            )
-        ]
+    problem = threshold_problem(threshold, hash_size)
+    if problem is not None:
+        return [LintProblem(level="error", check="threshold", message=f"{label} {problem}")]
     if threshold > bits // LOOSE_FRACTION:
         return [
             LintProblem(

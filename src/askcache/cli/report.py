@@ -357,6 +357,9 @@ def _section(
     if refused:
         line += f"; did not take over {refused} time(s)"
     parts.append(f"<p class='status'>{line}</p>")
+    if result.loosened:
+        items = "".join(f"<li>{html.escape(item.describe())}</li>" for item in result.loosened)
+        parts.append(f"<h3>Checks loosened</h3><ul class='loosened'>{items}</ul>")
     if result.rejoin_decisions:
         parts.append("<h3>Taking over again after the hand-back</h3>")
         parts.append(_rejoin_list(result.rejoin_decisions))
@@ -624,9 +627,13 @@ def _run_row(record: RunRecord) -> str:
     else:
         saved = ""
     steps = f"{record.steps_run}/{record.steps_total}" if record.event == "replay" else ""
+    loosened = ""
+    if record.loosened:  # the run checked less than its file asks: said beside its status
+        items = "; ".join(record.loosened)
+        loosened = f"<br><span class='loosened'>checks loosened: {html.escape(items)}</span>"
     cells = [
         f"{when}, {where}",
-        f"<b>{html.escape(status)}</b>",
+        f"<b>{html.escape(status)}</b>{loosened}",
         steps,
         stopped,
         _rejoin_cell(record),
@@ -688,8 +695,10 @@ def write_trajectory_report(path: Path, report: TrajectoryReport) -> Path:
             "the replay took over again after a hand-back, then each time it considered it "
             "and why it did or did not (model_acted: the model had not acted; "
             "model_continues: the model ended its turn or said it stops; screen: the next "
-            "step's check or the check that failed did not pass). Savings are estimates from "
-            "the recording's cost.</p>"
+            "step's check or the check that failed did not pass). Checks loosened: the run "
+            "checked less than the file asks (a threshold raised by the settings or the "
+            "model, checks skipped, unchecked steps run, effects or the end state not "
+            "checked). Savings are estimates from the recording's cost.</p>"
         )
     else:
         body.append("<p class='runs-none'>No runs in the run ledger yet.</p>")

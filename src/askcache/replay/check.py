@@ -11,6 +11,11 @@ step of a recorded variant at the same index may be checked instead.
 A step whose window moved since the recording (:mod:`.anchor`) is checked on the screen as
 seen from its window, with the same thresholds; the outcome carries the anchor, and the step
 then acts where the window is.
+
+The thresholds, and the switches that skip a check (``skip_visual_validation``,
+``unchecked_steps``, ``check_effects``, ``wait_for_start_screen``), are read from the replay's
+check policy (``plan.policy``, :class:`~askcache.replay.check_policy.CheckPolicy`), never from
+the settings: the policy alone decides what loosens a check, and says so.
 """
 
 from __future__ import annotations
@@ -184,8 +189,8 @@ def _check(
     acting = action is not None and action.name in ACTING_ACTIONS
     config = plan.file.metadata.visual_validation
     stored = StepFingerprint.of(step)
-    settings = plan.settings
-    if settings.skip_visual_validation:
+    policy = plan.policy
+    if policy.skip_visual_validation:
         record.note = "visual validation skipped by settings"
         return Checked(record, screen, _before_look(plan, screen))
     if not acting:
@@ -193,7 +198,7 @@ def _check(
         return Checked(record, screen, None)
     if stored is None or config is None:
         record.note = "no fingerprint stored for this step"
-        if settings.unchecked_steps == "run":
+        if policy.unchecked_steps == "run":
             return Checked(record, screen, None)
         return Refused(
             record,
@@ -209,8 +214,8 @@ def _check(
             step,
             stored,
             config,
-            threshold=settings.visual_validation_threshold,
-            detail_threshold=settings.visual_validation_detail_threshold,
+            threshold=policy.threshold,
+            detail_threshold=policy.detail_threshold,
             pointer=plan.anchors[index] if pointer is None else pointer[0],
             other_density=other_density,
         )
@@ -227,7 +232,7 @@ def _check(
     record.detail_threshold = result.detail_threshold
     record.note = result.describe()
     view = None
-    if result.box is not None and keep_view and settings.keep_step_views:
+    if result.box is not None and keep_view and plan.settings.keep_step_views:
         view = StepView.of(screen.recorded, result.box, plan.anchors[index] or _point(action))
     if not result.matched:
         return Refused(
@@ -266,7 +271,7 @@ def _check_start_screen(plan: Plan, step: ToolUseBlockParam, checked: Checked) -
     step's window moved (or the search found its region elsewhere), the screen is compared as
     seen from there, inside the window's frame and the part of the screen brought into view."""
     config, start = plan.config, plan.start.thumbnail
-    if config is None or start is None or not plan.settings.wait_for_start_screen:
+    if config is None or start is None or not plan.policy.wait_for_start_screen:
         return checked
     if checked.screen is None or not checked.record.validated:
         return checked
@@ -338,7 +343,7 @@ def _check_affected_area(
     """The area the action changed when recorded must look as it did before it then."""
     config = plan.config
     effect = step.effect
-    if config is None or not plan.settings.check_effects:
+    if config is None or not plan.policy.check_effects:
         return Checked(record, screen, _before_look(plan, screen))
     thumbnail = screen.thumbnail(config)
     if effect is None or not effect.tiles:

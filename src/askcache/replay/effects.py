@@ -22,6 +22,7 @@ from PIL import Image
 from askcache.actions import parse_action
 from askcache.messages import MessageParam, TextBlockParam, ToolUseBlockParam
 from askcache.redaction import redact
+from askcache.replay.check_policy import CheckPolicy
 from askcache.replay.screens import Screen
 from askcache.screen.elsewhere import check_elsewhere
 from askcache.screen.state import (
@@ -31,7 +32,6 @@ from askcache.screen.state import (
     compare_tiles,
     drawn_tiles,
 )
-from askcache.settings import CacheExecutionSettings
 
 __all__ = [
     "DRAWN_TEXT_CHARACTERS",
@@ -110,7 +110,7 @@ def draws_text(step: ToolUseBlockParam) -> bool:
     return isinstance(text, str) and len("".join(text.split())) >= DRAWN_TEXT_CHARACTERS
 
 
-def checked_effect(settings: CacheExecutionSettings, step: ToolUseBlockParam) -> StepEffect | None:
+def checked_effect(policy: CheckPolicy, step: ToolUseBlockParam) -> StepEffect | None:
     """The part of ``step``'s recorded effect this replay checks after it: all of it; or,
     when the settings skip the checks (``skip_visual_validation``, ``check_effects`` off),
     for a step that types, only that its text reached the screen: the tiles near its point
@@ -118,7 +118,7 @@ def checked_effect(settings: CacheExecutionSettings, step: ToolUseBlockParam) ->
     new parameter value draws other pixels there; nothing is compared with the recording).
     A replay whose typed text never appeared is never ``completed``."""
     effect = step.effect
-    if effect is None or (settings.check_effects and not settings.skip_visual_validation):
+    if effect is None or (policy.check_effects and not policy.skip_visual_validation):
         return effect
     if not is_typing(step) or not effect.tiles:
         return None

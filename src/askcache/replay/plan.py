@@ -20,6 +20,7 @@ from askcache.cachefile.format import CacheFile, TrajectoryVariant
 from askcache.geometry import Point
 from askcache.messages import ToolUseBlockParam
 from askcache.parameters import substitute
+from askcache.replay.check_policy import CheckPolicy
 from askcache.replay.profile import ProfileChoice
 from askcache.scaling import SAME_SIZE_TOLERANCE, same_size
 from askcache.screen.state import EndState, ScreenStateConfig, Thumbnail
@@ -210,6 +211,8 @@ class Plan:
     file: CacheFile
     name: str
     settings: CacheExecutionSettings
+    policy: CheckPolicy
+    """The thresholds and switches the checks decide with, and what loosens them."""
     tool_shape: ToolShape
     values: Mapping[str, str]
     """The values the steps' ``{{name}}`` parameters were filled in with."""
@@ -279,6 +282,9 @@ class Plan:
             file=cache_file,
             name=name,
             settings=settings,
+            policy=CheckPolicy.resolve(
+                cache_file, settings, settings.model_visual_validation_threshold
+            ),
             tool_shape=tool_shape,
             values=values,
             steps=steps,

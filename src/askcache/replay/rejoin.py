@@ -199,7 +199,7 @@ def _effect_now(plan: Plan, stopped: Stopped, screen: Screen) -> str | None:
     """Why the stopped step's recorded effect does not show on ``screen`` (``None``: it
     does). An effect that cannot be checked counts as not showing (fail closed)."""
     step = plan.steps[stopped.step]
-    effect = checked_effect(plan.settings, step)
+    effect = checked_effect(plan.policy, step)
     config = plan.config
     ran = stopped.ran
     if effect is None or config is None or ran is None or ran.before is None:

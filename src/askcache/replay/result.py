@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from askcache.redaction import redact
+from askcache.replay.check_policy import Loosening
 from askcache.storage.ledger import RejoinDecision
 
 __all__ = ["EndStateVerdict", "ReplayResult", "ReplayStatus", "StepRecord"]
@@ -151,6 +152,12 @@ class ReplayResult(BaseModel):
     detail hash does not see a relabelled small control), or because this replay's own
     threshold overrides accept any screen
     (:func:`askcache.cachefile.blind_spots.override_blind_spots`). Empty: nothing known."""
+    loosened: list[Loosening] = Field(default_factory=list)
+    """Every way this replay checked less than its file asks, and who asked for it: a
+    threshold raised above the file's (by the settings or the model), checks skipped,
+    unchecked steps run, effects or the end state not checked
+    (:class:`~askcache.replay.check_policy.CheckPolicy`, which decides them; the run ledger
+    keeps them, :attr:`~askcache.storage.ledger.RunRecord.loosened`). Empty: none."""
 
     @field_validator("reason")
     @classmethod

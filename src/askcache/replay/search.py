@@ -14,12 +14,12 @@ screen at candidate places and compares:
    places: the screen repeats the region (a keypad, a list), no match;
 3. **fine**: at each place the exact hash, every pixel within :data:`REFINE` pixels;
 4. **unique**: the step's full check (fingerprint, tone, target, the area it changed, with
-   the file's thresholds) runs at every place; a place is used only when it is the one
-   place that passes, and every other place, the recorded point included, is clearly
-   another element: its main hash :data:`SEARCH_MARGIN` bits or its detail hash
-   :data:`DETAIL_MARGIN` bits beyond the threshold (a near miss elsewhere means the screen
-   holds look-alikes, a near miss at the recorded point that the element itself changed
-   there: no match).
+   the thresholds of the replay's check policy, ``plan.policy``) runs at every place; a
+   place is used only when it is the one place that passes, and every other place, the
+   recorded point included, is clearly another element: its main hash
+   :data:`SEARCH_MARGIN` bits or its detail hash :data:`DETAIL_MARGIN` bits beyond the
+   threshold (a near miss elsewhere means the screen holds look-alikes, a near miss at the
+   recorded point that the element itself changed there: no match).
 
 The search never loosens a check: it decides only where the full check runs. It runs once per
 step, after the wait, on the settled screen; its cost is bounded by the radius (the coarse
@@ -101,7 +101,7 @@ def search(
         or stored is None
         or action is None
         or action.name not in ACTING_ACTIONS
-        or plan.settings.skip_visual_validation
+        or plan.policy.skip_visual_validation
     ):
         return None
     point = action.point if action.point is not None else plan.anchors[index]

@@ -110,6 +110,7 @@ class ReplaySession:
                     detail_threshold=settings.visual_validation_detail_threshold,
                 ),
             ],
+            loosened=list(plan.policy.loosened),
         )
 
     # -- what it runs and where it is ------------------------------------------------------

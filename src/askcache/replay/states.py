@@ -339,7 +339,7 @@ def _end(plan: Plan, progress: Progress, messages: list[MessageParam], now: floa
     """After the last step: the final screen against the recorded end state, watched until
     it matches or settles."""
     config, recorded = plan.config, plan.end_state
-    if plan.settings.end_state == "off" or plan.end is None or config is None or recorded is None:
+    if plan.policy.end_state == "off" or plan.end is None or config is None or recorded is None:
         return Over(plan, progress), Finished(None)
     image = fresh_screenshot(messages)
     if image is None:
@@ -356,7 +356,7 @@ def judge_end(
     came after it, else ``image``, a look taken now) against the recorded end state, looked
     at once (``None``: not compared)."""
     config = plan.config
-    if plan.settings.end_state == "off" or plan.end is None or config is None:
+    if plan.policy.end_state == "off" or plan.end is None or config is None:
         return None
     if plan.end_state is None:
         return None
@@ -726,7 +726,7 @@ class Verifying(State):
     ) -> Transition:
         assert pending.step is not None
         step = plan.steps[pending.step]
-        effect = checked_effect(plan.settings, step)
+        effect = checked_effect(plan.policy, step)
         verifying = cls(plan, progress, pending, messages)
         if effect is None or plan.config is None or pending.before is None:
             return verifying._verified(None, None, now, effect="not_checked")
@@ -746,7 +746,7 @@ class Verifying(State):
         assert pending.before is not None
         assert plan.config is not None
         step = plan.steps[pending.step]
-        effect = checked_effect(plan.settings, step)
+        effect = checked_effect(plan.policy, step)
         assert effect is not None
         offset = pending.anchor.offset if pending.anchor is not None else (0, 0)
         return effect_problem(
@@ -864,7 +864,7 @@ class Ending(State):
             return replace(self, watch=watched), Look(watched.look_at)
         verdict: EndStateVerdict = watched.outcome
         progress = self.progress.looked(watched.screen.image)  # the screen the steps left
-        hand_back = not verdict.matched and self.plan.settings.end_state == "hand_back"
+        hand_back = not verdict.matched and self.plan.policy.end_state == "hand_back"
         return Over(self.plan, progress), Finished(verdict, hand_back=hand_back)
 
     def _next(self, observation: Seen | Blind) -> Transition:

@@ -101,7 +101,13 @@ class ListCachedTrajectories(Tool):
 
 
 class ExecuteCachedTrajectory(Tool):
-    """Starts replaying a cached trajectory; the executor takes the next turns."""
+    """Starts replaying a cached trajectory; the executor takes the next turns.
+
+    The model may ask for a main threshold (``visual_validation_threshold``): it is passed as
+    ``CacheExecutionSettings.model_visual_validation_threshold`` and resolved by the replay's
+    check policy (:class:`~askcache.replay.check_policy.CheckPolicy`), which refuses one that
+    would accept any screen and says one above the file's as a loosening by the model (in the
+    tool's answer, the replay's result and the run ledger)."""
 
     name = "execute_cached_trajectory"
 
@@ -165,18 +171,11 @@ class ExecuteCachedTrajectory(Tool):
             return ToolOutput.text("start_from_step_index must be an integer.", is_error=True)
         try:
             settings = self.execution_settings
-            if threshold is not None:  # validated like any setting
+            if threshold is not None:  # validated like any setting, then by the check policy
                 settings = CacheExecutionSettings(
-                    **{**settings.model_dump(), "visual_validation_threshold": threshold}
+                    **{**settings.model_dump(), "model_visual_validation_threshold": threshold}
                 )
             cache_file = load_cache_file(self.storage, name)
-            visual = cache_file.metadata.visual_validation
-            if threshold is not None and visual is not None and threshold >= visual.hash_size**2:
-                return ToolOutput.text(
-                    f"visual_validation_threshold {threshold} would accept any screen: the "
-                    f"file's hashes have {visual.hash_size**2} bits.",
-                    is_error=True,
-                )
             texts = [cache_file.metadata.goal, *(s.input for s in cache_file.trajectory)]
             needed = set(cache_file.cache_parameters) | placeholders_in(texts)
             given = settings.parameter_values  # the caller's values; secrets come only from here
@@ -194,8 +193,9 @@ class ExecuteCachedTrajectory(Tool):
             )
         except AskCacheError as exc:
             return ToolOutput.text(str(exc), is_error=True)
+        loosened = "".join(f" Checks loosened: {item.describe()}." for item in result.loosened)
         return ToolOutput.text(
-            f"Replaying {name} from step {start} of {result.steps_total}.",
+            f"Replaying {name} from step {start} of {result.steps_total}.{loosened}",
             handoff_to=self.executor.name,
         )
 

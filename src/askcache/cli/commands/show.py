@@ -90,6 +90,13 @@ def _lines(
     for run in [r for r in runs if r.status != "completed"][-3:]:
         when = f"{run.started_at:%Y-%m-%d %H:%M}"
         lines.append(f"    {run.status} at step {run.stopped_at_step} ({when}): {run.reason}")
+    loosened = [r for r in runs if r.loosened]
+    if loosened:
+        last = loosened[-1]
+        lines.append(
+            f"  checks loosened in {len(loosened)} of {len(runs)} replays (the last, "
+            f"{last.started_at:%Y-%m-%d %H:%M}: {'; '.join(last.loosened)})"
+        )
     lines += _step_lines(cache_file.trajectory)
     for key, learned in sorted(cache_file.profiles.items()):
         lines.append(

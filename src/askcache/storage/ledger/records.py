@@ -176,6 +176,12 @@ class RunRecord(BaseModel):
     """With ``event="healed"`` or ``"proposed"``: how the run was verified (``end_state``:
     the final screen matched the recorded one; ``model_completion``: the model finished,
     every call it made succeeded, and the final screen was settled)."""
+    loosened: list[str] = Field(default_factory=list)
+    """With ``event="replay"``: every way the replay checked less than its file asks, one short
+    line each naming the setting, the file's value, this run's and who asked
+    (``visual_validation_threshold 2 -> 6 (model)``, ``skip_visual_validation False -> True
+    (settings)``; :class:`~askcache.replay.check_policy.CheckPolicy` decides them). Empty: none
+    (and in entries written before this field)."""
 
     @field_serializer("reason")
     def _redact_reason(self, reason: str | None) -> str | None:

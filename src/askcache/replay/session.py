@@ -50,7 +50,6 @@ from dataclasses import replace
 
 from PIL import Image
 
-from askcache import _moved
 from askcache.actions import Action, make_tool_use, parse_action
 from askcache.errors import AskCacheError
 from askcache.messages import MessageParam, ToolUseBlockParam
@@ -374,6 +373,3 @@ def _region_moved(outcome: Refused) -> bool:
         and record.threshold is not None
         and record.distance > record.threshold
     )
-
-
-__getattr__ = _moved.forward(__name__)

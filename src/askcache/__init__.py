@@ -5,16 +5,12 @@ with the recording (a perceptual hash of a region); when it differs, control goe
 the model.
 
 This module holds what the README and docs write (``from askcache import Agent, ...``);
-everything else is reached from its subpackage (docs/architecture.md lists them). Each name,
-and each subpackage (``askcache.settings``), is imported the first time it is used. Names
-that moved still work from their old import path, with a :class:`DeprecationWarning`, until
-0.2.
+everything else is imported from the module that holds it (docs/architecture.md lists them).
+Each name here is imported the first time it is used.
 """
 
 import importlib
 from typing import TYPE_CHECKING, Any
-
-from askcache import _moved
 
 if TYPE_CHECKING:
     from askcache.agent.act import ActResult, Agent, VisionAgent
@@ -120,20 +116,15 @@ __all__ = [
     "verify_cache_file",
 ]
 
-_moved.install()
-_forward_moved = _moved.forward(__name__)
-
 
 def __getattr__(name: str) -> Any:
-    """A public name, imported from its module on first use (:data:`_PUBLIC`); a name that
-    moved, with a :class:`DeprecationWarning` (:mod:`askcache._moved`); a subpackage or
-    module of askcache (``askcache.settings``), imported on first use."""
+    """A public name, imported from its module on first use (:data:`_PUBLIC`)."""
     module = _PUBLIC.get(name)
-    if module is not None:
-        value = getattr(importlib.import_module(module), name)
-        globals()[name] = value  # later uses find it directly
-        return value
-    return _forward_moved(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later uses find it directly
+    return value
 
 
 def __dir__() -> list[str]:

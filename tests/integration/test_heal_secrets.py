@@ -243,7 +243,7 @@ def _run_commands(folder: Path) -> dict[str, str]:
     script = textwrap.dedent(
         """
         import contextlib, io, json, sys
-        from askcache.cli import main
+        from askcache.cli.app import main
         outputs = {}
         for label, argv in json.loads(sys.argv[1]).items():
             for extra in ([], ["--json"]):

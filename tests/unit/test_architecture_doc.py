@@ -19,18 +19,29 @@ def _contract(contract_id: str) -> dict[str, object]:
     return next(c for c in config["contracts"] if c["id"] == contract_id)
 
 
-def test_the_picture_is_the_contracts_layers_top_down() -> None:
-    picture = DOC.split("## The layers", 1)[1].split("```", 2)[1]
-    drawn = [
+def _drawn(picture: str) -> list[str]:
+    return [
         re.split(r"\s{2,}", row.strip("│ "))[0]
         for row in picture.splitlines()
         if row.startswith(" │")
     ]
-    assert drawn == _contract("layers")["layers"]
+
+
+def test_the_picture_is_the_contracts_layers_top_down() -> None:
+    picture = DOC.split("## The layers", 1)[1].split("```", 2)[1]
+    assert _drawn(picture) == _contract("layers")["layers"]
+
+
+def test_every_further_picture_is_the_layers_of_the_contract_it_names() -> None:
+    section = DOC.split("## The layers", 1)[1].split("\n## ", 1)[0]
+    for picture in section.split("```")[3::2]:  # the pictures after the first
+        named = re.search(r'contract "([\w-]+)"', picture.splitlines()[1])
+        assert named, f"a picture names no contract: {picture[:80]!r}"
+        assert _drawn(picture) == _contract(named.group(1))["layers"]
 
 
 def test_every_module_has_its_line() -> None:
-    rows = re.findall(r"^\| `([a-z_/]+(?:\.py|/))` \|", DOC, re.M)  # the tables' first column
+    rows = re.findall(r"^\| `([a-z0-9_/]+(?:\.py|/))` \|", DOC, re.M)  # the tables' first column
     named = set(rows)
     missing = []
     for path in sorted(PACKAGE.rglob("*.py")):

@@ -9,7 +9,7 @@ import pytest
 from askcache.errors import InvalidSettingsError, LedgerUrlError
 from askcache.settings import CachingSettings
 from askcache.storage.base import LocalCacheStorage
-from askcache.storage.ledger import RunLedger, RunRecord, open_ledger
+from askcache.storage.ledger import RunRecord, open_ledger
 from askcache.storage.ledger.sqlite import SqliteLedger
 
 
@@ -57,15 +57,6 @@ def test_unreadable_entries_are_skipped_and_failures_counted(tmp_path: Path) -> 
     assert len(ledger.records("a.json")) == 4
     assert ledger.consecutive_failures("a.json") == (2, 2)
     assert ledger.consecutive_failures("other.json") == (0, None)
-
-
-def test_the_old_constructor_opens_the_storage_ledger_with_a_warning(tmp_path: Path) -> None:
-    with pytest.warns(DeprecationWarning, match="open_ledger"):
-        ledger = RunLedger(LocalCacheStorage(tmp_path))  # type: ignore[abstract]
-    ledger.append(RunRecord(trajectory="a.json", status="completed"))
-    assert [r.status for r in open_ledger(LocalCacheStorage(tmp_path)).records("a.json")] == [
-        "completed"
-    ]
 
 
 def test_a_url_of_no_known_engine_is_refused_naming_the_setting(tmp_path: Path) -> None:

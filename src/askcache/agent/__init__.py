@@ -3,8 +3,4 @@ the conversation (:mod:`.act`); :mod:`.run_record` writes the run ledger and hea
 run.
 """
 
-from askcache import _moved
-
 __all__: list[str] = []
-
-__getattr__ = _moved.forward(__name__)

@@ -3,8 +3,4 @@ HTML reports (:mod:`.report`), the lint rules (:mod:`.lint`), the price table (:
 and the demo (:mod:`.demo`).
 """
 
-from askcache import _moved
-
 __all__: list[str] = []
-
-__getattr__ = _moved.forward(__name__)

@@ -2,8 +2,4 @@
 (:mod:`.speakers`). It knows nothing of caching.
 """
 
-from askcache import _moved
-
 __all__: list[str] = []
-
-__getattr__ = _moved.forward(__name__)

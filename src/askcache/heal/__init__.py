@@ -2,8 +2,4 @@
 or a proposal (:mod:`askcache.storage.versions`).
 """
 
-from askcache import _moved
-
 __all__: list[str] = []
-
-__getattr__ = _moved.forward(__name__)

@@ -3,8 +3,4 @@ and S3 (:mod:`.remote`), a trajectory's versions (:mod:`.versions`) and the lock
 them holds (:mod:`.lock`), the run ledger (:mod:`.ledger`).
 """
 
-from askcache import _moved
-
 __all__: list[str] = []
-
-__getattr__ = _moved.forward(__name__)

@@ -10,11 +10,9 @@ kept for the retention period (:meth:`RunLedger.prune`); summaries for ever.
 from __future__ import annotations
 
 import uuid
-import warnings
-from abc import ABC, ABCMeta, abstractmethod
+from abc import ABC, abstractmethod
 from datetime import datetime
 from types import TracebackType
-from typing import Any
 
 from askcache.storage.ledger.records import RunRecord
 from askcache.storage.ledger.summary import TrajectorySummary
@@ -25,25 +23,7 @@ LEDGER_FOLDER = ".ledger"
 """Folder of the ledger inside a cache storage (hidden: never listed as a cache file)."""
 
 
-class _LedgerMeta(ABCMeta):
-    """``RunLedger(storage)``, the constructor of askcache 0.1, still opens the storage's
-    ledger (:func:`~askcache.storage.ledger.open_ledger`), with a :class:`DeprecationWarning`."""
-
-    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
-        if cls is not RunLedger:
-            return super().__call__(*args, **kwargs)
-        warnings.warn(
-            "RunLedger(storage) is deprecated and stops working in askcache 0.2: use "
-            "askcache.storage.ledger.open_ledger(storage)",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        from askcache.storage import ledger
-
-        return ledger.open_ledger(*args, **kwargs)
-
-
-class RunLedger(ABC, metaclass=_LedgerMeta):
+class RunLedger(ABC):
     """Where run entries are appended and read (see the module docstring). A context manager:
     leaving it calls :meth:`close`."""
 
@@ -94,7 +74,7 @@ class RunLedger(ABC, metaclass=_LedgerMeta):
             return 0, None
         return summary.failure_streak, summary.failure_step
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 (an engine with nothing open keeps this no-op)
         """Release connections and files (the ledger is unusable afterwards)."""
 
     def __enter__(self) -> RunLedger:

@@ -1,0 +1,1 @@
+"""Repository tooling that is not shipped with askcache (the import-linter contract types)."""

@@ -12,7 +12,7 @@ from PIL import Image, ImageChops
 from askcache.conversation.loop import Conversation
 from askcache.messages import ImageBlockParam, MessageParam, TextBlockParam
 from askcache.replay import CacheExecutor
-from askcache.replay.history import SCREENSHOT_NOT_KEPT
+from askcache.replay.screenshot_trim import SCREENSHOT_NOT_KEPT
 from askcache.screen.png import decode_png, encode_png, forget_images
 from askcache.settings import CacheExecutionSettings
 from askcache.storage.base import LocalCacheStorage, load_cache_file

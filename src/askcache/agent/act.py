@@ -339,7 +339,7 @@ def _rebuilds_from_history(
 ) -> bool:
     """True when a trajectory may be built from this run's history after it: a recording,
     or a heal of the replayed file. Those need every replayed step's screenshot; any other
-    run keeps only the latest (:mod:`askcache.replay.history`)."""
+    run keeps only the latest (:mod:`askcache.replay.screenshot_trim`)."""
     return recorder is not None or (base is not None and settings.heal_mode != HealMode.OFF)
 
 

@@ -10,7 +10,10 @@ The engine underneath is the one :class:`~askcache.Agent` runs (:mod:`askcache.r
 """
 
 from askcache.loop.aio import AsyncLoopReplay
-from askcache.loop.errors import (
+from askcache.loop.loop_replay import LoopReplay
+from askcache.loop.record import record_messages
+from askcache.loop.run import LoopStatus
+from askcache.loop.usage_errors import (
     InvalidToolResultError,
     LoopUsageError,
     NotAScreenshotError,
@@ -18,9 +21,6 @@ from askcache.loop.errors import (
     ToolResultOrderError,
     UnknownToolResultError,
 )
-from askcache.loop.record import record_messages
-from askcache.loop.replay import LoopReplay
-from askcache.loop.run import LoopStatus
 
 __all__ = [
     "AsyncLoopReplay",

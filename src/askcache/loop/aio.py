@@ -1,4 +1,4 @@
-"""The async twin of :class:`~askcache.loop.replay.LoopReplay`, for loops on
+"""The async twin of :class:`~askcache.loop.loop_replay.LoopReplay`, for loops on
 ``anthropic.AsyncAnthropic`` and async tool runners (as Anthropic's reference loop is).
 
 It wraps the same step object and drives the same replay: the replay's pauses between looks
@@ -18,7 +18,7 @@ from typing import Any
 from PIL import Image
 
 from askcache.agent.act import ActResult
-from askcache.loop.replay import LoopReplay
+from askcache.loop.loop_replay import LoopReplay
 from askcache.loop.run import LoopStatus, RunEnd
 from askcache.messages import ToolResultBlockParam
 from askcache.settings import CachingSettings
@@ -28,10 +28,10 @@ __all__ = ["AsyncLoopReplay"]
 
 
 class AsyncLoopReplay:
-    """:class:`~askcache.loop.replay.LoopReplay` for an async loop: ``async for action in
+    """:class:`~askcache.loop.loop_replay.LoopReplay` for an async loop: ``async for action in
     replay.actions(messages)``, ``replay.tool_result(...)`` (it never waits), and
     ``await replay.done(messages)``. The arguments and errors are
-    :class:`~askcache.loop.replay.LoopReplay`'s; opening it reads the trajectory (a short,
+    :class:`~askcache.loop.loop_replay.LoopReplay`'s; opening it reads the trajectory (a short,
     blocking read)."""
 
     def __init__(
@@ -62,7 +62,7 @@ class AsyncLoopReplay:
 
     @property
     def status(self) -> LoopStatus:
-        """See :attr:`LoopReplay.status <askcache.loop.replay.LoopReplay.status>`."""
+        """See :attr:`LoopReplay.status <askcache.loop.loop_replay.LoopReplay.status>`."""
         return self.replay.status
 
     @property
@@ -81,12 +81,12 @@ class AsyncLoopReplay:
         return self.replay.messages
 
     async def actions(self, messages: list[Any] | None = None) -> AsyncIterator[dict[str, Any]]:
-        """See :meth:`LoopReplay.actions <askcache.loop.replay.LoopReplay.actions>`."""
+        """See :meth:`LoopReplay.actions <askcache.loop.loop_replay.LoopReplay.actions>`."""
         while (action := await self.next_action(messages)) is not None:
             yield action
 
     async def next_action(self, messages: list[Any] | None = None) -> dict[str, Any] | None:
-        """See :meth:`LoopReplay.next_action <askcache.loop.replay.LoopReplay.next_action>`;
+        """See :meth:`LoopReplay.next_action <askcache.loop.loop_replay.LoopReplay.next_action>`;
         the replay's pauses are awaited."""
         steps = self.replay.next_action_steps(messages)
         try:
@@ -97,7 +97,7 @@ class AsyncLoopReplay:
             return action
 
     def tool_result(self, result: Mapping[str, Any] | ToolResultBlockParam) -> None:
-        """See :meth:`LoopReplay.tool_result <askcache.loop.replay.LoopReplay.tool_result>`."""
+        """See :meth:`LoopReplay.tool_result <askcache.loop.loop_replay.LoopReplay.tool_result>`."""
         self.replay.tool_result(result)
 
     async def done(
@@ -107,9 +107,9 @@ class AsyncLoopReplay:
         status: RunEnd = "done",
         screen: Image.Image | None = None,
     ) -> ActResult:
-        """See :meth:`LoopReplay.done <askcache.loop.replay.LoopReplay.done>`."""
+        """See :meth:`LoopReplay.done <askcache.loop.loop_replay.LoopReplay.done>`."""
         return await asyncio.to_thread(self.replay.done, messages, status=status, screen=screen)
 
     def close(self) -> None:
-        """See :meth:`LoopReplay.close <askcache.loop.replay.LoopReplay.close>`."""
+        """See :meth:`LoopReplay.close <askcache.loop.loop_replay.LoopReplay.close>`."""
         self.replay.close()

@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from askcache.loop.errors import LoopUsageError, one_line
+from askcache.loop.usage_errors import LoopUsageError, one_line
 from askcache.messages import MessageParam, Usage
 
 __all__ = ["History", "MessageLike", "drop_breakpoints", "parse_messages"]

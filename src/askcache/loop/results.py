@@ -8,7 +8,7 @@ from typing import Any
 from PIL import Image
 
 from askcache.fingerprint.screenshots import decode_screenshot
-from askcache.loop.errors import InvalidToolResultError, NotAScreenshotError, one_line
+from askcache.loop.usage_errors import InvalidToolResultError, NotAScreenshotError, one_line
 from askcache.messages import ImageBlockParam, ToolResultBlockParam
 
 __all__ = ["as_given", "parse_result", "screenshot_of", "text_of"]

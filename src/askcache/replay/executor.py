@@ -28,10 +28,10 @@ from askcache.parameters import placeholders_in
 from askcache.replay.commands import Command, Emit, Finished, HandBack, Turn
 from askcache.replay.guard import check_replayable
 from askcache.replay.handback import finished_text, hand_back_text
-from askcache.replay.history import LatestReplayedScreenshot
 from askcache.replay.profile import ProfileChoice, choose_profile
 from askcache.replay.rejoin import RESUME_TOOL_NAME
 from askcache.replay.result import ReplayResult
+from askcache.replay.screenshot_trim import LatestReplayedScreenshot
 from askcache.replay.session import ReplaySession
 from askcache.replay.step_view import StepView
 from askcache.replay.transcript import secret_values, shown_call
@@ -74,7 +74,7 @@ class CacheExecutor:
             ``CacheExecutionSettings.replay_tools``) is refused. ``None``: the computer tool.
         keep_replayed_screenshots: Keep the screenshot of every replayed step's result in
             the history (for a run recorded or healed from its history). ``False``: only
-            the latest replayed result keeps its screenshot (:mod:`.history`), so a replay's
+            the latest replayed result keeps its screenshot (:mod:`.screenshot_trim`), so a replay's
             memory does not grow with its steps. The replay's own look at the screen each
             step acted on (:attr:`~askcache.replay.session.ReplaySession.seen`, what a trajectory
             built from the run fingerprints its replayed steps on) is kept with it.
@@ -246,7 +246,7 @@ class CacheExecutor:
     def turn(self, messages: list[MessageParam]) -> SpeakerResult:
         """One turn of the replay on ``messages`` (the history so far, not changed unless
         ``keep_replayed_screenshots`` is off: then an older replayed result's screenshot is
-        dropped, :mod:`.history`): a tool call to run (``continue``), a hand-back message
+        dropped, :mod:`.screenshot_trim`): a tool call to run (``continue``), a hand-back message
         (``switch_speaker``), or the end. The replay looks at the screen and waits itself
         (:meth:`ReplaySession.run`).
         A call typing a secret is in the message with the secret's placeholder and in

@@ -31,15 +31,15 @@ from askcache.actions import make_tool_use, parse_action
 from askcache.agent.act import ActResult
 from askcache.conversation.loop import SpeakerResult
 from askcache.errors import RecordingNotStoredError
-from askcache.loop.errors import (
+from askcache.loop.history import History
+from askcache.loop.results import as_given, parse_result, screenshot_of, text_of
+from askcache.loop.run import LoopRun, LoopStatus, RunEnd
+from askcache.loop.usage_errors import (
     NotAScreenshotError,
     ReplayOverError,
     ToolResultOrderError,
     UnknownToolResultError,
 )
-from askcache.loop.history import History
-from askcache.loop.results import as_given, parse_result, screenshot_of, text_of
-from askcache.loop.run import LoopRun, LoopStatus, RunEnd
 from askcache.messages import (
     MessageParam,
     ToolResultBlockParam,

@@ -176,6 +176,18 @@ class RunRecord(BaseModel):
     """With ``event="healed"`` or ``"proposed"``: how the run was verified (``end_state``:
     the final screen matched the recorded one; ``model_completion``: the model finished,
     every call it made succeeded, and the final screen was settled)."""
+    steps_digest: str | None = None
+    """With ``event="replay"``: the digest of the steps this replay ran
+    (:func:`~askcache.storage.ledger.waits.steps_digest`: the trajectory of its screen
+    profile, before parameters were filled in), so that :attr:`step_waits` are compared
+    only with runs of the same steps (a heal, a rollback, a new recording change it).
+    ``None``: written before askcache kept step waits; such an entry gives no waits."""
+    step_waits: dict[int, float] = Field(default_factory=dict)
+    """With ``event="replay"``: step index -> seconds the step waited for the screen before
+    its check passed, for each checked step that acted, rounded to milliseconds. A step that
+    handed back (its check failed, or its effect did not appear) gives none: its wait says
+    how long the replay gave up after, not how long the screen took
+    (:mod:`askcache.storage.ledger.waits`)."""
 
     @field_serializer("reason")
     def _redact_reason(self, reason: str | None) -> str | None:

@@ -1,6 +1,6 @@
-"""Each step's past waits: how the newest runs of the same steps on one profile are gathered
-(``collect_waits``), the steps' digest, and the wait budget drawn from them
-(``wait_budget``)."""
+"""Each step's past waits: what a replay's entry keeps (``run_record.step_waits``), how the
+newest runs of the same steps on one profile are gathered (``collect_waits``), the steps'
+digest, and the wait budget drawn from them (``wait_budget``)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from askcache.agent.run_record import step_waits
 from askcache.messages import ToolUseBlockParam
+from askcache.replay.result import ReplayResult, StepRecord
 from askcache.storage.base import LocalCacheStorage
 from askcache.storage.ledger import (
     FolderLedger,
@@ -90,6 +92,63 @@ def test_waits_that_are_no_number_are_left_out_and_negative_ones_count_as_zero()
 
 
 # -- what an entry keeps ---------------------------------------------------------------------
+
+
+def _step(
+    index: int, waited: float, *, validated: bool = True, matched: bool | None = True
+) -> StepRecord:
+    return StepRecord(
+        step_index=index,
+        action="left_click",
+        validated=validated,
+        matched=matched if validated else None,
+        waited_seconds=waited,
+    )
+
+
+def test_an_entry_keeps_the_waits_of_checked_steps_that_acted() -> None:
+    result = ReplayResult(
+        cache_file="a.json",
+        steps_total=6,
+        status="completed",
+        steps=[
+            _step(0, 0.0, validated=False),  # a screenshot: not checked
+            _step(1, 1.23456),
+            _step(2, 0.0),
+            _step(3, 0.5, validated=False),  # skip_visual_validation
+            _step(4, 0.04),
+        ],
+    )
+    assert step_waits(result) == {1: 1.235, 2: 0.0, 4: 0.04}
+
+
+def test_a_step_handed_back_at_gives_no_wait_even_after_a_re_join() -> None:
+    result = ReplayResult(
+        cache_file="a.json",
+        steps_total=5,
+        status="handed_back",
+        stopped_at_step=4,
+        handback_steps=[2, 4],
+        steps=[
+            _step(1, 0.1),
+            _step(2, 10.0, matched=False),  # refused after waiting settle_timeout
+            _step(2, 0.2),  # passed after the model put the screen back
+            _step(3, 0.3),
+            _step(4, 10.0),  # acted, its effect never came: waited for it
+        ],
+    )
+    assert step_waits(result) == {1: 0.1, 3: 0.3}
+
+
+def test_no_wait_is_kept_from_the_first_variant_taken_on() -> None:
+    result = ReplayResult(
+        cache_file="a.json",
+        steps_total=5,
+        status="completed",
+        variants_used=[2],
+        steps=[_step(1, 0.1), _step(2, 0.2), _step(3, 0.3)],
+    )
+    assert step_waits(result) == {1: 0.1}
 
 
 def test_an_old_json_entry_without_waits_still_reads_and_gives_none(tmp_path: Path) -> None:

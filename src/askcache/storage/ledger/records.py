@@ -183,11 +183,12 @@ class RunRecord(BaseModel):
     only with runs of the same steps (a heal, a rollback, a new recording change it).
     ``None``: written before askcache kept step waits; such an entry gives no waits."""
     step_waits: dict[int, float] = Field(default_factory=dict)
-    """With ``event="replay"``: step index -> seconds the step waited for the screen before
-    its check passed, for each checked step that acted, rounded to milliseconds. A step that
-    handed back (its check failed, or its effect did not appear) gives none: its wait says
-    how long the replay gave up after, not how long the screen took
-    (:mod:`askcache.storage.ledger.waits`)."""
+    """With ``event="replay"``: step index -> seconds the step waited for the screen, for
+    each checked step that acted, rounded to milliseconds: its
+    :attr:`~askcache.replay.result.StepRecord.waited_seconds` (before its check passed and,
+    after acting, for its recorded effect). A step that handed back (its check failed, or
+    its effect did not appear) gives none: its wait says how long the replay gave up after,
+    not how long the screen took (:mod:`askcache.storage.ledger.waits`)."""
 
     @field_serializer("reason")
     def _redact_reason(self, reason: str | None) -> str | None:

@@ -2,8 +2,10 @@
 next run should wait for it: :class:`StepWaits` and :func:`wait_budget`.
 
 Every replay's ledger entry keeps, per step that passed its check and acted, the seconds it
-waited before that check passed (:attr:`RunRecord.step_waits
-<askcache.storage.ledger.records.RunRecord.step_waits>`), with the screen profile it ran on
+waited for the screen (:attr:`RunRecord.step_waits
+<askcache.storage.ledger.records.RunRecord.step_waits>`: the step's
+:attr:`~askcache.replay.result.StepRecord.waited_seconds`, which today holds its wait before
+the check passed and, after acting, for its recorded effect), with the screen profile it ran on
 and the digest of the steps it ran (:func:`steps_digest`). :meth:`RunLedger.step_waits
 <askcache.storage.ledger.engine.RunLedger.step_waits>` reads them back for one trajectory,
 one profile and one digest, from the newest runs; :func:`wait_budget` turns one step's past
@@ -80,8 +82,9 @@ class StepWaits(BaseModel):
     """The runs they came from: the newest replays of these steps on this profile, at most
     the ``limit`` asked for."""
     waits: dict[int, list[float]] = Field(default_factory=dict)
-    """Step index -> the seconds it waited before its check passed, newest run first, one
-    per run in which it passed (fewer than :attr:`runs` when some runs stopped before it)."""
+    """Step index -> the seconds it waited for the screen (:attr:`RunRecord.step_waits
+    <askcache.storage.ledger.records.RunRecord.step_waits>`), newest run first, one per run
+    in which it passed (fewer than :attr:`runs` when some runs stopped before it)."""
 
 
 def steps_digest(steps: Iterable[ToolUseBlockParam]) -> str:

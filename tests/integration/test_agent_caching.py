@@ -25,6 +25,7 @@ from askcache import (
 )
 from askcache.messages import ImageBlockParam
 from askcache.storage.base import LocalCacheStorage, load_cache_file
+from askcache.storage.ledger import StepWaits, steps_digest
 from askcache.testing import (
     FormFillingScript,
     MessagesApiStandIn,
@@ -117,8 +118,20 @@ def test_record_replay_and_hand_back(tmp_path: Path, version: str) -> None:
         assert "distance" in handback
         assert "resume_cached_trajectory" in handback  # a tool the Agent offers
         assert api.rejected == []
-        runs = open_ledger(LocalCacheStorage(tmp_path)).records("form.json")
+        ledger = open_ledger(LocalCacheStorage(tmp_path))
+        runs = ledger.records("form.json")
         assert [(r.status, r.model_calls) for r in runs] == [("completed", 0), ("handed_back", 5)]
+        # each step's wait, for the next replays of these steps on this screen
+        checked = {s.step_index: round(s.waited_seconds, 3) for s in replayed.replay.steps[1:]}
+        assert list(checked) == [1, 2, 3]
+        assert runs[0].step_waits == checked
+        assert runs[1].step_waits == {}  # handed back at its first checked step
+        profile = replayed.replay.profile
+        assert recovered.replay.profile == profile
+        waits = ledger.step_waits(
+            "form.json", profile=profile, digest=steps_digest(cache_file.trajectory)
+        )
+        assert waits == StepWaits(runs=2, waits={i: [w] for i, w in checked.items()})
 
 
 def test_auto_records_first_then_replays(tmp_path: Path) -> None:

@@ -32,6 +32,7 @@ from askcache.loop import (
     record_messages,
 )
 from askcache.storage.base import LocalCacheStorage, load_cache_file
+from askcache.storage.ledger import steps_digest
 from askcache.storage.versions import TrajectoryVersions
 from askcache.testing import (
     FormFillingScript,
@@ -190,6 +191,10 @@ def test_the_sync_loop_records_then_replays_with_no_model_call(recorded: Path) -
     entries = open_ledger(LocalCacheStorage(recorded)).records("login.json")
     assert [e.status for e in entries] == ["completed"]
     assert result.ledger_entries != []
+    trajectory = load_cache_file(LocalCacheStorage(recorded), "login.json").trajectory
+    assert entries[0].steps_digest == steps_digest(trajectory)  # the {{user}} steps, not bob's
+    checked = [s.step_index for s in result.replay.steps if s.validated and s.matched]
+    assert sorted(entries[0].step_waits) == checked != []
 
 
 def test_the_async_loop_records_then_replays_with_no_model_call(tmp_path: Path) -> None:

@@ -4,9 +4,10 @@ never comes.
 
 The application is launched by the desktop backend on the run's first screenshot, so the
 replay's first look is always taken before the application exists: the replay can only finish
-by waiting for it, however fast or slow the machine is. Nothing here waits on a time margin:
-the replay's wait ends when the form is on screen (its timeout is only a guard), and the form's
-state is read once it has answered every input (:meth:`TkFormApp.settled`).
+by waiting for it, however fast or slow the machine is; the run ledger keeps how long it
+waited. Nothing here waits on a time margin: the replay's wait ends when the form is on screen
+(its timeout is only a guard), and the form's state is read once it has answered every input
+(:meth:`TkFormApp.settled`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,15 @@ from typing import Any
 import pytest
 from bench.faults import GOAL, FaultyDesktop, record_form
 
-from askcache import Agent, CacheExecutionSettings, CacheWritingSettings, CachingSettings
+from askcache import (
+    Agent,
+    CacheExecutionSettings,
+    CacheWritingSettings,
+    CachingSettings,
+    open_ledger,
+)
+from askcache.storage.base import LocalCacheStorage, load_cache_file
+from askcache.storage.ledger import steps_digest
 from askcache.testing import MessagesApiStandIn, TkFormApp, VirtualDisplay, text_reply
 from askcache.tools import ComputerTool
 
@@ -87,6 +96,11 @@ def test_a_replay_started_with_the_application_waits_for_it(recorded: Path, tmp_
     assert (replay.status, result.model_calls, api.requests) == ("completed", 0, [])
     assert replay.steps[1].waited_seconds > 0  # the first click waited for the form
     assert saved == ADA
+    # the ledger keeps that wait for the next replays of these steps on this screen
+    storage = LocalCacheStorage(recorded)
+    digest = steps_digest(load_cache_file(storage, "form.json").trajectory)
+    past = open_ledger(storage).step_waits("form.json", profile=replay.profile, digest=digest)
+    assert past.waits[1] == [round(replay.steps[1].waited_seconds, 3)]
 
 
 def test_a_replay_whose_application_never_starts_hands_back_naming_the_timeout(

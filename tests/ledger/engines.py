@@ -54,8 +54,9 @@ def _plant_object(location: str, trajectory: str) -> str:
 def _plant_row(location: str, trajectory: str) -> str:
     with sqlite3.connect(location) as db:
         db.execute(
-            "INSERT INTO entries VALUES ('foreign-1', ?, '2026-01-01T00:00:00.000000Z', "
-            "'replay', 'completed', '{not json')",
+            "INSERT INTO entries (id, trajectory, started_at, event, status, record) "
+            "VALUES ('foreign-1', ?, '2026-01-01T00:00:00.000000Z', 'replay', 'completed', "
+            "'{not json')",
             (trajectory,),
         )
     db.close()

@@ -13,7 +13,13 @@ import pytest
 
 from askcache.errors import LedgerUrlError
 from askcache.storage.base import LocalCacheStorage
-from askcache.storage.ledger import RunLedger, RunRecord, TrajectorySummary, open_ledger
+from askcache.storage.ledger import (
+    RunLedger,
+    RunRecord,
+    StepWaits,
+    TrajectorySummary,
+    open_ledger,
+)
 from askcache.storage.ledger.summary import fold_all
 from tests.ledger.engines import ENGINES, EngineSetup
 
@@ -161,6 +167,51 @@ def test_a_malformed_url_of_the_engine_is_refused_naming_the_setting(
         pytest.skip("the engine has no URL")
     with pytest.raises(LedgerUrlError, match=r"^--ledger "):
         open_ledger(LocalCacheStorage(tmp_path), engine.bad_url, source="--ledger")
+
+
+def _waits(
+    waits: dict[int, float],
+    minutes: float,
+    *,
+    profile: str | None = "1280x800",
+    digest: str | None = "d1",
+    event: str = "replay",
+) -> RunRecord:
+    return _run(
+        "a.json", "completed" if event == "replay" else event, minutes=minutes, event=event
+    ).model_copy(update={"profile": profile, "steps_digest": digest, "step_waits": waits})
+
+
+def test_each_step_s_waits_from_the_newest_runs_of_its_steps_on_one_profile(
+    ledger: RunLedger,
+) -> None:
+    assert ledger.step_waits("a.json", profile="1280x800", digest="d1") == StepWaits()
+    for minute in range(10):  # enough for the S3 engine to compact them into segments
+        ledger.append(_waits({1: minute / 10, 3: 0.0}, minute))
+    ledger.append(_waits({}, 10))  # handed back at its first step
+    ledger.append(_waits({1: 9.0}, 11, profile="2560x1600@2x"))
+    ledger.append(_waits({1: 8.0}, 12, profile=None))
+    ledger.append(_waits({1: 7.0}, 13, digest="d2"))
+    ledger.append(_waits({1: 6.0}, 14, digest=None))  # written before askcache kept waits
+    ledger.append(_waits({}, 15, event="healed"))
+    ledger.append(
+        _run("b.json", "completed", minutes=16).model_copy(
+            update={"profile": "1280x800", "steps_digest": "d1", "step_waits": {1: 5.0}}
+        )
+    )
+    everything = ledger.step_waits("a.json", profile="1280x800", digest="d1")
+    assert everything.runs == 11
+    assert everything.waits == {
+        1: [0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1, 0.0],
+        3: [0.0] * 10,
+    }
+    newest = ledger.step_waits("a.json", profile="1280x800", digest="d1", limit=3)
+    assert newest == StepWaits(runs=3, waits={1: [0.9, 0.8], 3: [0.0, 0.0]})
+    assert ledger.step_waits("a.json", profile=None, digest="d1") == StepWaits(
+        runs=1, waits={1: [8.0]}
+    )
+    assert ledger.step_waits("a.json", profile="1280x800", digest="d2").waits == {1: [7.0]}
+    assert ledger.step_waits("a.json", profile="1280x800", digest="d1", limit=0) == StepWaits()
 
 
 def test_eight_processes_appending_at_once_lose_nothing(engine: EngineSetup, location: str) -> None:

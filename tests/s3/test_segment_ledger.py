@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -239,3 +240,39 @@ def test_small_segments_are_merged_so_the_table_stays_short_and_resent_entries_a
     expected = fold_all(TrajectorySummary(trajectory="team/login.json"), records)
     assert ledger.summary("team/login.json") == expected
     assert ledger.records("team/login.json") == records
+
+
+class _ReadCountingStorage(FsspecCacheStorage):
+    """The real S3 storage, keeping the names of the segments it read."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        self.segments_read: list[str] = []
+
+    def read_many(self, names: Iterable[str]) -> dict[str, bytes]:
+        names = list(names)
+        self.segments_read += [name for name in names if name.startswith(SEGMENTS_FOLDER)]
+        return super().read_many(names)
+
+
+def test_step_waits_read_the_newest_segments_only(s3_url: str) -> None:
+    storage = _ReadCountingStorage(s3_url)
+    ledger = SegmentLedger(storage, compact_after=4, max_fold=5, retention_days=None, check_every=1)
+    for n in range(40):
+        record = _record(n).model_copy(
+            update={"profile": "1280x800", "steps_digest": "d1", "step_waits": {2: n / 100}}
+        )
+        ledger.append(record, entry_id=f"e{n:03d}")
+    generation = Generation.model_validate_json(
+        storage.read(storage.list_prefix(f"{SUMMARIES_FOLDER}/team/login.json")[-1])
+    )
+    assert len(generation.segments) >= 6  # the runs lie in many segments
+    storage.segments_read.clear()
+    waits = ledger.step_waits("team/login.json", profile="1280x800", digest="d1", limit=8)
+    assert waits.runs == 8
+    assert waits.waits == {2: [n / 100 for n in range(39, 31, -1)]}
+    assert 1 <= len(storage.segments_read) <= 2  # the loose entries and the newest segments
+    storage.segments_read.clear()
+    everything = ledger.step_waits("team/login.json", profile="1280x800", digest="d1")
+    assert everything.waits == {2: [n / 100 for n in range(39, -1, -1)]}
+    assert len(storage.segments_read) == len(generation.segments)

@@ -242,6 +242,7 @@ class Agent:
             screen_size=computer.api_size if computer is not None else None,
             sleep=self._sleep,
             offered_tools=[tool.name for tool in self.tools],
+            ledger=ledger,
         )
         tools = ToolCollection(self.tools)
         first = agent.name

@@ -2,8 +2,11 @@
 automatic invalidation policy.
 
 A replay's ledger entry is written once the conversation has ended, so it can say what the
-model spent after a hand-back. The estimate of what a replay saved is the recording's cost in
-proportion to the steps replayed, less what this run spent on the model.
+model spent after a hand-back, and how long each of its steps waited for the screen
+(:func:`step_waits`, read back by the next replays through
+:meth:`~askcache.storage.ledger.RunLedger.step_waits`). The estimate of what a replay saved
+is the recording's cost in proportion to the steps replayed, less what this run spent on the
+model.
 
 Invalidation: once ``CacheExecutionSettings.invalidate_after`` replays in a row handed back at
 the same step, the file is marked invalid (the only time a replay writes the trajectory file)
@@ -25,13 +28,21 @@ from askcache.heal.trajectory import HealOutcome, prepare_heal
 from askcache.messages import Usage
 from askcache.record.recording import CacheManager
 from askcache.replay.executor import CacheExecutor
+from askcache.replay.result import ReplayResult
 from askcache.replay.session import ReplaySession
 from askcache.settings import CacheExecutionSettings, CachingSettings, HealMode
 from askcache.storage.base import load_cache_file
 from askcache.storage.index import save_indexed
-from askcache.storage.ledger import RunRecord, RunStatus
+from askcache.storage.ledger import RunRecord, RunStatus, steps_digest
 
-__all__ = ["finish_run", "heal_after", "record_runs", "run_record", "store_recording"]
+__all__ = [
+    "finish_run",
+    "heal_after",
+    "record_runs",
+    "run_record",
+    "step_waits",
+    "store_recording",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -123,7 +134,29 @@ def run_record(session: ReplaySession, outcome: ConversationResult, *, last: boo
         model=recording.model,
         profile=result.profile,
         loosened=[loosening.short for loosening in result.loosened],
+        steps_digest=steps_digest(session.file.trajectory),
+        step_waits=step_waits(result),
     )
+
+
+def step_waits(result: ReplayResult) -> dict[int, float]:
+    """The waits a replay's ledger entry keeps (:attr:`RunRecord.step_waits`): each step
+    that passed its check and acted, by index, its :attr:`StepRecord.waited_seconds
+    <askcache.replay.result.StepRecord.waited_seconds>` rounded to milliseconds; none for a
+    step the replay handed back at (its check failed or its effect did not appear, even if
+    it passed after a re-join), nor from the first trajectory variant taken on (the indexes
+    then name the variant's steps). See :mod:`askcache.storage.ledger.waits`."""
+    handed_back = {*result.handback_steps, result.stopped_at_step}
+    variant = min(result.variants_used, default=None)
+    waits: dict[int, float] = {}
+    for step in result.steps:
+        index = step.step_index
+        if not (step.validated and step.matched) or index in handed_back:
+            continue
+        if variant is not None and index >= variant:
+            continue
+        waits[index] = max(waits.get(index, 0.0), round(step.waited_seconds, 3))
+    return dict(sorted(waits.items()))
 
 
 def record_runs(

@@ -114,6 +114,7 @@ class LoopRun:
             offered_tools=tools,
             resume_tool=False,  # the user's loop offers no caching tools
             loop_looks=True,  # its tool runner takes the replay's screenshots
+            ledger=self.ledger,
             sleep=sleep,
         )
         if cache_file is not None:

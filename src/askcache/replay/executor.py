@@ -38,6 +38,7 @@ from askcache.replay.transcript import secret_values, shown_call
 from askcache.scaling import ScreenProfile
 from askcache.screen.windows import WindowFrame
 from askcache.settings import CacheExecutionSettings
+from askcache.storage.ledger import RunLedger, steps_digest, wait_budget
 
 if TYPE_CHECKING:
     from askcache.conversation.loop import Conversation
@@ -81,6 +82,11 @@ class CacheExecutor:
         resume_tool: The model is offered ``resume_cached_trajectory`` (askcache's
             :class:`~askcache.Agent`); ``False`` (the user's own loop, :mod:`askcache.loop`):
             the hand-back message does not name it.
+        ledger: The run ledger: when a replay is activated, each step's past waits on this
+            screen profile (from the runs of the same steps) bound how long an unchanged
+            screen is waited on before handing back (``settle_window_still``,
+            :func:`~askcache.storage.ledger.waits.wait_budget`); ``None``, or a ledger that
+            cannot be read: no past.
         loop_looks: The loop takes the replay's screenshots (the user's own loop: it drives
             the replay with :meth:`begin_turn`, :meth:`begin_rejoin` and
             :meth:`ReplaySession.feed`), so the replay may watch the screen without a
@@ -102,12 +108,14 @@ class CacheExecutor:
         keep_replayed_screenshots: bool = True,
         resume_tool: bool = True,
         loop_looks: bool = False,
+        ledger: RunLedger | None = None,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.name = name
         self.resume_tool = resume_tool
         self.loop_looks = loop_looks
+        self.ledger = ledger
         self.offered_tools = offered_tools
         self.agent_speaker = agent_speaker
         self.tool_shape = tool_shape
@@ -232,6 +240,7 @@ class CacheExecutor:
             profile=profile,
             keep_seen=self.keep_replayed_screenshots,
             can_look=self.screen is not None or self.loop_looks,
+            budgets=self._budgets(view, cache_file_name, profile, settings),
             sleep=self._sleep,
             clock=self._clock,
         )
@@ -239,6 +248,35 @@ class CacheExecutor:
         self._secrets = secret_values(cache_file, values) | secret_values(view, values)
         self.sessions.append(self.session)
         return self.session.result
+
+    def _budgets(
+        self,
+        view: CacheFile,
+        name: str,
+        profile: ProfileChoice,
+        settings: CacheExecutionSettings,
+    ) -> dict[int, float]:
+        """Per step of ``view``: how long its past waits say an unchanged screen may be
+        waited on (:func:`~askcache.storage.ledger.waits.wait_budget`); empty without a
+        ledger, or with one that cannot be read (the replay then waits as on a first run)."""
+        if self.ledger is None:
+            return {}
+        screen = profile.screen.id if profile.screen is not None else None
+        try:
+            past = self.ledger.step_waits(
+                name, profile=screen, digest=steps_digest(view.trajectory)
+            )
+        except (OSError, AskCacheError) as exc:
+            logger.info("the past waits of %s cannot be read: %s", name, exc)
+            return {}
+        budgets: dict[int, float] = {}
+        for index in range(len(view.trajectory)):
+            budget = wait_budget(
+                past.waits.get(index, []), runs=past.runs, settle_timeout=settings.settle_timeout
+            )
+            if budget is not None:
+                budgets[index] = budget
+        return budgets
 
     def handle_step(self, conversation: Conversation) -> SpeakerResult:
         return self.turn(conversation.messages)

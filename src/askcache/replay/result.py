@@ -46,7 +46,11 @@ class StepRecord(BaseModel):
     """After the step: ``seen`` (its recorded effect appeared), ``none_recorded`` (it changed
     nothing near its point when recorded), ``not_checked``."""
     waited_seconds: float = 0.0
-    """Seconds spent waiting for the screen before the step and for its effect after it."""
+    """Seconds spent waiting for the screen before the step acted (until its check passed on
+    a still screen, or until the replay handed back): what the run ledger keeps per step
+    (:attr:`~askcache.storage.ledger.records.RunRecord.step_waits`)."""
+    effect_waited_seconds: float = 0.0
+    """Seconds spent waiting for the step's recorded effect after it acted."""
     seconds: float | None = None
     """Seconds from the start of the step (looking at the screen) until its result was read
     and its effect verified: what one replayed step costs, action included."""

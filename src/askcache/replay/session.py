@@ -59,6 +59,8 @@ class ReplaySession:
         keep_seen: Keep the screens each replayed call was checked on and left.
         can_look: The replay may look at the screen (default: when ``capture`` is given;
             the user's own loop looks for it, one :meth:`feed` at a time).
+        budgets: Per step index: how long its past waits say an unchanged screen may be
+            waited on (:attr:`~askcache.replay.plan.Plan.budgets`).
         sleep, clock: Injected for tests.
     """
 
@@ -77,6 +79,7 @@ class ReplaySession:
         profile: ProfileChoice | None = None,
         keep_seen: bool = True,
         can_look: bool | None = None,
+        budgets: Mapping[int, float] | None = None,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -92,7 +95,7 @@ class ReplaySession:
             lists_windows=windows is not None,
             profile=profile,
         )
-        plan = replace(plan, keep_seen=keep_seen)
+        plan = replace(plan, keep_seen=keep_seen, budgets=dict(budgets or {}))
         progress = Progress(index=start_step, started=clock(), seen=SeenLog(keep=keep_seen))
         self.state: State = Idle(plan, progress)
         """The replay's current state."""

@@ -769,8 +769,8 @@ class Verifying(State):
         if isinstance(watched, Watch):
             return replace(self, watch=watched), Look(watched.look_at)
         progress = self.progress
-        waited = progress.records[-1].waited_seconds + watched.waited
-        progress = progress.amend_last(waited_seconds=waited).looked(watched.screen.image)
+        waited = progress.records[-1].effect_waited_seconds + watched.waited
+        progress = progress.amend_last(effect_waited_seconds=waited).looked(watched.screen.image)
         problem: str | None = watched.outcome
         looked = None if watched.screen is self.result else watched.screen
         effect = "seen" if problem is None else None

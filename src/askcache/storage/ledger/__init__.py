@@ -2,12 +2,14 @@
 
 A trajectory file changes only when it is recorded, healed or invalidated, so users can review
 and commit it and many machines can read it at once. Everything a replay learns (status, the
-step it stopped at, why, seconds, model calls and tokens spent after a hand-back, and an
-estimate of what it saved) goes into the ledger instead, one :class:`RunRecord` per run, and
-into its trajectory's :class:`TrajectorySummary`, which reads use instead of the runs.
+step it stopped at, why, seconds, how long each step waited for the screen, model calls and
+tokens spent after a hand-back, and an estimate of what it saved) goes into the ledger
+instead, one :class:`RunRecord` per run, and into its trajectory's
+:class:`TrajectorySummary`, which reads use instead of the runs.
 
 :func:`open_ledger` opens the engine (:class:`RunLedger`) a storage or a URL asks for:
-:mod:`.records` (the entry), :mod:`.summary` (the aggregates), :mod:`.engine` (the interface),
+:mod:`.records` (the entry), :mod:`.summary` (the aggregates), :mod:`.waits` (each step's
+past waits, and the wait they allow the next run), :mod:`.engine` (the interface),
 :mod:`.folder` (one JSON object per entry, askcache 0.1's format), :mod:`.segments` (S3: entry
 objects compacted into segments and summaries, :mod:`.segment_objects`), :mod:`.open`
 (choosing), :mod:`.url` (a URL's password never shown).
@@ -27,6 +29,7 @@ from askcache.storage.ledger.records import (
 )
 from askcache.storage.ledger.segments import SegmentLedger
 from askcache.storage.ledger.summary import ModelTotals, TrajectorySummary, fold, merge
+from askcache.storage.ledger.waits import StepWaits, steps_digest, wait_budget
 
 __all__ = [
     "LEDGER_FOLDER",
@@ -40,9 +43,12 @@ __all__ = [
     "RunRecord",
     "RunStatus",
     "SegmentLedger",
+    "StepWaits",
     "TrajectorySummary",
     "fold",
     "merge",
     "open_ledger",
     "redact_url",
+    "steps_digest",
+    "wait_budget",
 ]

@@ -16,6 +16,7 @@ from types import TracebackType
 
 from askcache.storage.ledger.records import RunRecord
 from askcache.storage.ledger.summary import TrajectorySummary
+from askcache.storage.ledger.waits import DEFAULT_WAIT_RUNS, StepWaits, collect_waits
 
 __all__ = ["LEDGER_FOLDER", "RunLedger"]
 
@@ -65,6 +66,23 @@ class RunLedger(ABC):
     @abstractmethod
     def prune(self, before: datetime) -> int:
         """Drop the raw entries started before ``before`` (summaries stay); how many went."""
+
+    def step_waits(
+        self,
+        trajectory: str,
+        *,
+        profile: str | None,
+        digest: str,
+        limit: int = DEFAULT_WAIT_RUNS,
+    ) -> StepWaits:
+        """The past waits of each step of ``trajectory``: from its newest ``limit`` replays
+        on screen profile ``profile`` (``None``: runs whose profile was not known) that ran
+        the steps of ``digest`` (:func:`~askcache.storage.ledger.waits.steps_digest`), among
+        the entries still kept (see :mod:`askcache.storage.ledger.waits`).
+
+        This default reads every kept entry of the trajectory; the SQL engines read the
+        ``limit`` entries through an index, the S3 engine its newest objects first."""
+        return collect_waits(self.records(trajectory), profile=profile, digest=digest, limit=limit)
 
     def consecutive_failures(self, trajectory: str) -> tuple[int, int | None]:
         """How many of the latest replays in a row handed back at the same step, and that

@@ -4,8 +4,9 @@ Every machine of a fleet appends to one database; each append stores the entry a
 into its trajectory's summary row in one transaction (the summary row is locked while it is
 folded, so concurrent writers never lose an update), and the reads that need totals read
 summary rows: ``summary()`` and the hand-back check one row by its key, ``summaries()`` one
-row per trajectory. Raw entries are kept for the retention period (:meth:`prune`), summaries
-for ever. The tables (:mod:`askcache.storage.ledger.postgres_schema`) are created on first use.
+row per trajectory, ``step_waits()`` one index range of at most ``limit`` rows. Raw entries
+are kept for the retention period (:meth:`prune`), summaries for ever. The tables
+(:mod:`askcache.storage.ledger.postgres_schema`) are created, or upgraded, on first use.
 
 A ledger write must never hold up a replay: connecting and every statement are bounded
 (:class:`PostgresTimeouts`), and once the server failed to answer, the ledger fails at once for
@@ -34,6 +35,13 @@ from askcache.storage.ledger.engine import RunLedger
 from askcache.storage.ledger.records import RunRecord
 from askcache.storage.ledger.summary import TrajectorySummary, fold
 from askcache.storage.ledger.url import HIDDEN, PasswordFilter, hide_password, redact_url
+from askcache.storage.ledger.waits import (
+    DEFAULT_WAIT_RUNS,
+    StepWaits,
+    key_of,
+    merge_waits,
+    waits_key,
+)
 
 try:
     import psycopg
@@ -79,7 +87,8 @@ class PostgresTimeouts(BaseModel):
     """Seconds one statement may run (the server's ``statement_timeout``; ``lock_timeout``
     too), for appends and the one-row reads."""
     bulk: float = 300.0
-    """Seconds for a statement of :meth:`PostgresLedger.records` without a limit."""
+    """Seconds for a statement of :meth:`PostgresLedger.records` without a limit, and for
+    each statement that upgrades the tables from an older version (an index built)."""
     retry_after: float = 30.0
     """After a failure, seconds during which the ledger fails at once without trying."""
 
@@ -192,6 +201,23 @@ class PostgresLedger(RunLedger):
                 logger.warning("skipping unreadable ledger entry %s: %s", entry_id, exc)
         return found
 
+    def step_waits(
+        self,
+        trajectory: str,
+        *,
+        profile: str | None,
+        digest: str,
+        limit: int = DEFAULT_WAIT_RUNS,
+    ) -> StepWaits:
+        """See :meth:`RunLedger.step_waits`: one range of the waits index, ``limit`` rows."""
+        key = key_of(digest, profile)
+        with self._transaction("read") as cursor:
+            rows = cursor.execute(schema.SELECT_WAITS, (trajectory, key, max(limit, 0)))
+            found = rows.fetchall()
+        return merge_waits(
+            waits for entry_id, data in found if (waits := _waits(entry_id, data)) is not None
+        )
+
     def summary(self, trajectory: str) -> TrajectorySummary | None:
         with self._transaction("read") as cursor:
             row = cursor.execute(schema.SELECT_SUMMARY, (trajectory,)).fetchone()
@@ -281,7 +307,7 @@ class PostgresLedger(RunLedger):
                 self._opened = True
             if not self._schema_ready:
                 with self._pool.connection() as connection:
-                    schema.create(connection, self.url)
+                    schema.create(connection, self.url, timeout=self.timeouts.bulk)
                 self._schema_ready = True
 
 
@@ -328,7 +354,9 @@ def _with_defaults(params: dict[str, Any], timeouts: PostgresTimeouts) -> dict[s
     return merged
 
 
-def _entry_row(entry_id: str, record: RunRecord) -> tuple[str, str, datetime, str, str, str]:
+def _entry_row(
+    entry_id: str, record: RunRecord
+) -> tuple[str, str, datetime, str, str, str, str | None]:
     return (
         entry_id,
         record.trajectory,
@@ -336,7 +364,18 @@ def _entry_row(entry_id: str, record: RunRecord) -> tuple[str, str, datetime, st
         record.event,
         record.status,
         record.model_dump_json(),
+        waits_key(record),
     )
+
+
+def _waits(entry_id: str, data: Any) -> dict[int, float] | None:
+    """An entry's step waits (its ``step_waits`` as JSONB); ``None``, with a warning naming
+    it, when unreadable."""
+    try:
+        return {int(index): float(seconds) for index, seconds in (data or {}).items()}
+    except (ValueError, TypeError, AttributeError) as exc:
+        logger.warning("skipping unreadable ledger entry %s: %s", entry_id, exc)
+        return None
 
 
 def _utc(when: datetime) -> datetime:

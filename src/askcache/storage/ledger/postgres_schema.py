@@ -4,12 +4,19 @@ Three tables, created on first use by :func:`create` (idempotent; under an advis
 any number of processes starting at once create them once):
 
 * ``askcache_ledger_entries``: one row per entry: its id (the primary key: an entry sent twice
-  is stored once), trajectory, start time, event, status, the whole entry as JSONB, and a
-  sequence number (the order entries were stored in); indexed by (trajectory, start time) and
-  by start time (retention).
+  is stored once), trajectory, start time, event, status, the whole entry as JSONB, a
+  sequence number (the order entries were stored in), and for a replay that kept step waits
+  their key (:func:`~askcache.storage.ledger.waits.waits_key`: the steps' digest and the
+  screen profile); indexed by (trajectory, start time), by start time (retention), and the
+  rows with waits by (trajectory, waits key, start time) (:data:`SELECT_WAITS`).
 * ``askcache_ledger_summaries``: one row per trajectory, its
   :class:`~askcache.storage.ledger.summary.TrajectorySummary` as JSONB.
-* ``askcache_ledger_meta``: ``schema_version``, the version of these tables.
+* ``askcache_ledger_meta``: ``schema_version``, the version of these tables
+  (:data:`SCHEMA_VERSION`). Tables of an older version are upgraded on first use, under the
+  same lock: version 1 to 2 adds the ``waits_key`` column (no row is rewritten) and its
+  partial index (one scan of the table; appends wait for it, up to their lock timeout, then
+  go to the outbox). An askcache of version 1 refuses tables of version 2 ("upgrade
+  askcache"): its entries wait in its outbox until it is upgraded.
 
 To keep the tables in a schema of their own, give the URL a search path:
 ``postgresql://.../db?options=-csearch_path%3Daskcache`` (the schema must exist).
@@ -24,10 +31,11 @@ from psycopg import Connection, sql
 
 from askcache.errors import LedgerUnavailableError
 
-__all__ = ["SCHEMA_VERSION", "create", "select_entries"]
+__all__ = ["SCHEMA_VERSION", "SELECT_WAITS", "create", "select_entries"]
 
-SCHEMA_VERSION = 1
-"""The version of the tables this askcache writes (``askcache_ledger_meta``)."""
+SCHEMA_VERSION = 2
+"""The version of the tables this askcache writes (``askcache_ledger_meta``): 1, the first;
+2, step waits (``waits_key`` and its index)."""
 
 _LOCK_KEY = 0x61736B6C6564  # "askled": the advisory lock held while the tables are created
 
@@ -43,24 +51,30 @@ _CREATE: list[LiteralString] = [
         event text NOT NULL,
         status text NOT NULL,
         record jsonb NOT NULL,
-        stored_at timestamptz NOT NULL DEFAULT now())""",
+        stored_at timestamptz NOT NULL DEFAULT now(),
+        waits_key text)""",
+    """ALTER TABLE askcache_ledger_entries ADD COLUMN IF NOT EXISTS waits_key text""",
     """CREATE INDEX IF NOT EXISTS askcache_ledger_entries_by_trajectory
         ON askcache_ledger_entries (trajectory, started_at)""",
     """CREATE INDEX IF NOT EXISTS askcache_ledger_entries_by_time
         ON askcache_ledger_entries (started_at)""",
+    """CREATE INDEX IF NOT EXISTS askcache_ledger_entries_by_waits
+        ON askcache_ledger_entries (trajectory, waits_key, started_at, seq)
+        WHERE waits_key IS NOT NULL""",
     """CREATE TABLE IF NOT EXISTS askcache_ledger_summaries (
         trajectory text PRIMARY KEY,
         summary jsonb NOT NULL,
         updated_at timestamptz NOT NULL DEFAULT now())""",
     """INSERT INTO askcache_ledger_meta (key, value) VALUES ('schema_version', %s)
-        ON CONFLICT (key) DO NOTHING""",
+        ON CONFLICT (key) DO UPDATE SET value = excluded.value
+        WHERE askcache_ledger_meta.value::int < excluded.value::int""",
 ]
 
 _VERSION = "SELECT value FROM askcache_ledger_meta WHERE key = 'schema_version'"
 
 INSERT_ENTRY = """INSERT INTO askcache_ledger_entries
-    (entry_id, trajectory, started_at, event, status, record)
-    VALUES (%s, %s, %s, %s, %s, %s::jsonb)
+    (entry_id, trajectory, started_at, event, status, record, waits_key)
+    VALUES (%s, %s, %s, %s, %s, %s::jsonb, %s)
     ON CONFLICT (entry_id) DO NOTHING
     RETURNING seq"""
 """Store an entry; returns its row only when it was not stored before."""
@@ -76,6 +90,12 @@ LOCK_SUMMARY = "SELECT summary FROM askcache_ledger_summaries WHERE trajectory =
 UPDATE_SUMMARY = """UPDATE askcache_ledger_summaries SET summary = %s::jsonb, updated_at = now()
     WHERE trajectory = %s"""
 """Write the trajectory's summary that :data:`LOCK_SUMMARY` locked."""
+
+SELECT_WAITS = """SELECT entry_id, record->'step_waits' FROM askcache_ledger_entries
+    WHERE trajectory = %s AND waits_key = %s
+    ORDER BY started_at DESC, seq DESC LIMIT %s"""
+"""The step waits of a trajectory's newest runs of some steps on a profile (a range of
+``askcache_ledger_entries_by_waits``), newest first."""
 
 SELECT_SUMMARY = "SELECT summary FROM askcache_ledger_summaries WHERE trajectory = %s"
 SELECT_SUMMARIES = "SELECT trajectory, summary FROM askcache_ledger_summaries"
@@ -110,8 +130,10 @@ def select_entries(
     return sql.Composed(parts), [*params, limit]
 
 
-def create(connection: Connection[Any], url: str) -> None:
-    """Create the tables if they are missing (idempotent, safe with many processes at once).
+def create(connection: Connection[Any], url: str, *, timeout: float = 300.0) -> None:
+    """Create the tables if they are missing, or upgrade them from an older version
+    (idempotent, safe with many processes at once); an upgrade's statements may take up to
+    ``timeout`` seconds (an index built over a large table).
 
     Raises:
         LedgerUnavailableError: the tables were made by a newer askcache (``url``, the
@@ -121,11 +143,12 @@ def create(connection: Connection[Any], url: str) -> None:
         exists = connection.execute("SELECT to_regclass('askcache_ledger_meta')").fetchone()
         if exists is not None and exists[0] is not None:
             found = connection.execute(_VERSION).fetchone()
-            if found is not None:
+            if found is not None and int(found[0]) >= SCHEMA_VERSION:
                 _check_version(int(found[0]), url)
                 return
     with connection.transaction():
         connection.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
+        connection.execute(SET_STATEMENT_TIMEOUT, (f"{timeout:.0f}s",))
         for statement in _CREATE[:-1]:
             connection.execute(statement)
         connection.execute(_CREATE[-1], (str(SCHEMA_VERSION),))

@@ -182,6 +182,19 @@ class RunRecord(BaseModel):
     (``visual_validation_threshold 2 -> 6 (model)``, ``skip_visual_validation False -> True
     (settings)``; :class:`~askcache.replay.check_policy.CheckPolicy` decides them). Empty: none
     (and in entries written before this field)."""
+    steps_digest: str | None = None
+    """With ``event="replay"``: the digest of the steps this replay ran
+    (:func:`~askcache.storage.ledger.waits.steps_digest`: the trajectory of its screen
+    profile, before parameters were filled in), so that :attr:`step_waits` are compared
+    only with runs of the same steps (a heal, a rollback, a new recording change it).
+    ``None``: written before askcache kept step waits; such an entry gives no waits."""
+    step_waits: dict[int, float] = Field(default_factory=dict)
+    """With ``event="replay"``: step index -> seconds the step waited for the screen, for
+    each checked step that acted, rounded to milliseconds: its
+    :attr:`~askcache.replay.result.StepRecord.waited_seconds` (until its check passed on a
+    still screen). A step that handed back (its check failed, or
+    its effect did not appear) gives none: its wait says how long the replay gave up after,
+    not how long the screen took (:mod:`askcache.storage.ledger.waits`)."""
 
     @field_serializer("reason")
     def _redact_reason(self, reason: str | None) -> str | None:

@@ -16,6 +16,7 @@ resent one again.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from askcache.storage.base import CacheStorage
@@ -32,7 +33,7 @@ from askcache.storage.ledger.segment_objects import (
 )
 from askcache.storage.ledger.summary import TrajectorySummary, fold_all
 
-__all__ = ["TrajectoryView", "list_trajectories", "read_segments", "read_views"]
+__all__ = ["TrajectoryView", "list_trajectories", "read_newest", "read_segments", "read_views"]
 
 logger = logging.getLogger(__name__)
 
@@ -116,6 +117,42 @@ def read_segments(
         logger.warning("ledger segments listed but gone, their entries left out: %s", missing)
     segments = (parse_object(Segment, name, data[name]) for name in wanted if name in data)
     return views, [segment for segment in segments if segment is not None]
+
+
+def read_newest(
+    storage: CacheStorage, trajectory: str, keep: Callable[[RunRecord], bool], limit: int
+) -> list[RunRecord]:
+    """About the newest ``limit`` entries of ``trajectory`` that ``keep`` accepts, newest
+    first: its loose entries, then its segments from the newest back, one at a time, until
+    ``limit`` are found (a trajectory of a million entries costs a listing and a few reads).
+    Segments are read in the order of their ranges, so an entry folded late (sent late by an
+    outbox) may be passed over for a newer one of an older segment. A segment gone makes it
+    list and read again; after the last try, it is left out with a warning."""
+    found: list[RunRecord] = []
+    missing: list[str] = []
+    for _attempt in range(_READ_TRIES):
+        listing = list_trajectories(storage, trajectory)
+        view = read_views(storage, listing)[0][trajectory]
+        found = [view.pending[stem] for stem in sorted(view.pending, reverse=True)]
+        found = [record for record in found if keep(record)]
+        rows = list(reversed(view.generation.segments)) if view.generation else []
+        missing = []
+        for row in rows:
+            if len(found) >= limit:
+                break
+            data = storage.read_many([row.segment]).get(row.segment)
+            if data is None:
+                missing.append(row.segment)
+                break
+            segment = parse_object(Segment, row.segment, data)
+            entries = segment.entries if segment is not None else {}
+            found += [r for stem in sorted(entries, reverse=True) if keep(r := entries[stem])]
+        if not missing:
+            break
+    if missing:
+        logger.warning("ledger segments listed but gone, their entries left out: %s", missing)
+    found.sort(key=lambda record: record.started_at, reverse=True)
+    return found[: max(limit, 0)]
 
 
 def _relist(

@@ -77,11 +77,19 @@ from askcache.storage.ledger.segment_objects import (
 from askcache.storage.ledger.segment_reads import (
     TrajectoryView,
     list_trajectories,
+    read_newest,
     read_segments,
     read_views,
 )
 from askcache.storage.ledger.segment_retention import prune_trajectory
 from askcache.storage.ledger.summary import TrajectorySummary
+from askcache.storage.ledger.waits import (
+    DEFAULT_WAIT_RUNS,
+    StepWaits,
+    key_of,
+    merge_waits,
+    waits_key,
+)
 
 __all__ = ["COMPACTION_DEADLINE_SECONDS", "GENERATION_GRACE_SECONDS", "SegmentLedger"]
 
@@ -296,6 +304,20 @@ class SegmentLedger(RunLedger):
         for view in views.values():
             found.extend(view.pending.values())
         return newest_records(found, since, limit)
+
+    def step_waits(
+        self,
+        trajectory: str,
+        *,
+        profile: str | None,
+        digest: str,
+        limit: int = DEFAULT_WAIT_RUNS,
+    ) -> StepWaits:
+        """See :meth:`RunLedger.step_waits`: the loose entries, then the segments from the
+        newest back until ``limit`` runs are found (:func:`read_newest`)."""
+        key = key_of(digest, profile)
+        runs = read_newest(self.storage, trajectory, lambda r: waits_key(r) == key, limit)
+        return merge_waits(run.step_waits for run in runs)
 
     def _listing(self, trajectory: str | None) -> dict[str, TrajectoryObjects]:
         """The objects of one trajectory (always present in the result) or of all."""

@@ -1,10 +1,11 @@
 """The SQLite engine, the default for a local cache folder: ``<cache_dir>/.ledger/ledger.sqlite3``.
 
 One table of entries (the entry id is the primary key, so appending an id twice stores it once;
-indexed by trajectory and start time) and one of summaries, updated in the same transaction as
-the insert and only when the insert stored something. WAL mode lets readers go on while a
-writer commits; ``BEGIN IMMEDIATE`` with a busy timeout queues writers from any number of
-processes, so none loses an entry. Each thread of a process keeps its own connection (the
+indexed by trajectory and start time, and the replays that kept step waits by trajectory,
+steps and profile: :meth:`SqliteLedger.step_waits`) and one of summaries, updated in the same
+transaction as the insert and only when the insert stored something. WAL mode lets readers
+go on while a writer commits; ``BEGIN IMMEDIATE`` with a busy timeout queues writers from any
+number of processes, so none loses an entry. Each thread of a process keeps its own connection (the
 engine is safe from several threads and after a fork); :meth:`SqliteLedger.close`, or the
 ledger's end, closes them.
 
@@ -18,6 +19,7 @@ not hold on network file systems): a ledger shared between machines belongs in P
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import sqlite3
@@ -35,8 +37,15 @@ from askcache.settings import DEFAULT_LEDGER_RETENTION_DAYS
 from askcache.storage.ledger.engine import LEDGER_FOLDER, RunLedger
 from askcache.storage.ledger.records import RunRecord
 from askcache.storage.ledger.summary import TrajectorySummary, fold_all
+from askcache.storage.ledger.waits import (
+    DEFAULT_WAIT_RUNS,
+    StepWaits,
+    key_of,
+    merge_waits,
+    waits_key,
+)
 
-__all__ = ["PRUNE_EVERY_SECONDS", "SQLITE_FILE", "SqliteLedger"]
+__all__ = ["PRUNE_EVERY_SECONDS", "SCHEMA_VERSION", "SQLITE_FILE", "SqliteLedger"]
 
 logger = logging.getLogger(__name__)
 
@@ -46,20 +55,43 @@ SQLITE_FILE = f"{LEDGER_FOLDER}/ledger.sqlite3"
 PRUNE_EVERY_SECONDS = 3600.0
 """Appends prune old entries at most this often (per process, and per database)."""
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS entries (
-    id TEXT PRIMARY KEY,
-    trajectory TEXT NOT NULL,
-    started_at TEXT NOT NULL,
-    event TEXT NOT NULL,
-    status TEXT NOT NULL,
-    record TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS entries_by_trajectory ON entries (trajectory, started_at);
-CREATE INDEX IF NOT EXISTS entries_by_time ON entries (started_at);
-CREATE TABLE IF NOT EXISTS summaries (trajectory TEXT PRIMARY KEY, summary TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-"""
+SCHEMA_VERSION = 2
+"""The version of the tables this askcache writes (``meta.schema_version``). 1 (no
+``schema_version`` row): before step waits; 2: ``entries.waits_key`` and its index
+(:meth:`SqliteLedger.step_waits`). A database of an older version is upgraded on first open
+(adding a column and an index; the entries stay as they are)."""
+
+_TABLES = (
+    """CREATE TABLE IF NOT EXISTS entries (
+        id TEXT PRIMARY KEY,
+        trajectory TEXT NOT NULL,
+        started_at TEXT NOT NULL,
+        event TEXT NOT NULL,
+        status TEXT NOT NULL,
+        record TEXT NOT NULL,
+        waits_key TEXT
+    )""",
+    "CREATE INDEX IF NOT EXISTS entries_by_trajectory ON entries (trajectory, started_at)",
+    "CREATE INDEX IF NOT EXISTS entries_by_time ON entries (started_at)",
+    "CREATE TABLE IF NOT EXISTS summaries (trajectory TEXT PRIMARY KEY, summary TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+)
+
+_WAITS_COLUMN = "ALTER TABLE entries ADD COLUMN waits_key TEXT"
+"""Version 2's column: an entry's :func:`~askcache.storage.ledger.waits.waits_key` (``NULL``
+for an entry without step waits, every entry of version 1)."""
+
+_WAITS_INDEX = """CREATE INDEX IF NOT EXISTS entries_by_waits
+    ON entries (trajectory, waits_key, started_at) WHERE waits_key IS NOT NULL"""
+"""The newest runs of one trajectory's steps on one profile, in one index range (the entries
+without waits are not in it)."""
+
+_INSERT = """INSERT OR IGNORE INTO entries
+    (id, trajectory, started_at, event, status, record, waits_key)
+    VALUES (?, ?, ?, ?, ?, ?, ?)"""
+
+_SELECT_WAITS = """SELECT id, record FROM entries WHERE trajectory = ? AND waits_key = ?
+    ORDER BY started_at DESC, rowid DESC LIMIT ?"""
 
 _prepared: set[Path] = set()
 _last_prune: dict[Path, float] = {}
@@ -168,7 +200,15 @@ class SqliteLedger(RunLedger):
         if not fresh:
             return
         connection.execute("PRAGMA journal_mode = WAL")
-        connection.executescript(_SCHEMA)
+        if _schema_version(connection) < SCHEMA_VERSION:
+            connection.execute("BEGIN IMMEDIATE")  # one process creates or upgrades at a time
+            try:
+                _upgrade(connection)
+            except BaseException:
+                if connection.in_transaction:
+                    connection.execute("ROLLBACK")
+                raise
+            connection.execute("COMMIT")
         with _guard:
             _prepared.add(self.path)
 
@@ -199,7 +239,7 @@ class SqliteLedger(RunLedger):
             added: dict[str, list[RunRecord]] = {}
             for entry_id, record in entries:
                 inserted = db.execute(
-                    "INSERT OR IGNORE INTO entries VALUES (?, ?, ?, ?, ?, ?)",
+                    _INSERT,
                     (
                         entry_id,
                         record.trajectory,
@@ -207,6 +247,7 @@ class SqliteLedger(RunLedger):
                         record.event,
                         record.status,
                         record.model_dump_json(),
+                        waits_key(record),
                     ),
                 ).rowcount
                 if inserted:
@@ -254,6 +295,37 @@ class SqliteLedger(RunLedger):
                     "skipping unreadable ledger entry %s in %s: %s", entry_id, self.path, exc
                 )
         return found
+
+    def step_waits(
+        self,
+        trajectory: str,
+        *,
+        profile: str | None,
+        digest: str,
+        limit: int = DEFAULT_WAIT_RUNS,
+    ) -> StepWaits:
+        """See :meth:`RunLedger.step_waits`: one range of the ``entries_by_waits`` index,
+        ``limit`` rows."""
+        with self._connection("read", write=False) as db:
+            if db is None or "waits_key" not in _columns(db):  # none, or read-only version 1
+                return StepWaits()
+            rows = db.execute(
+                _SELECT_WAITS, (trajectory, key_of(digest, profile), max(limit, 0))
+            ).fetchall()
+        return merge_waits(
+            waits for entry_id, text in rows if (waits := self._waits(entry_id, text)) is not None
+        )
+
+    def _waits(self, entry_id: str, text: str) -> dict[int, float] | None:
+        """An entry's step waits; ``None``, with a warning naming it, when unreadable."""
+        try:
+            found = json.loads(text).get("step_waits") or {}
+            return {int(index): float(seconds) for index, seconds in found.items()}
+        except (ValueError, TypeError, AttributeError) as exc:
+            logger.warning(
+                "skipping unreadable ledger entry %s in %s: %s", entry_id, self.path, exc
+            )
+            return None
 
     def summary(self, trajectory: str) -> TrajectorySummary | None:
         with self._connection("read", write=False) as db:
@@ -330,3 +402,33 @@ class SqliteLedger(RunLedger):
             logger.info(
                 "pruned %d run-ledger entries older than %d days", pruned, self.retention_days
             )
+
+
+def _schema_version(connection: sqlite3.Connection) -> int:
+    """The database's ``meta.schema_version`` (0: no tables yet; 1: tables without it)."""
+    tables = connection.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone()
+    if tables is None:
+        return 0
+    row = connection.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    return 1 if row is None else int(row[0])
+
+
+def _columns(connection: sqlite3.Connection) -> set[str]:
+    return {str(row[1]) for row in connection.execute("PRAGMA table_info(entries)")}
+
+
+def _upgrade(connection: sqlite3.Connection) -> None:
+    """Create the tables, or bring a database of an older version to this one (in the
+    caller's transaction); nothing when another process did it meanwhile. Version 1 to 2:
+    a column (no entry is rewritten) and a partial index, built in one scan of the table
+    and holding none of its entries (none of version 1 has step waits)."""
+    if _schema_version(connection) >= SCHEMA_VERSION:
+        return
+    for statement in _TABLES:
+        connection.execute(statement)
+    if "waits_key" not in _columns(connection):
+        connection.execute(_WAITS_COLUMN)
+    connection.execute(_WAITS_INDEX)
+    connection.execute(
+        "INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
+    )

@@ -5,14 +5,24 @@ application started late). The clock is the replay's own: only its pauses move i
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from PIL import Image
 
 from askcache import CacheExecutionSettings
+from askcache.cachefile.format import CacheFile
+from askcache.conversation.loop import Conversation
+from askcache.replay import CacheExecutor
+from askcache.replay.result import ReplayResult
 from askcache.screen.windows import WindowFrame
+from askcache.storage.base import LocalCacheStorage
+from askcache.storage.ledger import FolderLedger, RunLedger, RunRecord, steps_digest
 from askcache.testing import SimulatedFormApp, WindowedFormApp
+from askcache.tools import ComputerTool, ToolCollection
+from tests.helpers import GOAL
+from tests.unit.test_replay import FinishingSpeaker
 from tests.unit.test_replay_still import _record_windowed, _replay
 
 SETTINGS = CacheExecutionSettings()
@@ -38,7 +48,7 @@ class LateWindow(WindowedFormApp):
 
 
 @pytest.fixture(scope="module")
-def recorded(tmp_path_factory: pytest.TempPathFactory) -> object:
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> CacheFile:
     return _record_windowed(Path(tmp_path_factory.mktemp("cache")))
 
 
@@ -49,7 +59,7 @@ def _changed() -> WindowedFormApp:
 
 
 def test_a_changed_screen_whose_window_is_listed_hands_back_once_the_window_is_still(
-    recorded: object,
+    recorded: CacheFile,
 ) -> None:
     screen = _changed()
     result = _replay(recorded, screen, windows=screen.windows)
@@ -63,7 +73,7 @@ def test_a_changed_screen_whose_window_is_listed_hands_back_once_the_window_is_s
     assert "the application has answered and shows another screen" in (result.reason or "")
 
 
-def test_the_still_window_can_be_set(recorded: object) -> None:
+def test_the_still_window_can_be_set(recorded: CacheFile) -> None:
     screen = _changed()
     result = _replay(recorded, screen, windows=screen.windows, settle_window_still=2.0)
     assert result.status == "handed_back"
@@ -71,7 +81,7 @@ def test_the_still_window_can_be_set(recorded: object) -> None:
 
 
 def test_without_a_window_list_the_first_step_still_waits_the_settle_timeout(
-    recorded: object,
+    recorded: CacheFile,
 ) -> None:
     # nothing tells an application that has not started from one that shows another screen
     screen = _changed()
@@ -82,7 +92,7 @@ def test_without_a_window_list_the_first_step_still_waits_the_settle_timeout(
 
 
 def test_a_window_that_is_not_listed_is_waited_for_up_to_the_settle_timeout(
-    recorded: object,
+    recorded: CacheFile,
 ) -> None:
     # the form is drawn but another window is listed in its place: the step's window is
     # missing, so the replay waits for it as for an application started late
@@ -94,7 +104,7 @@ def test_a_window_that_is_not_listed_is_waited_for_up_to_the_settle_timeout(
     assert result.steps[-1].waited_seconds >= 2.0
 
 
-def test_an_application_started_late_is_waited_for_and_replayed(recorded: object) -> None:
+def test_an_application_started_late_is_waited_for_and_replayed(recorded: CacheFile) -> None:
     # for 2 seconds of looks the desktop is empty and the window is not listed; then the
     # form appears as recorded: no hand-back, every step runs
     screen = LateWindow(late=120)
@@ -102,3 +112,60 @@ def test_an_application_started_late_is_waited_for_and_replayed(recorded: object
     assert (result.status, result.handbacks) == ("completed", 0)
     assert screen.app.saved == [{"name": "Ada Lovelace", "email": ""}]
     assert result.steps[1].waited_seconds > 1.0  # the first click waited for the window
+
+
+def _replay_with_ledger(
+    cache_file: CacheFile, screen: WindowedFormApp, ledger: RunLedger
+) -> ReplayResult:
+    """:func:`_replay`, the executor reading past waits from ``ledger``."""
+    now = [0.0]
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds
+
+    tool = ComputerTool(screen)
+    executor = CacheExecutor(
+        screen=tool.capture,
+        windows=screen.windows,
+        sleep=sleep,
+        clock=lambda: now[0],
+        ledger=ledger,
+    )
+    executor.activate_cache_execution(
+        cache_file, "form.json", execution_settings=CacheExecutionSettings(end_state="off")
+    )
+    Conversation(
+        [executor, FinishingSpeaker()], ToolCollection([tool]), first_speaker=executor.name
+    ).run(GOAL)
+    assert executor.result is not None
+    return executor.result
+
+
+def test_once_five_runs_are_known_the_steps_past_waits_bound_the_still_window(
+    recorded: CacheFile, tmp_path: Path
+) -> None:
+    # five earlier runs of the same steps on this screen each passed the first click after
+    # 40 ms: its budget is their 99th percentile plus half of it, at least 0.25 s, so the
+    # changed screen hands back after 0.25 s unchanged instead of settle_window_still
+    ledger = FolderLedger(LocalCacheStorage(tmp_path))
+    digest = steps_digest(recorded.trajectory)
+    for minute in range(5):
+        ledger.append(
+            RunRecord(
+                trajectory="form.json",
+                event="replay",
+                status="completed",
+                started_at=datetime(2026, 11, 1, 9, minute, tzinfo=UTC),
+                steps_digest=digest,
+                step_waits={1: 0.04},
+            )
+        )
+    result = _replay_with_ledger(recorded, _changed(), ledger)
+    assert (result.status, result.stopped_at_step) == ("handed_back", 1)
+    assert 0.25 <= result.steps[-1].waited_seconds < 0.3
+    # four runs are not enough: settle_window_still decides
+    fewer = FolderLedger(LocalCacheStorage(tmp_path / "fewer"))
+    for record in ledger.records("form.json")[:4]:
+        fewer.append(record)
+    result = _replay_with_ledger(recorded, _changed(), fewer)
+    assert SETTINGS.settle_window_still <= result.steps[-1].waited_seconds

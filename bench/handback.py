@@ -1,7 +1,7 @@
 """Hand-back dead time: on a genuinely changed screen, how long after the screen is still
 (and changed) the model is first asked.
 
-    python bench/handback.py [--only NAME ...] [--runs N] [--late N] [--no-write]
+    python bench/handback.py [--only NAME ...] [--runs N] [--late N] [--no-write] [--json PATH]
 
 Applications: those of ``bench/drift.py`` (mousepad, vi in xterm, the list page in
 Chromium), with its machinery: each task is recorded once under Xvfb with a scripted model
@@ -43,13 +43,14 @@ Uses only the public surface (``Agent``, ``CachingSettings``, ``ComputerTool``,
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -227,7 +228,7 @@ def _line(sample: Sample) -> str:
     dead = "-" if sample.dead is None else f"{sample.dead:.2f} s"
     return (
         f"{sample.app} / {sample.condition} / {sample.situation}: dead {dead}, "
-        f"{run.status}, wrong {run.wrong}, needless {run.needless}, calls {run.model_calls}, "
+        f"{run.status}, wrong {run.wrong} (pixels {run.differing}), needless {run.needless}, calls {run.model_calls}, "
         f"replayed {run.replayed}, file {run.file}, changed {sample.changed} px, "
         f"waited {sample.waited:.2f} s, act {run.seconds:.2f} s; {run.reason}"
     )
@@ -269,8 +270,9 @@ def table(samples: list[Sample]) -> str:
     started late apart."""
     rows = [
         "| application | condition | situation | runs | dead time median | min | max "
-        "| from `act` median | `act` median | wrong actions | needless hand-backs | status | file |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| from `act` median | `act` median | screen changed by | wrong actions "
+        "| needless hand-backs | status | file |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     groups: dict[tuple[str, str, str], list[Sample]] = {}
     for sample in samples:
@@ -288,16 +290,54 @@ def table(samples: list[Sample]) -> str:
             if dead
             else "- | - | -"
         )
+        pixels = sorted({s.changed for s in group})
+        changed = "-" if kind != "changed screen" else " / ".join(f"{p:,} px" for p in pixels)
         rows.append(
             f"| {app} | {condition} | {kind} | {len(group)} | {times} "
             f"| {f'{statistics.median(start):.2f} s' if start else '-'} "
             f"| {statistics.median(s.run.seconds for s in group):.2f} s "
+            f"| {changed} "
             f"| {sum(len(s.run.wrong) for s in group)} "
             f"| {sum(s.run.needless for s in group)} "
             f"| {counted([s.run.status for s in group])} "
             f"| {counted([s.run.file for s in group])} |"
         )
     return "\n".join(rows)
+
+
+GOAL_SECONDS = 1.0
+"""Issue 32's goal: the median dead time on every changed-screen row at most this."""
+
+
+def verdict(samples: list[Sample]) -> str:
+    """Issue 32's goal against these samples, and what each wrong action was."""
+    misses = []
+    groups: dict[tuple[str, str], list[float]] = {}
+    for sample in samples:
+        if sample.situation in CHANGED:
+            groups.setdefault((sample.app, sample.condition), []).append(
+                sample.dead if sample.dead is not None else float("inf")
+            )
+    for (app, condition), dead in groups.items():
+        if statistics.median(dead) > GOAL_SECONDS:
+            misses.append(f"{app}, {condition}: {statistics.median(dead):.2f} s")
+    late = [s for s in samples if s.situation == LATE]
+    handbacks = sum(s.run.status == "handed_back" for s in late)
+    needless = sum(s.run.needless for s in late)
+    late_wrong = sum(len(s.run.wrong) for s in late)
+    met = f"**not met** ({'; '.join(misses)})" if misses else "met"
+    goal = (
+        f"**Goal** (issue 32): median dead time at most {GOAL_SECONDS:.0f} s on every "
+        f"changed-screen row: {met}. Started late: {handbacks} hand-backs ({needless} "
+        f"needless), {late_wrong} wrong actions in {len(late)} runs."
+    )
+    wrong = [
+        f"- {s.app}, {s.condition}, {s.situation}: action {n} ({pixels} px differ); "
+        f"then: {s.run.status}, file {s.run.file}"
+        for s in samples
+        for n, pixels in zip(s.run.wrong, s.run.differing, strict=True)
+    ]
+    return goal + ("\n\nThe wrong actions:\n\n" + "\n".join(wrong) if wrong else "")
 
 
 def _section(text: str, where: str, runs: int, late: int) -> str:
@@ -333,6 +373,7 @@ def main(argv: list[str] | None = None) -> int:
         "--late", type=int, default=3, help="started-late runs per application and condition"
     )
     parser.add_argument("--no-write", action="store_true", help="print, do not write the docs")
+    parser.add_argument("--json", type=Path, help="also write every run's figures to this file")
     args = parser.parse_args(argv)
     samples: list[Sample] = []
     with tempfile.TemporaryDirectory() as folder:
@@ -340,7 +381,9 @@ def main(argv: list[str] | None = None) -> int:
             if args.only and not any(o.lower() in app.name.lower() for o in args.only):
                 continue
             samples += measure(number, Path(folder) / f"app{number}", args.runs, args.late)
-    text = table(samples)
+    text = table(samples) + "\n\n" + verdict(samples)
+    if args.json is not None:
+        args.json.write_text(json.dumps([asdict(s) for s in samples], indent=1))
     print(text)
     if not args.no_write:
         from bench._common import machine, write_section

@@ -38,11 +38,12 @@ from askcache.replay.commands import (
     Look,
     Observation,
     Seen,
+    Turn,
 )
 from askcache.replay.plan import CaptureFailedError, Plan
 from askcache.replay.progress import Progress
 from askcache.replay.screens import FIRST_POLL_SECONDS, POLL_SECONDS
-from askcache.replay.states import TRANSITIONS, State
+from askcache.replay.states import TRANSITIONS, Idle, State
 from askcache.settings import CacheExecutionSettings, CacheWritingSettings
 from askcache.storage.base import CacheStorage, load_cache_file
 from askcache.testing import SimulatedFormApp, WindowedFormApp
@@ -322,3 +323,14 @@ def drive(
 def pauses(start: float, looks: list[Look]) -> list[float]:
     """The pauses before each look, from ``start``."""
     return [b - a for a, b in itertools.pairwise([start, *(look.at for look in looks)])]
+
+
+def emitted(plan: Plan, index: int, history: History, at: float) -> tuple[State, Emit]:
+    """Step ``index``'s turn at ``at`` on ``history`` (a screenshot of its form taken
+    first), its looks answered with its form as it is, until the step is emitted."""
+    history.screenshot()
+    idle = Idle(plan, progress_at(index, starting=False))
+    state, command = idle.next(Turn(list(history.messages), at))
+    state, command, _ = drive(state, command, lambda _: form(history.app))
+    assert isinstance(command, Emit), command
+    return state, command

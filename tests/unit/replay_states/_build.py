@@ -35,21 +35,22 @@ from askcache.replay.commands import (
     Blind,
     Command,
     Emit,
+    HandBack,
     Look,
     Observation,
     Seen,
     Turn,
 )
-from askcache.replay.plan import CaptureFailedError, Plan
+from askcache.replay.plan import CaptureFailedError, Plan, Stopped
 from askcache.replay.progress import Progress
 from askcache.replay.screens import FIRST_POLL_SECONDS, POLL_SECONDS
-from askcache.replay.states import TRANSITIONS, Idle, State
+from askcache.replay.states import TRANSITIONS, Idle, State, Suspended
 from askcache.settings import CacheExecutionSettings, CacheWritingSettings
 from askcache.storage.base import CacheStorage, load_cache_file
 from askcache.testing import SimulatedFormApp, WindowedFormApp
 from askcache.testing.simulated import Widget
 from askcache.tools import ComputerTool, ToolCollection
-from tests.helpers import GOAL, record_form
+from tests.helpers import GOAL, record_form, screenshot_in
 
 DEFAULTS = CacheExecutionSettings()
 STILL = DEFAULTS.settle_still_period
@@ -68,6 +69,7 @@ POLL = POLL_SECONDS
 SCREENSHOT, CLICK_NAME, TYPE_NAME, CLICK_SAVE = range(4)
 NAME_AT = list(SimulatedFormApp().widget("name").center)
 SAVE_AT = list(SimulatedFormApp().widget("save").center)
+CLEAR_AT = list(SimulatedFormApp().widget("clear").center)
 
 
 def recorded(storage: CacheStorage, **writing: Any) -> CacheFile:
@@ -140,16 +142,6 @@ def form(app: SimulatedFormApp | None = None, **fields: Any) -> Image.Image:
     return history.screenshot()
 
 
-def shifted(
-    image: Image.Image, by: tuple[int, int], background: tuple[int, int, int]
-) -> Image.Image:
-    """``image`` with its content moved by ``by`` (what was at ``(x, y)`` is at ``(x + dx, y +
-    dy)``), the uncovered part ``background``."""
-    moved = Image.new(image.mode, image.size, background)
-    moved.paste(image, by)
-    return moved
-
-
 def seen(image: Image.Image | None, at: float, windows: Any = None) -> Seen:
     """A look taken at ``at``."""
     return Seen(image, tuple(windows) if windows is not None else None, at)
@@ -219,8 +211,6 @@ class History:
 
     def screenshot(self) -> Image.Image:
         """A screenshot call run now; its image, decoded from the result."""
-        from tests.helpers import screenshot_in
-
         self.run(make_tool_use("screenshot", "tool"))
         return screenshot_in(self.messages[-1])
 
@@ -334,3 +324,20 @@ def emitted(plan: Plan, index: int, history: History, at: float) -> tuple[State,
     state, command, _ = drive(state, command, lambda _: form(history.app))
     assert isinstance(command, Emit), command
     return state, command
+
+
+def suspended(
+    form_file: CacheFile, *, can_look: bool = True, **settings: Any
+) -> tuple[Suspended, History]:
+    """A replay handed back before step 1 ("alice" was left in the Name field), with the
+    quiet period 0.05 s; its history."""
+    history = History(SimulatedFormApp(values={"name": "alice", "email": ""}))
+    history.screenshot()
+    plan = plan_of(form_file, can_look=can_look, settle_quiet_period=0.05, **settings)
+    idle = Idle(plan, progress_at(CLICK_NAME, starting=False))
+    state, command = idle.next(Turn(list(history.messages), 1.0))
+    state, command, _ = drive(state, command, lambda at: form(history.app))
+    assert isinstance(state, Suspended)
+    assert isinstance(command, HandBack)
+    assert state.stopped == Stopped(CLICK_NAME, "fingerprint", len(history.messages))
+    return state, history

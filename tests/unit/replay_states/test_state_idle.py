@@ -183,3 +183,28 @@ def test_a_replay_that_cannot_look_hands_back_at_once_on_a_changed_screen(
     assert state.progress.seen.latest is None  # handed back: later looks follow the model
     assert state.plan.start.step is None  # the start screen guarded the start only
     assert image.size == (640, 400)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="states._observe decodes the history's latest screenshot (latest_screenshot) "
+    "before knowing it needs it: a stale one that is no image (an action came after it) "
+    "hands back, where the old observe (571965e: find_recent_screenshot_block, then fresh() "
+    "decoding only a fresh one) looked itself, or asked the conversation for a screenshot",
+)
+@pytest.mark.parametrize("can_look", [True, False], ids=["can look", "cannot look"])
+def test_a_stale_screenshot_that_is_no_image_is_not_needed(
+    form_file: CacheFile, can_look: bool
+) -> None:
+    history = History()
+    history.screenshot()
+    history.corrupt_latest()
+    messages = history.answer(call("left_click", coordinate=NAME_AT), "clicked")
+    idle = Idle(plan_of(form_file, can_look=can_look), progress_at(CLICK_NAME))
+    state, command = advance(idle, Turn(messages, 1.0))
+    if can_look:
+        assert isinstance(state, Observing)
+        assert command == Look(1.0)
+    else:
+        assert isinstance(state, AwaitingScreenshot)
+        assert isinstance(command, Emit)

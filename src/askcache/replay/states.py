@@ -252,12 +252,12 @@ def _observe(
         if looked is not None:
             return _check_begins(plan, progress, messages, looked, now)
         return Observing(plan, progress, messages), Look(now)
-    found = latest_screenshot(messages)
-    image = fresh_screenshot(messages) if found is not None else None
+    image = fresh_screenshot(messages)
     if image is None and plan.watchable:
         return Observing(plan, progress, messages), Look(now)
-    if image is None and progress.screenshot_asked_for == progress.index and found is not None:
-        image = found[1]
+    if image is None and progress.screenshot_asked_for == progress.index:
+        found = latest_screenshot(messages)  # asked once for this step: the newest one
+        image = found[1] if found is not None else None
     if image is not None:
         if plan.lists_windows:
             return Observing(plan, progress, messages, image), Look(now, grab=False)
@@ -787,6 +787,8 @@ class Verifying(State):
             return self._went(self.watch.saw(screen, now), now)
         except ValueError as exc:
             return self._verified(f"the step's recorded effect cannot be checked: {exc}", None, now)
+        except UNREADABLE as exc:
+            return self._verified(f"its effect cannot be checked: {_unreadable(exc)}", None, now)
 
     def _verified(
         self, problem: str | None, looked: Screen | None, now: float, *, effect: str | None = None
@@ -918,7 +920,7 @@ class Suspended(State):
             return rejoining, Look(observation.at, grab=False)
         if found is not None:
             return rejoining._latest(screen_of(plan.space, found), observation.at)
-        return rejoining, Look(observation.at)
+        return replace(rejoining, settling=True), Look(observation.at)
 
     def _decide(self, asked: Ask, refused_by: RejoinCondition | None, reason: str) -> Transition:
         return _decision(

@@ -73,7 +73,7 @@ class _Stillness:
     def settled(self, now: float) -> bool:
         # a clock's sums round: a look taken ``needed`` later may read a hair short of it
         still = now - self.changed >= self.needed - _ROUNDING
-        return still or now - self.since >= self.bound
+        return still or now - self.since >= self.bound - _ROUNDING
 
     def pause(self, now: float) -> float:
         """How long to wait before the look that can tell."""

@@ -132,12 +132,6 @@ def test_a_screen_that_never_stops_changing_is_acted_on_after_the_quiet_period(
     assert 0.1 - 1e-9 <= waited < 0.1 + STILL
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="watching._Stillness.settled forgives a clock's rounding for the still period "
-    "(needed - _ROUNDING) but not for the quiet-period bound: 2.0 + 4 x 0.025 - 2.0 reads "
-    "0.0999..., so a screen that never stops changing is acted on one look (25 ms) late",
-)
 def test_the_quiet_period_bound_forgives_the_clocks_rounding(form_file: CacheFile) -> None:
     screens = [form(focus="name"), form(focus="name")]
     screens[0].paste((40, 40, 40), (560, 330, 620, 380))

@@ -185,13 +185,6 @@ def test_a_replay_that_cannot_look_hands_back_at_once_on_a_changed_screen(
     assert image.size == (640, 400)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="states._observe decodes the history's latest screenshot (latest_screenshot) "
-    "before knowing it needs it: a stale one that is no image (an action came after it) "
-    "hands back, where the old observe (571965e: find_recent_screenshot_block, then fresh() "
-    "decoding only a fresh one) looked itself, or asked the conversation for a screenshot",
-)
 @pytest.mark.parametrize("can_look", [True, False], ids=["can look", "cannot look"])
 def test_a_stale_screenshot_that_is_no_image_is_not_needed(
     form_file: CacheFile, can_look: bool

@@ -5,8 +5,6 @@ not have answered the model's action yet). ``Seen`` -> ``Rejoining``, ``Suspende
 
 from __future__ import annotations
 
-import pytest
-
 from askcache.cachefile.format import CacheFile
 from askcache.replay.commands import Ask, Decided, Look
 from askcache.replay.states import Idle, Rejoining, Suspended
@@ -126,15 +124,6 @@ def test_a_look_that_failed_refuses(form_file: CacheFile) -> None:
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="Suspended._next goes to Rejoining(found=None, settling=False) with Look(at) when "
-    "no screenshot came after the model's last action and the replay can look; "
-    "Rejoining._next then asserts self.found is not None (not settling) and fails. The old "
-    "code (571965e rejoin._screen_refusal) skipped the latest-screenshot check and watched "
-    "the captured screen until settled: Suspended should give Rejoining(settling=True) there",
-)
 def test_with_no_screenshot_since_the_models_action_the_settled_screen_decides(
     form_file: CacheFile,
 ) -> None:

@@ -108,7 +108,8 @@ def test_the_next_step_is_checked_on_the_look_that_showed_the_effect(
     assert checking.watch.started == shown
     typed = checking.progress.records[-1]
     assert (typed.step_index, typed.effect) == (TYPE_NAME, "seen")
-    assert typed.waited_seconds == pytest.approx(STILL + shown - RESULT_AT)  # check + watch
+    assert typed.waited_seconds == pytest.approx(STILL)  # its check's wait, before it acted
+    assert typed.effect_waited_seconds == pytest.approx(shown - RESULT_AT)  # its effect's
     assert typed.seconds == pytest.approx(shown - pending.started)
     # the Save click acts on the still look
     still = form(app)

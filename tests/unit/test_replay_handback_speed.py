@@ -47,6 +47,24 @@ class LateWindow(WindowedFormApp):
         return super().screenshot()
 
 
+class BlankWindow(WindowedFormApp):
+    """The form's window is listed from the start, but blank (mapped, not drawn) for the
+    first ``late`` looks."""
+
+    def __init__(self, late: int, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.late = late
+        self.looks = 0
+
+    def screenshot(self) -> Image.Image:
+        self.looks += 1
+        image = super().screenshot()
+        if self.looks <= self.late:
+            width, height = self.app.width, self.app.height
+            image.paste((255, 255, 255), (*self.at, self.at[0] + width, self.at[1] + height))
+        return image
+
+
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> CacheFile:
     return _record_windowed(Path(tmp_path_factory.mktemp("cache")))
@@ -169,3 +187,24 @@ def test_once_five_runs_are_known_the_steps_past_waits_bound_the_still_window(
         fewer.append(record)
     result = _replay_with_ledger(recorded, _changed(), fewer)
     assert SETTINGS.settle_window_still <= result.steps[-1].waited_seconds
+
+
+def test_a_window_listed_but_not_drawn_yet_is_waited_for(recorded: CacheFile) -> None:
+    # the window is mapped (listed) but blank for about 2 seconds of looks, far longer than
+    # settle_window_still: a blank window shows nothing yet, so the replay waits for it
+    screen = BlankWindow(late=120)
+    result = _replay(recorded, screen, windows=screen.windows)
+    assert (result.status, result.handbacks) == ("completed", 0)
+    assert result.steps[1].waited_seconds > 1.0
+
+
+def test_a_window_that_appears_during_the_wait_is_not_cut_short(recorded: CacheFile) -> None:
+    # the window appears after a second of looks, drawn but showing another screen: it
+    # belongs to an application that is starting, so the first step waits as before (the
+    # settle timeout) rather than for settle_window_still
+    app = SimulatedFormApp()
+    app.set_layout("banner")
+    screen = LateWindow(late=60, app=app)
+    result = _replay(recorded, screen, windows=screen.windows, settle_timeout=3.0)
+    assert result.status == "handed_back"
+    assert result.steps[-1].waited_seconds >= 3.0

@@ -23,7 +23,7 @@ from askcache.replay.plan import Anchor, Plan
 from askcache.replay.screens import Screen
 from askcache.screen.windows import WindowFrame, find_window
 
-__all__ = ["window_anchor", "window_found"]
+__all__ = ["window_anchor", "window_found", "window_now"]
 
 
 def _lookup(
@@ -43,6 +43,12 @@ def window_found(plan: Plan, step: ToolUseBlockParam, screen: Screen) -> bool:
     """True when ``step``'s window is on ``screen`` (moved or not): its place is known, and
     no search may put the step elsewhere."""
     return _lookup(plan, step, screen) is not None
+
+
+def window_now(plan: Plan, step: ToolUseBlockParam, screen: Screen) -> WindowFrame | None:
+    """Where ``step``'s window is on ``screen`` (recorded pixels), when it is listed."""
+    looked_up = _lookup(plan, step, screen)
+    return None if looked_up is None else looked_up[1]
 
 
 def window_anchor(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import cast
 
 from PIL import Image
 
@@ -21,6 +22,7 @@ from askcache.screen.state import ScreenStateConfig, Thumbnail
 from askcache.screen.windows import WindowFrame
 
 __all__ = [
+    "BLANK_SPREAD",
     "FIRST_POLL_SECONDS",
     "POLL_SECONDS",
     "Screen",
@@ -39,6 +41,11 @@ FIRST_POLL_SECONDS = 0.0025
 screens answer an action within a few milliseconds (a focused field, a pressed button): a
 first look that soon sees the effect when it is drawn, and a slow screen is still looked at
 only every :data:`POLL_SECONDS`."""
+
+
+BLANK_SPREAD = 8
+"""Grey levels within which every pixel of an area lies when it shows nothing
+(:meth:`Screen.blank`)."""
 
 
 def poll_pause(count: int) -> float:
@@ -83,6 +90,15 @@ class Screen:
         )
         image_offset = (round(offset[0] * scale[0]), round(offset[1] * scale[1]))
         return Screen(_shift(self.image, image_offset), _shift(self.recorded, offset), self.windows)
+
+    def blank(self, box: tuple[int, int, int, int]) -> bool:
+        """True when ``box`` (``x``, ``y``, width, height in recorded pixels) shows one flat
+        colour, all its pixels within :data:`BLANK_SPREAD` grey levels on a coarse look: a
+        window mapped and not drawn yet, or nothing there."""
+        x, y, width, height = box
+        inside = self.recorded.crop((x, y, x + width, y + height)).convert("L")
+        low, high = cast("tuple[int, int]", inside.resize((32, 32)).getextrema())
+        return high - low <= BLANK_SPREAD
 
     def thumbnail(self, config: ScreenStateConfig) -> Thumbnail:
         """Its thumbnail in recorded space, computed once."""

@@ -47,7 +47,7 @@ from PIL import Image
 from askcache.actions import Action, make_tool_use, new_tool_use_id, parse_action
 from askcache.errors import AskCacheError
 from askcache.messages import MessageParam, ToolUseBlockParam
-from askcache.replay.anchor import window_found
+from askcache.replay.anchor import window_now
 from askcache.replay.check import (
     Checked,
     Refused,
@@ -505,6 +505,8 @@ class Checking(State):
     searched: Screen | None = None
     """The look the search first ran on (stage ``search``), and what it found there."""
     found: Checked | None = None
+    window_at_start: bool = False
+    """True when the step's window was listed at the first look of this stage's wait."""
 
     def _evaluate(self, screen: Screen) -> Checked | Refused:
         if self.stage != "search":
@@ -534,13 +536,15 @@ class Checking(State):
     def _patience(self, outcome: Checked | Refused, screen: Screen) -> float | None:
         """How long an unchanged screen ends the wait for a check that fails on ``screen``
         (``None``: the usual rule, the quiet period or the timeout). Where the step's window
-        is listed on the screen, the application has answered once that window stays
-        unchanged for ``settle_window_still`` (or the step's past waits,
-        :attr:`~askcache.replay.plan.Plan.budgets`): the step hands back then. While the
-        window is missing it is waited for (an application started late). A step with no
-        window to look for goes by its past waits only, and never the replay's first step
-        (nothing tells a late application from another screen). The start screen's wait
-        (the step's own checks pass) and the search are not cut short."""
+        is listed on the screen, was listed already at the wait's first look, and shows
+        something (not a window still blank), the application has answered once that window
+        stays unchanged for ``settle_window_still`` (or the step's past waits,
+        :attr:`~askcache.replay.plan.Plan.budgets`): the step hands back then. A window that
+        is missing, or appeared during the wait, or is blank, belongs to an application that
+        may still be starting: the usual rule. A step with no window to look for goes by its
+        past waits only, and never the replay's first step (nothing tells a late application
+        from another screen). The start screen's wait (the step's own checks pass) and the
+        search are not cut short."""
         if self.stage == "search" or isinstance(outcome, Checked):
             return None
         if outcome.final or outcome.own_checks is not None:
@@ -549,7 +553,12 @@ class Checking(State):
         budget = self.plan.budgets.get(index)
         floor = settings.settle_still_period
         if self.step.window is not None and screen.windows is not None:
-            if not window_found(self.plan, self.step, screen):
+            frame = window_now(self.plan, self.step, screen)
+            if (
+                frame is None
+                or not self.window_at_start
+                or screen.blank((frame.x, frame.y, frame.width, frame.height))
+            ):
                 return None
             enough = settings.settle_window_still if budget is None else budget
             return min(max(enough, floor), settings.settle_timeout)
@@ -558,18 +567,20 @@ class Checking(State):
         return min(max(budget, floor), settings.settle_timeout)
 
     def _watch_from(self, screen: Screen, now: float, *, quiet: bool = True) -> Transition:
+        listed = screen.windows is not None and window_now(self.plan, self.step, screen)
+        checking = replace(self, window_at_start=bool(listed))
         started = _watch(
-            self.plan,
+            checking.plan,
             screen,
             now,
-            self._evaluate,
+            checking._evaluate,
             passes,
             quiet=quiet,
-            still=self._still_for,
-            outside=self._apart,
-            patience=self._patience,
+            still=checking._still_for,
+            outside=checking._apart,
+            patience=checking._patience,
         )
-        return self._went(started, now)
+        return checking._went(started, now)
 
     def _went(self, watched: Watch[Any] | Watched[Any], now: float) -> Transition:
         if isinstance(watched, Watch):

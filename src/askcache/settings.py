@@ -539,8 +539,10 @@ class CacheExecutionSettings(SettingsModel):
     still fail, before the replay hands back: where the window the step was recorded in is
     listed on the screen (the computer tool lists windows) and shows no change for this long,
     the application has answered and shows another screen, and waiting longer would only
-    delay the model. While that window is missing or still changing, the replay waits (up to
-    ``settle_timeout``: an application started late). Once the run ledger holds 5 runs of the
+    delay the model. While that window is missing, blank, newly appeared or still changing, the
+    replay waits (up to ``settle_timeout``: an application started late); a check that fails
+    only by its ink or tone (its hashes pass: a blinking caret, a hover) is waited on as
+    before (``settle_quiet_period``). Once the run ledger holds 5 runs of the
     file on this screen profile, the step's own past waits decide instead: their 99th
     percentile plus half of it (the same for a step with no window to look for, after the
     replay's first step). At least ``settle_still_period``."""

@@ -131,12 +131,13 @@ def latest_screenshot(messages: list[MessageParam]) -> tuple[int, Image.Image] |
     return found[0], decode_screenshot(found[1].source.data, f"message {found[0]}")
 
 
-def fresh_screenshot(messages: list[MessageParam]) -> Image.Image | None:
-    """The history's latest screenshot when no action came after it."""
+def fresh_screenshot(messages: list[MessageParam], where: str | None = None) -> Image.Image | None:
+    """The history's latest screenshot when no action came after it (``where`` names it in
+    an error; default: its message)."""
     found = find_recent_screenshot_block(messages)
     if found is None or not is_fresh(found[0], messages):
         return None
-    return decode_screenshot(found[1].source.data, f"message {found[0]}")
+    return decode_screenshot(found[1].source.data, where or f"message {found[0]}")
 
 
 def screen_of(

@@ -341,7 +341,7 @@ def _end(plan: Plan, progress: Progress, messages: list[MessageParam], now: floa
     config, recorded = plan.config, plan.end_state
     if plan.policy.end_state == "off" or plan.end is None or config is None or recorded is None:
         return Over(plan, progress), Finished(None)
-    image = fresh_screenshot(messages)
+    image = fresh_screenshot(messages, "the last screen")
     if image is None:
         if not plan.watchable:
             return Over(plan, progress), Finished(None)
@@ -360,7 +360,7 @@ def judge_end(
         return None
     if plan.end_state is None:
         return None
-    found = fresh_screenshot(messages) or image
+    found = fresh_screenshot(messages, "the last screen") or image
     if found is None:
         return None
     return end_verdict(plan, progress.last_anchor, screen_of(plan.space, found))
@@ -537,7 +537,9 @@ class Checking(State):
         """How long an unchanged screen ends the wait for a check that fails on ``screen``
         (``None``: the usual rule, the quiet period or the timeout). Where the step's window
         is listed on the screen, was listed already at the wait's first look, and shows
-        something (not a window still blank), the application has answered once that window
+        something (not a window still blank), and the check fails clearly (its region's
+        hashes or the area it changes, not only its ink or tone: a caret blinks), the
+        application has answered once that window
         stays unchanged for ``settle_window_still`` (or the step's past waits,
         :attr:`~askcache.replay.plan.Plan.budgets`): the step hands back then. A window that
         is missing, or appeared during the wait, or is blank, belongs to an application that
@@ -547,7 +549,7 @@ class Checking(State):
         search are not cut short."""
         if self.stage == "search" or isinstance(outcome, Checked):
             return None
-        if outcome.final or outcome.own_checks is not None:
+        if outcome.final or outcome.own_checks is not None or not _clear_miss(outcome):
             return None
         settings, index = self.plan.settings, self.progress.index
         budget = self.plan.budgets.get(index)
@@ -669,6 +671,22 @@ class Checking(State):
         return _act(plan, progress, step, outcome, waited)
 
 
+def _clear_miss(outcome: Refused) -> bool:
+    """True when the step was refused for its region's hashes (main or detail beyond their
+    thresholds) or for the area it changed when recorded: another screen. A refusal for the
+    ink or the tone alone, its hashes within their thresholds, may be a blinking caret or a
+    hover that passes in a moment: it is waited on as before."""
+    record = outcome.record
+    if record is None or record.distance is None or record.threshold is None:
+        return True
+    if record.affected_tiles is not None:
+        return True  # the area it changed looks different
+    if record.distance > record.threshold:
+        return True
+    detail, limit = record.detail_distance, record.detail_threshold
+    return detail is not None and limit is not None and detail > limit
+
+
 def _without_start_screen(refused: Refused, checked: Checked, waited: float) -> Checked:
     """The first step after its wait for the start screen ran out: the step's own checks
     passed on the last screen, so it runs on them; the record says what differed."""
@@ -743,7 +761,7 @@ class Verifying(State):
             return verifying._verified(None, None, now, effect="not_checked")
         if not has_effect(effect, pending.before_image):
             return verifying._verified(None, None, now, effect="none_recorded")
-        image = fresh_screenshot(messages)
+        image = fresh_screenshot(messages, "the result")
         if image is None:
             if not plan.watchable:
                 return verifying._verified(None, None, now, effect="not_checked")

@@ -85,6 +85,15 @@ def test_typing_in_the_tk_form_is_reported_in_its_field_and_nowhere_else(tmp_pat
         assert areas is not None
         assert any(left < name[2] and name[0] < right for left, _, right, _ in areas)
 
+        # drawing again over the same pixels after a later mark is reported again, and an
+        # earlier mark sees it too
+        again = damage.mark()
+        backend.key("BackSpace", 1)
+        assert app.current()["values"]["name"] == ""
+        _until(lambda: damage.damaged_since(again, name), "the deleted letter to be reported")
+        assert not damage.damaged_since(again, email)
+        assert damage.damaged_since(mark, name)
+
 
 def test_xterm_typing_is_reported_in_model_coordinates_and_a_still_screen_is_still() -> None:
     # a 1920x1200 screen: the computer tool shows it to the model at 1280x800

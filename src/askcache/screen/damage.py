@@ -4,9 +4,8 @@ thread.
 A replayed step acts only on a screen that has stopped changing. Without word from the
 platform that means sampling: a second look, a settle period later, must show the same
 screen. Where the X server has the DAMAGE extension it says itself where it drew:
-:class:`ScreenDamage` asks it for one report per drawing operation anywhere on the screen
-(a damage object on the root window at ``DamageReportRawRectangles``), reads those reports
-on its own connection and answers two questions:
+:class:`ScreenDamage` keeps a damage object on the root window, reads its reports on a
+connection of its own and answers two questions:
 
 - :meth:`~ScreenDamage.mark`: a token for "now" in the stream of reports;
 - :meth:`~ScreenDamage.damaged_since`: whether anything was drawn since a mark, anywhere or
@@ -23,27 +22,35 @@ The protocol a step follows::
         else:
             look again
 
+How the reports work: the damage object (``DamageReportDeltaRectangles``) gathers what was
+drawn into a region, and reports each drawing that adds to it, with the part it adds. Each
+:meth:`~ScreenDamage.mark` empties the region (``DamageSubtract``), so drawing after a mark is
+always reported at least once, and drawing again and again over the same pixels (an animation)
+is reported once between two marks, however long: the reports a replay that does not ask for
+an hour must read stay few.
+
 Why it is safe (an answer "not damaged" is never wrong about the capture):
 
 - Every report describes drawing the server has already done: the server draws when it
   handles a request and reports it then (Xvfb draws at once; a GPU server finishes its
   drawing before it answers a capture).
-- :meth:`~ScreenDamage.mark` counts the reports received so far. It returns before the
-  capture is asked for, so every report counted before the mark is of drawing the server did
-  before it handled the capture: drawing the capture shows. Drawing the capture does not
-  show happened after it, so its report can only arrive after the mark: after it, it counts.
-- :meth:`~ScreenDamage.damaged_since` first makes a round trip to the server (a
-  ``GetInputFocus`` request and its reply, as ``XSync`` does). The server sends a client its
+- A mark sends the ``DamageSubtract`` and then makes a round trip (a ``GetInputFocus`` request
+  and its reply, as ``XSync`` does). Each report carries the number of the last request of
+  this connection the server had handled: those handled after the subtract are after the mark,
+  the others before it. So a pixel drawn after the mark is always in a report after the mark:
+  either it was added to the region emptied at this mark or a later one (reported then), or it
+  was already in it (reported when it was added, after that emptying).
+- The mark returns before the capture is asked for, so drawing the capture does not show
+  was done after the mark: its report counts after it. Drawing done after the subtract but
+  before the capture counts after the mark too, although the capture shows it: the answer is
+  then "damaged" (a look more, never a wrong action).
+- :meth:`~ScreenDamage.damaged_since` first makes a round trip. The server sends a client its
   events and replies in order, so when the reply is in, every report of drawing done until the
   server answered is in too: nothing drawn before the question is missed.
-- Reports of drawing done before the capture but received after the mark count as damage
-  since it: the answer is then "damaged" although the capture shows that drawing (a look
-  more, never a wrong action). :meth:`~ScreenDamage.mark` also makes a round trip first, so
-  that drawing done before it is counted before the mark and such looks are rare.
-- :attr:`DamageMark.at` is taken after that round trip's reply: the quiet period counted from
-  it is, if anything, longer than the one the server saw.
-- Reports are kept for the latest :data:`KEPT_REPORTS` drawing operations; a mark older than
-  that is answered "damaged".
+- :attr:`DamageMark.at` is taken after the mark's round trip: the quiet period counted from it
+  is, if anything, longer than the one the server saw.
+- Reports are kept for the latest :data:`KEPT_REPORTS`; a mark older than that is answered
+  "damaged".
 
 What "still" cannot be told from damage: an application that has not yet sent the drawing of
 an input it received. That is what the quiet period is for: an application answers an input
@@ -52,14 +59,15 @@ drawing for one :data:`FRAME_PERIOD` after a look means the look shows a finishe
 far as the application is drawing at the pace of the screen (``bench/damage_still.py``
 measures how often the frame seen at that instant is the final one).
 
-What reports what, measured on Xvfb (``tests/integration/test_screen_damage.py``): drawing
-by any window, top-level or child, and by any toolkit (Tk, Xt's xterm, GTK 3, Chromium),
-reaches the root window's damage object: a window that is not redirected draws into the
-screen's own pixels, and the root's damage covers its inferiors. Mapping, unmapping and
-moving windows are drawing too. Under a compositing manager, windows draw into pixmaps of
-their own and reach the screen when the manager paints them, which is then what is reported
-(not measured). An X server without DAMAGE (``Xvfb -extension DAMAGE``), no X display, or no
-python-xlib: :meth:`ScreenDamage.open` returns ``None`` and the caller keeps sampling.
+What reports what, measured on Xvfb (``tests/integration/test_screen_damage.py``,
+``bench/damage_still.py``): drawing by any window, top-level or child, and by any toolkit
+(Tk, Xt's xterm, GTK 3, Chromium), reaches the root window's damage object: a window that is
+not redirected draws into the screen's own pixels, and the root's damage covers its
+inferiors. Mapping, unmapping and moving windows are drawing too; moving the pointer is not.
+Under a compositing manager, windows draw into pixmaps of their own and reach the screen
+when the manager paints them, which is then what is reported (not measured). An X server
+without DAMAGE (``Xvfb -extension DAMAGE``), no X display, or no python-xlib:
+:meth:`ScreenDamage.open` returns ``None`` and the caller keeps sampling.
 
 Boxes are ``(left, top, right, bottom)`` in the screen's pixels (:data:`askcache.geometry.Box`,
 right and bottom exclusive); :class:`ScaledDamage` takes them in another space, such as the
@@ -98,12 +106,13 @@ FRAME_PERIOD = 0.017
 a look before that look counts as a finished frame."""
 
 KEPT_REPORTS = 65536
-"""Drawing reports kept: a mark older than the latest this many is answered "damaged"."""
+"""Reports kept: a mark older than the latest this many is answered "damaged"."""
 
 _EXTENSION = "DAMAGE"
 _VERSION = (1, 1)
-_REPORT_RAW_RECTANGLES = 0
-"""``DamageReportRawRectangles``: one report per drawing operation, nothing to acknowledge."""
+_REPORT_DELTA_RECTANGLES = 1
+"""``DamageReportDeltaRectangles``: a report per drawing that adds to the damaged region,
+with the rectangles it adds."""
 _NOTIFY = struct.Struct("=BBHIIIhhHHhhHH")
 """``DamageNotify``: type, level, sequence, drawable, damage, timestamp, the area drawn
 (x, y, width, height) and the drawable's geometry; in the client's byte order, which
@@ -128,7 +137,7 @@ class DamageMark:
     """A moment in the stream of drawing reports (:meth:`ScreenDamage.mark`)."""
 
     index: int
-    """Drawing reports received before it, since the stream was opened."""
+    """Reports received before it, since the stream was opened."""
     at: float
     """``time.monotonic()`` when it was taken (after its round trip to the server)."""
 
@@ -212,14 +221,15 @@ class ScreenDamage:
 
     @property
     def received(self) -> int:
-        """Drawing reports received since the stream was opened."""
+        """Reports received since the stream was opened."""
         return self._dropped + len(self._areas)
 
     def mark(self) -> DamageMark:
-        """A token for now, taken after a round trip to the server: drawing the server did
-        before it is counted before the mark; any drawing reported later counts after it."""
-        self._receive()
-        return DamageMark(index=self.received, at=time.monotonic())
+        """A token for now: the damaged region is emptied, and every drawing the server does
+        after that is reported after the mark (it returns after a round trip to the
+        server)."""
+        index = self._receive(empty=True)
+        return DamageMark(index=index, at=time.monotonic())
 
     def damaged_since(self, mark: DamageMark, box: Box | None = None) -> bool:
         """After a round trip to the server (so every drawing done until now is reported),
@@ -260,24 +270,46 @@ class ScreenDamage:
         except Exception:  # the server may be gone already: nothing left to release
             return
 
-    def _receive(self) -> None:
-        """Make a round trip to the server, then take every report received."""
+    def _receive(self, *, empty: bool = False) -> int:
+        """Empty the damaged region (``empty``), make a round trip to the server, then take
+        every report received. Returns the number of reports received before the first one
+        the server sent after it emptied the region (all of them: none, or not ``empty``)."""
         if self._closed:
             raise ScreenDamageLostError(self.display, "closed")
         connection = self._connection
+        later: set[int] = set()
+        boundary: int | None = None
         try:
+            if empty:
+                protocol = connection.display
+                subtract = _requests()["Subtract"](
+                    display=protocol,
+                    opcode=protocol.get_extension_major(_EXTENSION),
+                    damage=self._damage,
+                    repair=0,  # None: the whole region
+                    parts=0,
+                )
+                # a report carries the number (16 bits) of the last request of this
+                # connection the server handled: the subtract, or the round trip after it
+                later = {subtract._serial % 65536, (subtract._serial + 1) % 65536}
             connection.get_input_focus()  # XSync's round trip: every report before it is in
             while connection.pending_events():
                 event = connection.next_event()
                 area = getattr(event, "area", None)
-                if area is not None:
-                    self._areas.append(area)
+                if area is None:
+                    continue
+                if boundary is None and event.sequence_number in later:
+                    boundary = self.received
+                self._areas.append(area)
         except Exception as exc:  # python-xlib's ConnectionClosedError and socket errors
             raise ScreenDamageLostError(self.display, exc) from exc
+        if boundary is None:
+            boundary = self.received
         excess = len(self._areas) - KEPT_REPORTS
         if excess > 0:
             del self._areas[:excess]
             self._dropped += excess
+        return boundary
 
 
 @dataclass(frozen=True)
@@ -311,8 +343,8 @@ class ScaledDamage:
 
 
 def _start(connection: Any) -> int | None:
-    """Create a damage object on ``connection``'s root window reporting every drawing
-    operation; its id, or ``None`` when the server has no DAMAGE extension."""
+    """Create a damage object on ``connection``'s root window reporting what each drawing
+    adds to its region; its id, or ``None`` when the server has no DAMAGE extension."""
     info = connection.query_extension(_EXTENSION)
     if info is None:
         return None
@@ -337,7 +369,7 @@ def _start(connection: Any) -> int | None:
         opcode=info.major_opcode,
         damage=damage,
         drawable=connection.screen().root,
-        level=_REPORT_RAW_RECTANGLES,
+        level=_REPORT_DELTA_RECTANGLES,
     )
     connection.get_input_focus()  # a refused request surfaces here, not at the first mark
     return damage
@@ -386,7 +418,22 @@ def _requests() -> dict[str, Any]:
             rq.Card32("damage"),
         )
 
-    return {"QueryVersion": QueryVersion, "Create": Create, "Destroy": Destroy}
+    class Subtract(rq.Request):  # type: ignore[misc]
+        _request = rq.Struct(
+            rq.Card8("opcode"),
+            rq.Opcode(3),
+            rq.RequestLength(),
+            rq.Card32("damage"),
+            rq.Card32("repair"),
+            rq.Card32("parts"),
+        )
+
+    return {
+        "QueryVersion": QueryVersion,
+        "Create": Create,
+        "Destroy": Destroy,
+        "Subtract": Subtract,
+    }
 
 
 @cache

@@ -19,6 +19,7 @@ import pytest
 from askcache import ComputerTool
 from askcache.errors import AskCacheError
 from askcache.geometry import Box
+from askcache.screen import damage as damage_module
 from askcache.screen.damage import (
     FRAME_PERIOD,
     DamageSource,
@@ -130,6 +131,21 @@ def test_a_window_mapped_after_the_mark_is_reported_where_it_appears() -> None:
             gone = damage.mark()
         # its going draws the root's background there again
         _until(lambda: damage.damaged_since(gone, (400, 300, 800, 600)), "the window's going")
+
+
+def test_a_mark_older_than_the_reports_kept_is_answered_damaged(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(damage_module, "KEPT_REPORTS", 1)
+    with _desktop(800, 600) as backend:
+        damage = backend.screen_damage()
+        assert damage is not None
+        old = damage.mark()
+        with run_on_display(backend.display, "xterm", "-geometry", "20x5+400+300"):
+            _until(lambda: damage.mark().index > old.index + 1, "two reports after the mark")
+            # nothing was drawn far from the window, but the reports after ``old`` are gone
+            assert damage.damaged_since(old, (0, 0, 100, 100))
+            assert damage.areas_since(old) is None
 
 
 def test_a_server_without_damage_gives_no_reports_and_the_desktop_still_works() -> None:

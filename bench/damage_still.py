@@ -4,7 +4,9 @@ two looks, on real applications under Xvfb.
     python bench/damage_still.py [--trials N] [--only NAME ...] [--write]
 
 For each application and action (the Tk form: click a field, type a letter; vi in xterm,
-mousepad (GTK 3), a page in Chromium: type a letter), ``--trials`` times each (default 30):
+mousepad (GTK 3), a page in Chromium: type a letter, every other action erasing it; mousepad:
+type letters at the end of a line longer than its window, which scrolls the view each time),
+``--trials`` times each (default 30):
 
 - **drawing** (no screenshots): the X server's drawing reports in the application's window
   (:class:`~askcache.screen.damage.ScreenDamage`, polled every millisecond for 400 ms after
@@ -268,10 +270,16 @@ def _program(
     env: dict[str, str],
     click: tuple[int, int],
     keys: list[str],
+    *,
+    text: str = LINES,
+    erase: bool = True,
 ) -> Starter:
+    """Start a program on a document of ``text``, click at ``click`` and press ``keys``; each
+    action types a letter, or (``erase``) every other one erases the letter typed before."""
+
     def start(stack: ExitStack, display: str, backend: DesktopBackend, folder: Path) -> Action:
         document = folder / "list.txt"
-        document.write_text(LINES)
+        document.write_text(text)
         process = subprocess.Popen(
             command(document),
             env={
@@ -316,7 +324,14 @@ def _program(
             backend.click(click, "left", 1, None)
         else:
             raise RuntimeError(f"{command(document)[0]} does not show what is typed")
-        return lambda n: backend.type_text(letters[n % len(letters)])
+
+        def act(n: int) -> None:
+            if erase and n % 2:
+                backend.key("BackSpace", 1)
+            else:
+                backend.type_text(letters[n % len(letters)])
+
+        return act
 
     return start
 
@@ -345,6 +360,18 @@ SUBJECTS = [
             {"GSETTINGS_BACKEND": "memory", "NO_AT_BRIDGE": "1"},
             (200, 250),
             ["Return"],
+        ),
+        "Mousepad",
+    ),
+    Subject(
+        "mousepad: type at the end of a long line (the view scrolls)",
+        _program(
+            lambda f: ["dbus-run-session", "--", "mousepad", str(f)],
+            {"GSETTINGS_BACKEND": "memory", "NO_AT_BRIDGE": "1"},
+            (200, 100),
+            ["ctrl+End"],
+            text=" ".join(f"word{n}" for n in range(40)),
+            erase=False,
         ),
         "Mousepad",
     ),

@@ -35,13 +35,10 @@ def run_on_display(display: str, *command: str, timeout: float = 180.0) -> Itera
     its window (a new top-level window is viewable and shows more than one colour), and stop
     it when the block ends. ``timeout`` only guards against a program that never draws."""
     from Xlib import X
-    from Xlib.display import Display
 
-    from askcache.tools.desktop import _ensure_xauthority, _quiet_xlib
+    from askcache.screen.xserver import connect
 
-    _ensure_xauthority()
-    with _quiet_xlib():
-        connection = Display(display)
+    connection = connect(display)
     try:
         root = connection.screen().root
         before = {window.id for window in root.query_tree().children}

@@ -12,7 +12,7 @@ import time
 from typing import Any
 
 from askcache.errors import AskCacheError
-from askcache.tools.desktop import _quiet_xlib
+from askcache.screen.xserver import connect
 
 __all__ = ["InputLog"]
 
@@ -37,13 +37,11 @@ class InputLog:
 
     def __init__(self, display: str, size: tuple[int, int], *, timeout: float = 30.0) -> None:
         from Xlib import X
-        from Xlib import display as xdisplay
         from Xlib.ext import record
 
         self._X, self._record, self._size, self._timeout = X, record, size, timeout
-        with _quiet_xlib():
-            self._control = xdisplay.Display(display)
-            self._data = xdisplay.Display(display)
+        self._control = connect(display)
+        self._data = connect(display)
         self._context = self._data.record_create_context(
             0,
             [record.AllClients],

@@ -12,6 +12,7 @@ import shutil
 import socket
 import subprocess
 import time
+from collections.abc import Sequence
 
 from askcache.errors import AskCacheError
 from askcache.testing._process import stop_process
@@ -34,10 +35,20 @@ def accepts_connections(display: str) -> bool:
 
 
 class VirtualDisplay:
-    """An Xvfb server of the given size; ``display`` is its name, e.g. ``":3"``."""
+    """An Xvfb server of the given size; ``display`` is its name, e.g. ``":3"``.
+    ``without``: X extensions the server leaves out (``("DAMAGE",)``: a server that does not
+    report its drawing)."""
 
-    def __init__(self, width: int = 1280, height: int = 800, *, depth: int = 24) -> None:
+    def __init__(
+        self,
+        width: int = 1280,
+        height: int = 800,
+        *,
+        depth: int = 24,
+        without: Sequence[str] = (),
+    ) -> None:
         self.width, self.height, self.depth = width, height, depth
+        self.without = tuple(without)
         self.display = ""
         self._process: subprocess.Popen[bytes] | None = None
 
@@ -67,6 +78,7 @@ class VirtualDisplay:
                 "-noreset",
                 "-nolisten",
                 "tcp",
+                *(arg for name in self.without for arg in ("-extension", name)),
             ],
             pass_fds=(write_end,),
             stdout=subprocess.DEVNULL,

@@ -9,7 +9,9 @@ clear text: never a crash, never a silent no-op.
 Backends implement :class:`ComputerBackend`: :mod:`askcache.testing` ships a simulated
 screen rendered with Pillow; a real desktop backend (pyautogui + mss) plugs in the same way.
 A backend that also lists its windows (a :class:`~askcache.screen.windows.WindowSource`) lets
-recording store the window each step acted in, and a replay find it where it is now.
+recording store the window each step acted in, and a replay find it where it is now; one that
+reports where its screen was drawn (a :class:`~askcache.screen.damage.DamageReporter`) lets a
+replay act as soon as the screen is still (:meth:`ComputerTool.screen_damage`).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from askcache.messages import (
     ToolUseBlockParam,
 )
 from askcache.scaling import Size, api_resolution, scale_point
+from askcache.screen.damage import DamageReporter, DamageSource, ScaledDamage
 from askcache.screen.png import encode_png
 from askcache.screen.windows import WindowFrame, WindowSource
 from askcache.tools.base import Tool, ToolOutput
@@ -151,6 +154,19 @@ class ComputerTool(Tool):
             return None
         api, screen = self.api_size, self.screen_size
         return [frame.scaled(screen, api) for frame in self.backend.windows()]
+
+    def screen_damage(self) -> DamageSource | None:
+        """Where and when the screen was drawn (:mod:`askcache.screen.damage`), its boxes in
+        model coordinates (the space of :meth:`capture`'s images); ``None`` when the backend
+        cannot tell (it is not a :class:`~askcache.screen.damage.DamageReporter`, or its
+        platform reports no drawing): a replay then samples the screen to see it still."""
+        if not isinstance(self.backend, DamageReporter):
+            return None
+        source = self.backend.screen_damage()
+        api, screen = self.api_size, self.screen_size
+        if source is None or api == screen:
+            return source
+        return ScaledDamage(source, screen=screen, space=api)
 
     def capture(self) -> Image.Image:
         """A screenshot as the model sees it (scaled to :attr:`api_size`)."""

@@ -1,7 +1,9 @@
 """The real desktop: a :class:`~askcache.tools.computer.ComputerBackend` on pyautogui and mss.
 
 pyautogui moves the mouse and presses keys through the X server's XTEST extension; mss takes
-screenshots. Both are optional dependencies, imported only when a backend is created::
+screenshots; the windows are listed (:mod:`askcache.tools.windows`) and the screen's drawing is
+reported (:mod:`askcache.screen.damage`, the DAMAGE extension) through python-xlib. All are
+optional dependencies, imported only when a backend is created::
 
     pip install 'askcache[desktop]'
 
@@ -20,10 +22,7 @@ only for the length of one action, then both are put back.
 from __future__ import annotations
 
 import contextlib
-import io
 import os
-import tempfile
-import warnings
 from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
@@ -32,7 +31,9 @@ from PIL import Image
 
 from askcache.errors import AskCacheError
 from askcache.geometry import Point
+from askcache.screen.damage import ScreenDamage
 from askcache.screen.windows import WindowFrame
+from askcache.screen.xserver import connect, ensure_xauthority, quiet_xlib
 from askcache.tools.windows import list_windows
 
 __all__ = ["DesktopBackend", "translate_key"]
@@ -92,32 +93,13 @@ def translate_key(name: str, valid: set[str]) -> str:
     return key
 
 
-@contextlib.contextmanager
-def _quiet_xlib() -> Iterator[None]:
-    """Connecting, python-xlib prints auth warnings to stdout and leaves the authority file
-    open (a ResourceWarning); neither is ours to show."""
-    with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
-        warnings.simplefilter("ignore", ResourceWarning)
-        yield
-
-
-def _ensure_xauthority() -> None:
-    """python-xlib fails without an authority file even when the server needs none (as
-    Xvfb started without ``-auth``): point ``XAUTHORITY`` at an empty one in that case."""
-    current = os.environ.get("XAUTHORITY") or os.path.expanduser("~/.Xauthority")
-    if not os.path.exists(current):
-        handle, path = tempfile.mkstemp(prefix="askcache-", suffix=".Xauthority")
-        os.close(handle)
-        os.environ["XAUTHORITY"] = path
-
-
 def _load(display: str) -> tuple[ModuleType, ModuleType]:
     """Import pyautogui (which connects to ``$DISPLAY`` when first imported) and mss."""
-    _ensure_xauthority()
+    ensure_xauthority()
     previous = os.environ.get("DISPLAY")
     os.environ["DISPLAY"] = display
     try:
-        with _quiet_xlib():
+        with quiet_xlib():
             import mss
             import pyautogui
     except ImportError as exc:
@@ -150,15 +132,14 @@ class DesktopBackend:
         self.display = chosen
         self.type_interval = type_interval
         self._gui, mss = _load(chosen)
-        from Xlib.display import Display
-
         try:
-            with _quiet_xlib():
-                self._xdisplay: Any = Display(chosen)
+            self._xdisplay: Any = connect(chosen)
             grabber = getattr(mss, "MSS", None) or mss.mss  # mss.mss is deprecated in 10.2
             self._grabber: Any = grabber(display=chosen)
         except Exception as exc:
             raise AskCacheError(f"cannot open the X display {chosen!r}: {exc}") from exc
+        self._damage: ScreenDamage | None = None
+        self._damage_asked = False
         self._keys = {  # what the X11 layer can really press: names and characters
             key
             for key, code in self._gui._pyautogui_x11.keyboardMapping.items()
@@ -258,7 +239,18 @@ class DesktopBackend:
         """The visible top-level windows, bottom first (:mod:`askcache.tools.windows`)."""
         return list_windows(self._xdisplay)
 
+    def screen_damage(self) -> ScreenDamage | None:
+        """Where and when the X server drew on the screen, in screen pixels
+        (:mod:`askcache.screen.damage`), opened at the first call and kept until
+        :meth:`close`; ``None`` when the server has no DAMAGE extension."""
+        if not self._damage_asked:
+            self._damage_asked = True
+            self._damage = ScreenDamage.open(self.display)
+        return self._damage
+
     def close(self) -> None:
         """Release the X connections."""
+        if self._damage is not None:
+            self._damage.close()
         self._grabber.close()
         self._xdisplay.close()

@@ -243,6 +243,7 @@ class Agent:
             sleep=self._sleep,
             offered_tools=[tool.name for tool in self.tools],
             ledger=ledger,
+            damage=computer.screen_damage() if computer is not None else None,
         )
         tools = ToolCollection(self.tools)
         first = agent.name

@@ -49,8 +49,10 @@ from askcache.replay.commands import (
     Blind,
     Command,
     Decided,
+    Drawn,
     Look,
     Observation,
+    Quiet,
     Seen,
     Sleep,
     Woke,
@@ -251,6 +253,8 @@ class LoopReplay:
             if isinstance(command, Sleep):
                 yield command.seconds
                 command = self._feed(Woke(self._clock()))
+            elif isinstance(command, Quiet):  # no drawing reports here: the state looks again
+                command = self._feed(Drawn(True, self._clock()))
             elif isinstance(command, Look):
                 delay = command.at - self._clock()
                 if delay > 0:
@@ -407,9 +411,14 @@ class LoopReplay:
         self._look, self._observed, self._waiting = None, None, None
         closed = CaptureFailedError(RuntimeError("the replay was closed"))
         command = self._feed(Blind(closed, self._clock()))
-        while isinstance(command, Look | Sleep):
-            observation = Blind(closed, self._clock()) if isinstance(command, Look) else None
-            command = self._feed(observation or Woke(self._clock()))
+        while isinstance(command, Look | Quiet | Sleep):
+            now = self._clock()
+            if isinstance(command, Look):
+                command = self._feed(Blind(closed, now))
+            elif isinstance(command, Quiet):
+                command = self._feed(Drawn(True, now))
+            else:
+                command = self._feed(Woke(now))
         if not isinstance(command, Decided):
             self._run.executor.conclude(command, self._history.parsed)
 

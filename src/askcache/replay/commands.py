@@ -3,9 +3,10 @@
 A state's :meth:`~askcache.replay.states.State.next` takes one :data:`Observation` and returns
 the next state and one :data:`Command`. :class:`Look` and :class:`Sleep` are carried out by
 the driver (:mod:`.driver`) and answered at once with :class:`Seen` (or :class:`Blind`) and
-:class:`Woke`; :class:`Emit`, :class:`HandBack`, :class:`Finished` and :class:`Decided` end
-the driver's run: the conversation (an ``Agent``'s or the user's own loop) answers them later
-with a :class:`Turn` or an :class:`Ask`.
+:class:`Woke`, and :class:`Quiet` (where the platform reports drawing) with :class:`Drawn`;
+:class:`Emit`, :class:`HandBack`, :class:`Finished` and :class:`Decided` end the driver's
+run: the conversation (an ``Agent``'s or the user's own loop) answers them later with a
+:class:`Turn` or an :class:`Ask`.
 """
 
 from __future__ import annotations
@@ -23,11 +24,13 @@ __all__ = [
     "Blind",
     "Command",
     "Decided",
+    "Drawn",
     "Emit",
     "Finished",
     "HandBack",
     "Look",
     "Observation",
+    "Quiet",
     "Seen",
     "Sleep",
     "Turn",
@@ -43,6 +46,17 @@ class Look:
     at: float
     grab: bool = True
     """``False``: list the windows only (the look's image is the history's screenshot)."""
+
+
+@dataclass(frozen=True)
+class Quiet:
+    """Wait until the screen has had ``period`` seconds without drawing after the look that
+    carried ``mark`` (where the platform reports drawing: :mod:`askcache.screen.damage`), then
+    say whether anything was drawn since that look (:class:`Drawn`)."""
+
+    mark: object
+    """The look's :class:`~askcache.screen.damage.DamageMark`."""
+    period: float
 
 
 @dataclass(frozen=True)
@@ -90,7 +104,7 @@ class Decided:
     rejoined: bool
 
 
-Command = Look | Sleep | Emit | HandBack | Finished | Decided
+Command = Look | Quiet | Sleep | Emit | HandBack | Finished | Decided
 """What the driver does next."""
 
 
@@ -104,6 +118,17 @@ class Seen:
     """The screen's windows (``None``: the screen cannot list them, or the listing failed)."""
     at: float
     """When it was taken."""
+    mark: object | None = None
+    """Where the platform reports drawing: the moment just before the screenshot in its
+    reports (a :class:`~askcache.screen.damage.DamageMark`)."""
+
+
+@dataclass(frozen=True)
+class Drawn:
+    """The answer to :class:`Quiet`: whether the screen was drawn on since the look."""
+
+    drawn: bool
+    at: float
 
 
 @dataclass(frozen=True)
@@ -140,5 +165,5 @@ class Ask:
     requested: bool = False
 
 
-Observation = Seen | Blind | Woke | Turn | Ask
+Observation = Seen | Drawn | Blind | Woke | Turn | Ask
 """What the driver tells the state."""

@@ -21,12 +21,24 @@ from dataclasses import dataclass
 
 from PIL import Image
 
-from askcache.replay.commands import Blind, Command, Look, Observation, Seen, Sleep, Woke
+from askcache.replay.commands import (
+    Blind,
+    Command,
+    Drawn,
+    Look,
+    Observation,
+    Quiet,
+    Seen,
+    Sleep,
+    Woke,
+)
 from askcache.replay.plan import CAPTURE_ATTEMPTS, CaptureFailedError
 from askcache.replay.screens import POLL_SECONDS
+from askcache.screen.damage import DamageMark, DamageSource
 from askcache.screen.windows import WindowFrame
 
 __all__ = ["ScreenIO", "carry_out", "listed_windows"]
+
 
 logger = logging.getLogger(__name__)
 
@@ -41,6 +53,20 @@ class ScreenIO:
     """Lists the screen's windows as the model sees them (``None``: it cannot)."""
     sleep: Callable[[float], None] = time.sleep
     clock: Callable[[], float] = time.monotonic
+    damage: DamageSource | None = None
+    """Where the platform reports drawing (:mod:`askcache.screen.damage`): a look carries a
+    mark, and a step acts once no drawing came for a frame after its passing look."""
+
+    def mark(self) -> DamageMark | None:
+        """A mark in the drawing reports, before a screenshot (``None``: none reported, or
+        the reports are lost: the replay samples instead)."""
+        if self.damage is None:
+            return None
+        try:
+            return self.damage.mark()
+        except Exception as exc:
+            logger.info("the drawing reports cannot be read: %s", exc)
+            return None
 
     def pause_until(self, instant: float) -> None:
         """Sleep until ``instant`` of :attr:`clock` (not at all when it has passed)."""
@@ -72,6 +98,8 @@ def carry_out(command: Command, io: ScreenIO) -> Observation:
     if isinstance(command, Sleep):
         io.sleep(command.seconds)
         return Woke(io.clock())
+    if isinstance(command, Quiet):
+        return _quiet(command, io)
     if not isinstance(command, Look):
         raise TypeError(f"the driver carries out looks and sleeps, not {command!r}")
     io.pause_until(command.at)
@@ -80,6 +108,7 @@ def carry_out(command: Command, io: ScreenIO) -> Observation:
     if io.capture is None:
         return Blind(CaptureFailedError(RuntimeError("no screen to look at")), io.clock())
     for attempt in range(1, CAPTURE_ATTEMPTS + 1):
+        mark = io.mark()
         try:
             image = io.capture()
         except Exception as exc:
@@ -88,5 +117,23 @@ def carry_out(command: Command, io: ScreenIO) -> Observation:
             logger.info("screenshot %d of %d failed: %s", attempt, CAPTURE_ATTEMPTS, exc)
             io.sleep(POLL_SECONDS)
         else:
-            return Seen(image, listed_windows(io.windows), io.clock())
+            return Seen(image, listed_windows(io.windows), io.clock(), mark)
     raise AssertionError("unreachable")
+
+
+def _quiet(command: Quiet, io: ScreenIO) -> Drawn:
+    """Sleep until ``command.period`` after the look's mark (the reports' own clock), then
+    ask whether anything was drawn since it; reports that cannot be read count as drawing
+    (the state then looks again)."""
+    mark = command.mark
+    if io.damage is None or not isinstance(mark, DamageMark):
+        return Drawn(True, io.clock())
+    delay = mark.at + command.period - time.monotonic()
+    if delay > 0:
+        io.sleep(delay)
+    try:
+        drawn = io.damage.damaged_since(mark)
+    except Exception as exc:
+        logger.info("the drawing reports cannot be read: %s", exc)
+        drawn = True
+    return Drawn(drawn, io.clock())

@@ -36,6 +36,7 @@ from askcache.replay.session import ReplaySession
 from askcache.replay.step_view import StepView
 from askcache.replay.transcript import secret_values, shown_call
 from askcache.scaling import ScreenProfile
+from askcache.screen.damage import DamageSource
 from askcache.screen.windows import WindowFrame
 from askcache.settings import CacheExecutionSettings
 from askcache.storage.ledger import RunLedger, steps_digest, wait_budget
@@ -87,6 +88,9 @@ class CacheExecutor:
             screen is waited on before handing back (``settle_window_still``,
             :func:`~askcache.storage.ledger.waits.wait_budget`); ``None``, or a ledger that
             cannot be read: no past.
+        damage: Where the screen reports drawing, in the coordinates of ``screen``'s images
+            (:meth:`askcache.tools.computer.ComputerTool.screen_damage`): a step acts once
+            nothing was drawn for a frame after its passing look (``None``: it samples).
         loop_looks: The loop takes the replay's screenshots (the user's own loop: it drives
             the replay with :meth:`begin_turn`, :meth:`begin_rejoin` and
             :meth:`ReplaySession.feed`), so the replay may watch the screen without a
@@ -109,6 +113,7 @@ class CacheExecutor:
         resume_tool: bool = True,
         loop_looks: bool = False,
         ledger: RunLedger | None = None,
+        damage: DamageSource | None = None,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -116,6 +121,7 @@ class CacheExecutor:
         self.resume_tool = resume_tool
         self.loop_looks = loop_looks
         self.ledger = ledger
+        self.damage = damage
         self.offered_tools = offered_tools
         self.agent_speaker = agent_speaker
         self.tool_shape = tool_shape
@@ -241,6 +247,7 @@ class CacheExecutor:
             keep_seen=self.keep_replayed_screenshots,
             can_look=self.screen is not None or self.loop_looks,
             budgets=self._budgets(view, cache_file_name, profile, settings),
+            damage=self.damage,
             sleep=self._sleep,
             clock=self._clock,
         )

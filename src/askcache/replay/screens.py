@@ -75,6 +75,9 @@ class Screen:
     windows: tuple[WindowFrame, ...] | None = None
     """The screen's top-level windows as listed with this look (the size the model sees;
     ``None``: not listed)."""
+    mark: object | None = None
+    """Where the platform reports drawing: this look's place in the reports
+    (:class:`~askcache.replay.commands.Seen`)."""
     _thumbnail: Thumbnail | None = None
 
     def moved(self, offset: tuple[int, int]) -> Screen:
@@ -144,9 +147,10 @@ def screen_of(
     space: tuple[int, int] | None,
     image: Image.Image,
     windows: tuple[WindowFrame, ...] | None = None,
+    mark: object | None = None,
 ) -> Screen:
     """``image`` as a look of a replay whose coordinates are in ``space`` (the recorded
     size: the look is brought to it when its aspect ratio is the same)."""
     if space is None or image.size == space or not same_aspect(image.size, space):
-        return Screen(image, image, windows)
-    return Screen(image, image.resize(space, Image.Resampling.LANCZOS), windows)
+        return Screen(image, image, windows, mark)
+    return Screen(image, image.resize(space, Image.Resampling.LANCZOS), windows, mark)

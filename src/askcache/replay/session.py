@@ -22,7 +22,17 @@ from askcache.cachefile.blind_spots import blind_spots, override_blind_spots
 from askcache.cachefile.format import CacheFile
 from askcache.messages import MessageParam, ToolUseBlockParam
 from askcache.replay.check import Refused, check
-from askcache.replay.commands import Ask, Command, Decided, Look, Observation, Seen, Sleep, Turn
+from askcache.replay.commands import (
+    Ask,
+    Command,
+    Decided,
+    Look,
+    Observation,
+    Quiet,
+    Seen,
+    Sleep,
+    Turn,
+)
 from askcache.replay.driver import ScreenIO, carry_out
 from askcache.replay.plan import Plan, Stopped
 from askcache.replay.profile import ProfileChoice
@@ -31,6 +41,7 @@ from askcache.replay.result import EndStateVerdict, ReplayResult, StepRecord
 from askcache.replay.screens import fresh_screenshot, screen_of
 from askcache.replay.states import Idle, Over, Rejoining, State, Suspended, judge_end
 from askcache.replay.step_view import StepView
+from askcache.screen.damage import DamageSource
 from askcache.screen.seen import SeenScreens
 from askcache.screen.windows import WindowFrame
 from askcache.settings import CacheExecutionSettings
@@ -61,6 +72,9 @@ class ReplaySession:
             the user's own loop looks for it, one :meth:`feed` at a time).
         budgets: Per step index: how long its past waits say an unchanged screen may be
             waited on (:attr:`~askcache.replay.plan.Plan.budgets`).
+        damage: Where the platform reports drawing (:mod:`askcache.screen.damage`): a step
+            acts once nothing was drawn for a frame after the look its check passed on,
+            instead of a second look ``settle_still_period`` later.
         sleep, clock: Injected for tests.
     """
 
@@ -80,10 +94,11 @@ class ReplaySession:
         keep_seen: bool = True,
         can_look: bool | None = None,
         budgets: Mapping[int, float] | None = None,
+        damage: DamageSource | None = None,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.io = ScreenIO(capture, windows, sleep, clock)
+        self.io = ScreenIO(capture, windows, sleep, clock, damage)
         plan = Plan.of(
             cache_file,
             name,
@@ -223,7 +238,7 @@ class ReplaySession:
         """Feed ``observation``, carrying out every look and sleep with this session's own
         screen (:mod:`.driver`), until a command the conversation answers."""
         command = self.feed(observation)
-        while isinstance(command, Look | Sleep):
+        while isinstance(command, Look | Quiet | Sleep):
             command = self.feed(carry_out(command, self.io))
         return command
 

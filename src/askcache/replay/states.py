@@ -4,7 +4,8 @@ Each state is an immutable value holding the replay's :class:`~askcache.replay.p
 (what it runs), its :class:`~askcache.replay.progress.Progress` (where it is, what it did) and
 what the state itself waits for. ``state.next(observation)`` returns the next state and one
 command (:mod:`.commands`): look at the screen, sleep until an instant, emit a tool call, hand
-back, finish, or answer whether the replay re-joins. No state captures, sleeps, writes or
+back, finish, or answer whether the replay re-joins (and, where the platform reports
+drawing, wait for a frame without any). No state captures, sleeps, writes or
 logs: the driver (:mod:`.driver`) does, and tells the state what it saw.
 
 =====================  ==============  ===================================================
@@ -18,6 +19,7 @@ State                  Observation     Next states
 ``Observing``          ``Seen``        ``Checking``, ``AwaitingResult``, ``Suspended``
 ``Observing``          ``Blind``       ``Suspended``
 ``Checking``           ``Seen``        ``Checking``, ``AwaitingResult``, ``Suspended``
+``Checking``           ``Drawn``       ``Checking``, ``AwaitingResult``, ``Suspended``
 ``Checking``           ``Blind``       ``Suspended``
 ``AwaitingScreenshot`` ``Turn``        (as ``Idle``)
 ``AwaitingResult``     ``Turn``        ``Settling``, ``Verifying``, (as ``Idle``)
@@ -62,11 +64,13 @@ from askcache.replay.commands import (
     Blind,
     Command,
     Decided,
+    Drawn,
     Emit,
     Finished,
     HandBack,
     Look,
     Observation,
+    Quiet,
     Seen,
     Sleep,
     Turn,
@@ -94,6 +98,7 @@ from askcache.replay.screens import Screen, fresh_screenshot, latest_screenshot,
 from askcache.replay.search import search
 from askcache.replay.watching import Watch, Watched
 from askcache.scaling import move_step_input, scale_step_input
+from askcache.screen.damage import FRAME_PERIOD
 from askcache.storage.ledger import FailedCheck, RejoinCondition, RejoinDecision
 
 __all__ = [
@@ -370,7 +375,7 @@ def _screen(plan: Plan, seen: Seen, image: Image.Image | None = None) -> Screen:
     picture = seen.image if seen.image is not None else image
     if picture is None:
         raise AskCacheError("a look without a screenshot")
-    return screen_of(plan.space, picture, seen.windows)
+    return screen_of(plan.space, picture, seen.windows, seen.mark)
 
 
 def _watch(
@@ -586,14 +591,25 @@ class Checking(State):
 
     def _went(self, watched: Watch[Any] | Watched[Any], now: float) -> Transition:
         if isinstance(watched, Watch):
+            mark = watched.screen.mark
+            if watched.passing is not None and mark is not None:
+                # the platform reports drawing: the passing look counts once nothing was
+                # drawn for a frame after it, instead of a second look a still period later
+                return replace(self, watch=watched), Quiet(mark, FRAME_PERIOD)
             return replace(self, watch=watched), Look(watched.look_at)
         return self._over(watched, now)
 
-    def _next(self, observation: Seen | Blind) -> Transition:
+    def _next(self, observation: Seen | Drawn | Blind) -> Transition:
         if isinstance(observation, Blind):
             command = HandBack(self.progress.index, str(observation.error))
             return _hand_back(self.plan, self.progress, self.messages, command)
         assert self.watch is not None
+        if isinstance(observation, Drawn):
+            watch = self.watch
+            if observation.drawn:  # drawn since the passing look: look again
+                return self, Look(observation.at)
+            waited = observation.at - watch.started
+            return self._over(Watched(watch.outcome, waited, watch.screen), observation.at)
         try:
             screen = _screen(self.plan, observation)
             return self._went(self.watch.saw(screen, observation.at), observation.at)
@@ -1070,6 +1086,7 @@ TRANSITIONS: dict[str, dict[str, frozenset[str]]] = {
     },
     "Checking": {
         "Seen": frozenset({"Checking", "AwaitingResult", "Suspended"}),
+        "Drawn": frozenset({"Checking", "AwaitingResult", "Suspended"}),
         "Blind": frozenset({"Suspended"}),
     },
     "AwaitingScreenshot": {"Turn": _AS_IDLE},

@@ -1,6 +1,6 @@
 """``Checking``: watching the screen until the step's check passes on a still screen, the
-screen settles without it, or the timeout passes. ``Seen`` -> ``Checking``, ``AwaitingResult``,
-``Suspended``; ``Blind`` -> ``Suspended``.
+screen settles without it, or the timeout passes. ``Seen`` and ``Drawn`` -> ``Checking``,
+``AwaitingResult``, ``Suspended``; ``Blind`` -> ``Suspended``.
 
 Its stages: ``step`` (the step's own check, and for the trajectory's first acting step the
 recorded start screen), ``start`` (the start screen never came: the step's own checks
@@ -15,8 +15,9 @@ import pytest
 from PIL import Image
 
 from askcache.cachefile.format import CacheFile
-from askcache.replay.commands import Emit, HandBack, Look
+from askcache.replay.commands import Drawn, Emit, HandBack, Look, Quiet, Seen
 from askcache.replay.states import AwaitingResult, Checking, Observing, State, Suspended
+from askcache.screen.damage import FRAME_PERIOD, DamageMark
 from askcache.storage.base import LocalCacheStorage
 from askcache.testing import SimulatedFormApp, WindowedFormApp
 from tests.unit.replay_states._build import (
@@ -439,3 +440,53 @@ def test_a_search_not_found_again_on_a_still_screen_hands_back_with_the_first_re
     assert isinstance(command, HandBack)
     assert command.problem == refused.problem
     assert state.progress.records[-1].waited_seconds == waited  # the search's wait not counted
+
+
+# -- where the platform reports drawing --------------------------------------------------------
+
+
+def _seen_marked(image: Image.Image, at: float, mark: object) -> Seen:
+    return Seen(image, None, at, mark)
+
+
+def test_with_drawing_reports_a_passing_look_waits_one_frame_without_drawing_then_acts(
+    form_file: CacheFile,
+) -> None:
+    # the look carries its place in the X server's drawing reports: instead of a second look
+    # settle_still_period later, the state asks whether anything was drawn in the frame after
+    # it; nothing was: it acts on that very look
+    focused, mark = form(focus="name"), DamageMark(index=3, at=100.0)
+    observing = Observing(
+        plan_of(form_file),
+        progress_at(TYPE_NAME, first_step=False, starting=False, step_started=2.0),
+        [],
+    )
+    checking, command = advance(observing, _seen_marked(focused, 2.0, mark))
+    assert isinstance(checking, Checking)
+    assert command == Quiet(mark, FRAME_PERIOD)
+    state, command = advance(checking, Drawn(drawn=False, at=2.0 + FRAME_PERIOD))
+    assert isinstance(state, AwaitingResult)
+    assert isinstance(command, Emit)
+    assert state.pending.before_image is focused
+    assert state.progress.records[-1].waited_seconds == pytest.approx(FRAME_PERIOD)
+
+
+def test_with_drawing_reports_a_look_drawn_over_is_looked_at_again(form_file: CacheFile) -> None:
+    # something was drawn after the passing look: it may be a frame still being drawn, so the
+    # screen is looked at again, and the next passing look waits for its own quiet frame
+    focused = form(focus="name")
+    observing = Observing(
+        plan_of(form_file),
+        progress_at(TYPE_NAME, first_step=False, starting=False, step_started=2.0),
+        [],
+    )
+    checking, _ = advance(observing, _seen_marked(focused, 2.0, DamageMark(1, 50.0)))
+    again, command = advance(checking, Drawn(drawn=True, at=2.018))
+    assert isinstance(again, Checking)
+    assert command == Look(2.018)
+    later = DamageMark(2, 50.02)
+    state, command = advance(again, _seen_marked(form(focus="name"), 2.02, later))
+    assert isinstance(state, Checking)
+    assert command == Quiet(later, FRAME_PERIOD)
+    # (a look settle_still_period after the first passing one, showing the same screen,
+    # still counts as the sampled rule has it)

@@ -480,6 +480,21 @@ def tables(results: list[Result]) -> str:
     return "\n".join(lines)
 
 
+READING = """\
+After each action, on the application's window under Xvfb (no window manager, carets that do
+not blink): *damage* takes a mark and a look, and acts once nothing was drawn in the window
+for one frame period (17 ms) after the mark (*early*: asking every 2 ms, looking again as
+soon as something is drawn); *two looks* is today's `settle_still_period`: a look that passes,
+and one 25 ms later that passes and is the same. The check is stood in for: *changed* passes
+once the window differs from before the action by more than a caret, *any* at once (a check
+that cannot tell old from new: the quiet period alone must catch a late frame). **final**: the
+look acted on shows the window as it is once the application is done (a look that is not is a
+frame still being drawn). The replay does not use the drawing reports yet: these are the
+times and risks of the two criteria, not of a replayed step (which also encodes and checks
+each look: there, the frame period after the mark has mostly passed by the time the check
+has)."""
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--trials", type=int, default=30)
@@ -501,6 +516,7 @@ def main(argv: list[str] | None = None) -> int:
             f"`python bench/damage_still.py --trials {args.trials}`. {machine()} "
             "Load average before the run {:.2f} / {:.2f} / {:.2f}, after {:.2f} / {:.2f} / "
             "{:.2f}.".format(*load_before, *load_after),
+            READING,
             tables(results),
         ]
     )

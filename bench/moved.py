@@ -43,7 +43,7 @@ from askcache.actions import make_tool_use, parse_action
 from askcache.cachefile.format import CacheFile, CacheMetadata, CoordinateSpace
 from askcache.fingerprint.step import compute_step_representation, validation_config
 from askcache.replay.check import Checked, check
-from askcache.replay.observe import screen_of
+from askcache.replay.screens import screen_of
 from askcache.replay.search import search
 from askcache.replay.session import ReplaySession
 from askcache.screen.windows import WindowFrame
@@ -61,7 +61,10 @@ def _moved(image: Image.Image, offset: tuple[int, int]) -> Image.Image:
     return moved
 
 
-def _session(pair: Pair, window: bool, offset: tuple[int, int]) -> ReplaySession:
+def _session(
+    pair: Pair, window: bool, offset: tuple[int, int]
+) -> tuple[ReplaySession, tuple[WindowFrame, ...] | None]:
+    """A replay of the pair's one step, and the windows a look lists (``None``: none)."""
     click = make_tool_use("left_click", "tool", coordinate=list(pair.point))
     assert CONFIG is not None
     stored = compute_step_representation(pair.before, click, CONFIG)
@@ -97,21 +100,21 @@ def _session(pair: Pair, window: bool, offset: tuple[int, int]) -> ReplaySession
         tool_shape="tool",
         capture=None,
         windows=(lambda: [now]) if window else None,
-    )
+    ), ((now,) if window else None)
 
 
 def decide(pair: Pair, offset: tuple[int, int], mode: str) -> tuple[bool, tuple[int, int] | None]:
     """Whether the replay acts on the moved screen, and at which offset from the point."""
-    session = _session(pair, mode == "window", offset)
+    session, windows = _session(pair, mode == "window", offset)
     image = _moved(pair.after, offset)
-    screen = screen_of(session, image)
+    screen = screen_of(session.plan.space, image, windows)
     step = session.steps[0]
     action = parse_action(step)
-    outcome = check(session, step, action, screen, keep_view=False)
+    outcome = check(session.plan, 0, step, action, screen, keep_view=False)
     if isinstance(outcome, Checked):
         return True, outcome.anchor.offset if outcome.anchor else (0, 0)
     if mode == "search":
-        found = search(session, step, action, screen)
+        found = search(session.plan, 0, step, action, screen)
         if found is not None:
             return True, found.anchor.offset if found.anchor else (0, 0)
     return False, None

@@ -9,7 +9,7 @@ for a main threshold through the ``execute_cached_trajectory`` tool
 wins over both. :meth:`CheckPolicy.resolve` reads the three once, holds each to the one rule
 for thresholds (:func:`askcache.limits.threshold_problem`: below the hash's bit count), and
 returns a frozen :class:`CheckPolicy`. The checks (:mod:`.check`, :mod:`.search`, and after a step
-:func:`~askcache.replay.verify.checked_effect`) read the thresholds and the switches that decide
+:func:`~askcache.replay.effects.checked_effect`) read the thresholds and the switches that decide
 a verdict from it (``state.policy``), never from the settings.
 
 **What loosens a check** is decided here alone, and each :class:`Loosening` is said in the

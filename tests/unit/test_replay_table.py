@@ -15,7 +15,7 @@ from askcache.errors import AskCacheError
 from askcache.replay import states
 from askcache.replay.commands import Finished, Turn, Woke
 from askcache.replay.plan import Plan
-from askcache.replay.progress import Progress
+from askcache.replay.run_progress import Progress
 from askcache.replay.states import TRANSITIONS, Idle, Over
 from askcache.storage.base import LocalCacheStorage
 from tests.helpers import record_form

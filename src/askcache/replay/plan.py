@@ -241,7 +241,7 @@ class Plan:
     profile: ProfileChoice = field(default_factory=ProfileChoice)
     keep_seen: bool = True
     """Keep the screens each replayed call was checked on and left
-    (:class:`~askcache.replay.progress.SeenLog`)."""
+    (:class:`~askcache.replay.run_progress.SeenLog`)."""
     budgets: Mapping[int, float] = field(default_factory=dict)
     """Per step index: how long its past waits on this screen profile say an unchanged
     screen may be waited on before handing back (the run ledger's 99th percentile of them

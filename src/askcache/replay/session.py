@@ -36,8 +36,8 @@ from askcache.replay.commands import (
 from askcache.replay.driver import ScreenIO, carry_out
 from askcache.replay.plan import Plan, Stopped
 from askcache.replay.profile import ProfileChoice
-from askcache.replay.progress import Progress, SeenLog
 from askcache.replay.result import EndStateVerdict, ReplayResult, StepRecord
+from askcache.replay.run_progress import Progress, SeenLog
 from askcache.replay.screens import fresh_screenshot, screen_of
 from askcache.replay.states import Idle, Over, Rejoining, State, Suspended, judge_end
 from askcache.replay.step_view import StepView

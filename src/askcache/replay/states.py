@@ -1,7 +1,7 @@
 """The replay as a state machine: every state a value, every transition in one table.
 
 Each state is an immutable value holding the replay's :class:`~askcache.replay.plan.Plan`
-(what it runs), its :class:`~askcache.replay.progress.Progress` (where it is, what it did) and
+(what it runs), its :class:`~askcache.replay.run_progress.Progress` (where it is, what it did) and
 what the state itself waits for. ``state.next(observation)`` returns the next state and one
 command (:mod:`.commands`): look at the screen, sleep until an instant, emit a tool call, hand
 back, finish, or answer whether the replay re-joins (and, where the platform reports
@@ -85,7 +85,6 @@ from askcache.replay.effects import (
 )
 from askcache.replay.end_screen import end_verdict
 from askcache.replay.plan import CaptureFailedError, Pending, Plan, Stopped
-from askcache.replay.progress import Progress
 from askcache.replay.rejoin import (
     model_refusal,
     rejoin_problem,
@@ -94,6 +93,7 @@ from askcache.replay.rejoin import (
     step_refusal,
 )
 from askcache.replay.result import EndStateVerdict
+from askcache.replay.run_progress import Progress
 from askcache.replay.screens import Screen, fresh_screenshot, latest_screenshot, screen_of
 from askcache.replay.search import search
 from askcache.replay.watching import Watch, Watched

@@ -42,7 +42,7 @@ from askcache.replay.commands import (
     Turn,
 )
 from askcache.replay.plan import CaptureFailedError, Plan, Stopped
-from askcache.replay.progress import Progress
+from askcache.replay.run_progress import Progress
 from askcache.replay.screens import FIRST_POLL_SECONDS, POLL_SECONDS
 from askcache.replay.states import TRANSITIONS, Idle, State, Suspended
 from askcache.settings import CacheExecutionSettings, CacheWritingSettings

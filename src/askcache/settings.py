@@ -546,6 +546,13 @@ class CacheExecutionSettings(SettingsModel):
     file on this screen profile, the step's own past waits decide instead: their 99th
     percentile plus half of it (the same for a step with no window to look for, after the
     replay's first step). At least ``settle_still_period``."""
+    settle_start_still: float = Field(0.3, ge=0, le=5)
+    """How long the screen must stay unchanged, in seconds, before the replay's first
+    checked step acts (at least ``settle_still_period``): an application that has just
+    started draws in bursts with pauses between them (vi in xterm draws its status line
+    after the file; ``bench/drift.py`` counted 2 actions in 5 started-late vi replays on a
+    screen whose status line was not drawn yet, with a frame's stillness). Only the first
+    step pays it."""
     settle_still_period: float = Field(0.025, ge=0, le=5)
     """How long the screen must stay unchanged, in seconds, before a step whose checks pass
     acts on it: a later look, this long after the first look the checks passed on, must

@@ -978,7 +978,7 @@ def test_a_start_screen_that_never_comes_leaves_the_first_step_to_its_own_checks
     assert first.waited_seconds >= 3  # the clock is the test's: the wait ran to the timeout
     note = first.note or ""
     assert "does not look like the recording's screen before its first action" in note
-    assert "after waiting 3.0 s for it: ran on the step's own checks" in note
+    assert "after waiting 3.3 s for it: ran on the step's own checks" in note
     assert [event.rsplit(" -> ", 1)[1] for event in app.events] == ["name"]
     assert app.saved == []
     assert len(agent.turns) == 1

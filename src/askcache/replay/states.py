@@ -523,8 +523,18 @@ class Checking(State):
 
     def _still_for(self, outcome: Checked | Refused) -> float:
         """How long the screen must stay still before ``outcome`` counts: a step that will
-        act waits ``settle_still_period``; a refusal that hands back waits for nothing."""
-        return self.plan.settings.settle_still_period if isinstance(outcome, Checked) else 0.0
+        act waits ``settle_still_period`` (the replay's first checked step
+        ``settle_start_still``: an application just started draws in bursts); a refusal that
+        hands back waits for nothing."""
+        if not isinstance(outcome, Checked):
+            return 0.0
+        return self._still_needed()
+
+    def _still_needed(self) -> float:
+        settings = self.plan.settings
+        if self.starting:
+            return max(settings.settle_still_period, settings.settle_start_still)
+        return settings.settle_still_period
 
     def _apart(self, outcome: Checked | Refused) -> set[int]:
         """The tiles that do not touch the window a passing check ran in, where it is now
@@ -594,8 +604,12 @@ class Checking(State):
             mark = watched.screen.mark
             if watched.passing is not None and mark is not None:
                 # the platform reports drawing: the passing look counts once nothing was
-                # drawn for a frame after it, instead of a second look a still period later
-                return replace(self, watch=watched), Quiet(mark, FRAME_PERIOD)
+                # drawn for a frame after it (the first step: for settle_start_still),
+                # instead of a second look a still period later
+                period = (
+                    FRAME_PERIOD if not self.starting else max(FRAME_PERIOD, self._still_needed())
+                )
+                return replace(self, watch=watched), Quiet(mark, period)
             return replace(self, watch=watched), Look(watched.look_at)
         return self._over(watched, now)
 

@@ -55,6 +55,8 @@ from tests.helpers import GOAL, record_form, screenshot_in
 DEFAULTS = CacheExecutionSettings()
 STILL = DEFAULTS.settle_still_period
 """0.025 s: a passing check acts on a look this long after the first one it passed on."""
+START_STILL = max(STILL, DEFAULTS.settle_start_still)
+"""How long the replay's first checked step waits for a still screen."""
 QUIET = DEFAULTS.settle_quiet_period
 """1.5 s: a screen unchanged this long has settled."""
 TIMEOUT = DEFAULTS.settle_timeout

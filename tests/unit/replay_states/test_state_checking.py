@@ -27,6 +27,7 @@ from tests.unit.replay_states._build import (
     NAME_AT,
     POLL,
     SAVE_AT,
+    START_STILL,
     STILL,
     TYPE_NAME,
     Relabelled,
@@ -220,7 +221,7 @@ def test_the_first_step_acts_once_the_start_screen_is_drawn(form_file: CacheFile
     assert isinstance(command, Emit)
     assert command.call.input == {"action": "left_click", "coordinate": NAME_AT}
     first_whole = next(look.at for look in looks if look.at >= 2.1)
-    assert looks[-1].at == pytest.approx(first_whole + STILL)
+    assert looks[-1].at == pytest.approx(first_whole + START_STILL)
     assert "ran on the step's own checks" not in (state.progress.records[-1].note or "")
     assert state.plan.start.step == CLICK_NAME  # the start screen was waited for at this step
 
@@ -236,11 +237,11 @@ def test_a_start_screen_that_never_comes_leaves_the_first_step_to_its_own_checks
     assert isinstance(command, Emit)
     timed_out = looks[-2].at  # the look the wait ran out on; then the still look
     assert 0.2 <= timed_out - 2.0 < 0.2 + POLL
-    assert looks[-1].at == pytest.approx(timed_out + STILL)
+    assert looks[-1].at == pytest.approx(timed_out + START_STILL)
     record = state.progress.records[-1]
     assert record.note is not None
     assert "does not look like the recording's screen before its first action" in record.note
-    assert "after waiting 0.2 s for it: ran on the step's own checks" in record.note
+    assert "after waiting 0.5 s for it: ran on the step's own checks" in record.note
     assert record.waited_seconds == pytest.approx(looks[-1].at - 2.0)
     assert state.plan.start.step is None
 
@@ -258,7 +259,7 @@ def test_the_start_stage_is_a_checking_state_of_its_own(form_file: CacheFile) ->
     assert state.refused is not None
     assert state.refused.own_checks is not None
     assert isinstance(look, Look)
-    assert state.waited == pytest.approx(look.at - STILL - 2.0)
+    assert state.waited == pytest.approx(look.at - START_STILL - 2.0)
 
 
 # -- failures -----------------------------------------------------------------------------

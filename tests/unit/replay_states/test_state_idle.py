@@ -23,7 +23,7 @@ from askcache.testing import SimulatedFormApp
 from tests.unit.replay_states._build import (
     CLICK_NAME,
     NAME_AT,
-    STILL,
+    START_STILL,
     History,
     advance,
     call,
@@ -71,7 +71,7 @@ def test_a_fresh_screenshot_is_checked_and_looked_at_again_the_still_period_late
     idle = Idle(plan_of(form_file), progress_at(CLICK_NAME))
     state, command = advance(idle, Turn(history.messages, 3.0))
     assert isinstance(state, Checking)
-    assert command == Look(3.0 + STILL)
+    assert command == Look(3.0 + START_STILL)  # the first step: settle_start_still
     assert state.starting  # the first step that needs a screen: the start-up wait
     assert not state.progress.starting
     assert state.stage == "step"

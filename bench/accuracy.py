@@ -40,7 +40,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench._common import ROOT, machine, write_section
 from bench.dataset import Pair, build_pairs
 
-from askcache.actions import make_tool_use
 from askcache.cachefile.format import DetailCheckConfig, VisualValidationConfig
 from askcache.fingerprint.step import (
     check_step_representation,
@@ -50,10 +49,11 @@ from askcache.fingerprint.step import (
     region_distance,
     validation_config,
 )
-from askcache.screen.hashing import weak_bits
-from askcache.screen.target import ink_distance, target_fingerprint
-from askcache.screen.tone import tone_change, tone_of
-from askcache.settings import (
+from askcache.foundation.actions import make_tool_use
+from askcache.foundation.screen.hashing import weak_bits
+from askcache.foundation.screen.target import ink_distance, target_fingerprint
+from askcache.foundation.screen.tone import tone_change, tone_of
+from askcache.foundation.settings import (
     DEFAULT_DETAIL_REGION_SIZE,
     DEFAULT_OTHER_DENSITY_BLUR,
     DEFAULT_OTHER_DENSITY_NOISE_FLOOR,

@@ -9,13 +9,13 @@ type letters at the end of a line longer than its window, which scrolls the view
 ``--trials`` times each (default 30):
 
 - **drawing** (no screenshots): the X server's drawing reports in the application's window
-  (:class:`~askcache.screen.damage.ScreenDamage`, polled every millisecond for 400 ms after
+  (:class:`~askcache.foundation.screen.damage.ScreenDamage`, polled every millisecond for 400 ms after
   the action): when the first and last drawing came, the longest pause between two drawings of
   one answer, and how often that pause is a frame period or longer (where "no drawing for one
   frame" would be taken for "finished" while the application was still drawing);
 - **damage**: the protocol a replayed step would follow with the reports: a mark, a look
   (a screenshot); when the look passes the step's check, wait until one frame period
-  (:data:`~askcache.screen.damage.FRAME_PERIOD`) after the mark and act if nothing was drawn in
+  (:data:`~askcache.foundation.screen.damage.FRAME_PERIOD`) after the mark and act if nothing was drawn in
   the window since, else look again;
 - **damage, early**: the same, asking every 2 ms during the frame period and looking again
   as soon as something is drawn (not at the period's end);
@@ -63,8 +63,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench._common import machine, write_section
 
 from askcache import CacheExecutionSettings
-from askcache.geometry import Box
-from askcache.screen.damage import FRAME_PERIOD, DamageMark, ScreenDamage
+from askcache.foundation.geometry import Box
+from askcache.foundation.screen.damage import FRAME_PERIOD, DamageMark, ScreenDamage
 from askcache.testing import TkFormApp, VirtualDisplay
 from askcache.testing._process import stop_process
 from askcache.tools.desktop import DesktopBackend
@@ -223,7 +223,7 @@ def _no_blinking(backend: DesktopBackend, folder: Path) -> None:
     ``XDG_CONFIG_HOME``)."""
     from Xlib import X, Xatom
 
-    from askcache.screen.xserver import connect
+    from askcache.foundation.screen.xserver import connect
 
     connection = connect(backend.display)
     try:

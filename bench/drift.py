@@ -59,8 +59,8 @@ from askcache import (
     CachingSettings,
     ComputerTool,
 )
-from askcache.actions import ACTING_ACTIONS, parse_action
-from askcache.messages import ToolUseBlockParam
+from askcache.foundation.actions import ACTING_ACTIONS, parse_action
+from askcache.foundation.messages import ToolUseBlockParam
 from askcache.testing import (
     InputLog,
     MessagesApiStandIn,
@@ -69,8 +69,8 @@ from askcache.testing import (
     tool_use_reply,
 )
 from askcache.testing._process import stop_process
-from askcache.tools.base import ToolOutput
 from askcache.tools.desktop import DesktopBackend
+from askcache.tools.tool import ToolOutput
 
 SCREEN = (1024, 768)
 WAIT = 30.0

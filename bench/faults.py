@@ -46,9 +46,9 @@ from askcache import (
     CachingSettings,
     ComputerTool,
 )
-from askcache.actions import ACTING_ACTIONS, Action, parse_action
-from askcache.geometry import Point
-from askcache.messages import MessageParam, ToolUseBlockParam
+from askcache.foundation.actions import ACTING_ACTIONS, Action, parse_action
+from askcache.foundation.geometry import Point
+from askcache.foundation.messages import MessageParam, ToolUseBlockParam
 from askcache.testing import (
     FormFillingScript,
     MessagesApiStandIn,
@@ -58,8 +58,8 @@ from askcache.testing import (
     text_reply,
     tool_use_reply,
 )
-from askcache.tools.base import ToolOutput
 from askcache.tools.desktop import DesktopBackend
+from askcache.tools.tool import ToolOutput
 
 GOAL = "Type Ada Lovelace into the Name field and press Save"
 ADA = {"name": "Ada Lovelace", "email": ""}

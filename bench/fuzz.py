@@ -24,7 +24,7 @@ from bench._common import machine, write_section
 from askcache.cachefile.format import dump_cache_file
 from askcache.cachefile.parse import parse_cache_file
 from askcache.cachefile.signing import SigningKeys, sign_cache_file
-from askcache.settings import CacheExecutionSettings
+from askcache.foundation.settings import CacheExecutionSettings
 from askcache.testing.fuzz import FuzzReport, fuzz, record_seed_files
 
 KEY = "bench-key:0123456789abcdef0123456789abcdef"

@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._common import machine, write_section
 
-from askcache.storage.base import LocalCacheStorage
+from askcache.storage.cache_storage import LocalCacheStorage
 from askcache.storage.ledger import FolderLedger, RunRecord, open_ledger
 from askcache.storage.ledger.sqlite import SqliteLedger
 
@@ -69,7 +69,7 @@ CLI = "import sys; from askcache.cli.app import main; sys.exit(main(sys.argv[1:]
 
 WRITER = """
 import sys
-from askcache.storage.base import LocalCacheStorage
+from askcache.storage.cache_storage import LocalCacheStorage
 from askcache.storage.ledger import RunRecord, open_ledger
 ledger = open_ledger(LocalCacheStorage(sys.argv[1]))
 print("ready", flush=True)
@@ -185,7 +185,7 @@ def _in_process(cache: Path, env: dict[str, str]) -> tuple[float, float]:
     ``summaries()`` (what ``stats`` reads) and the hand-back check (``consecutive_failures``)."""
     script = (
         "import statistics, sys, time\n"
-        "from askcache.storage.base import LocalCacheStorage\n"
+        "from askcache.storage.cache_storage import LocalCacheStorage\n"
         "from askcache.storage.ledger import open_ledger\n"
         "ledger = open_ledger(LocalCacheStorage(sys.argv[1]))\n"
         "def t(f):\n"

@@ -30,11 +30,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._common import machine, write_section
 
-from askcache.messages import Usage
+from askcache.foundation.messages import Usage
 from askcache.storage.ledger import RunRecord, TrajectorySummary
 from askcache.storage.ledger.postgres import PostgresLedger
 from askcache.storage.ledger.summary import fold_all
-from askcache.testing.postgres import PostgresServer
+from askcache.testing.postgres_server import PostgresServer
 
 SIZES = (10_000, 100_000, 1_000_000)
 TRAJECTORIES = 1_000

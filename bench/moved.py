@@ -39,15 +39,15 @@ from bench.accuracy import split
 from bench.dataset import Pair, desktop_pairs
 from PIL import Image
 
-from askcache.actions import make_tool_use, parse_action
 from askcache.cachefile.format import CacheFile, CacheMetadata, CoordinateSpace
 from askcache.fingerprint.step import compute_step_representation, validation_config
+from askcache.foundation.actions import make_tool_use, parse_action
+from askcache.foundation.screen.windows import WindowFrame
+from askcache.foundation.settings import CacheExecutionSettings, CacheWritingSettings
 from askcache.replay.check import Checked, check
 from askcache.replay.screens import screen_of
 from askcache.replay.search import search
 from askcache.replay.session import ReplaySession
-from askcache.screen.windows import WindowFrame
-from askcache.settings import CacheExecutionSettings, CacheWritingSettings
 
 OFFSETS = [(300, 50), (-180, 120)]
 """Where the window moved, in pixels."""

@@ -53,14 +53,14 @@ from askcache import (
     CachingSettings,
     ComputerTool,
 )
-from askcache.actions import make_tool_use
-from askcache.conversation.loop import Conversation, SpeakerResult
-from askcache.messages import MessageParam
+from askcache.conversation.turns import Conversation, SpeakerResult
+from askcache.foundation.actions import make_tool_use
+from askcache.foundation.messages import MessageParam
+from askcache.foundation.screen.hashing import compute_hash, region_box
+from askcache.foundation.screen.png import encode_png, forget_images
 from askcache.record.recording import CacheManager
 from askcache.replay import CacheExecutor
-from askcache.screen.hashing import compute_hash, region_box
-from askcache.screen.png import encode_png, forget_images
-from askcache.storage.base import LocalCacheStorage, load_cache_file
+from askcache.storage.cache_storage import LocalCacheStorage, load_cache_file
 from askcache.testing import (
     FormFillingScript,
     MessagesApiStandIn,

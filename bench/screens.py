@@ -58,8 +58,8 @@ from bench.faults import (
 )
 
 from askcache import ActResult, Agent, CacheWritingSettings, CachingSettings
-from askcache.actions import Action
-from askcache.messages import ToolUseBlockParam
+from askcache.foundation.actions import Action
+from askcache.foundation.messages import ToolUseBlockParam
 from askcache.testing import (
     InputLog,
     MessagesApiStandIn,

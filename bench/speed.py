@@ -25,26 +25,26 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._common import machine, write_section
 
-from askcache.actions import make_tool_use
 from askcache.cachefile.format import VisualValidationConfig
-from askcache.conversation.loop import Conversation, SpeakerResult
+from askcache.conversation.turns import Conversation, SpeakerResult
 from askcache.fingerprint.step import (
     check_step_representation,
     compute_step_representation,
     validation_config,
 )
-from askcache.messages import MessageParam
-from askcache.record.recording import CacheManager
-from askcache.replay import CacheExecutor
-from askcache.screen.png import decode_png, forget_images
-from askcache.settings import (
+from askcache.foundation.actions import make_tool_use
+from askcache.foundation.messages import MessageParam
+from askcache.foundation.screen.png import decode_png, forget_images
+from askcache.foundation.settings import (
     DEFAULT_DETAIL_BLUR,
     DEFAULT_DETAIL_NOISE_FLOOR,
     DEFAULT_NOISE_FLOOR,
     CacheExecutionSettings,
     CacheWritingSettings,
 )
-from askcache.storage.base import LocalCacheStorage, load_cache_file
+from askcache.record.recording import CacheManager
+from askcache.replay import CacheExecutor
+from askcache.storage.cache_storage import LocalCacheStorage, load_cache_file
 from askcache.testing import SimulatedFormApp
 from askcache.tools import ComputerTool, ToolCollection, encode_png
 

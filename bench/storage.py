@@ -150,7 +150,7 @@ def main() -> None:
     import boto3
     from s3fs import S3FileSystem
 
-    from askcache.storage.base import LocalCacheStorage, load_cache_file
+    from askcache.storage.cache_storage import LocalCacheStorage, load_cache_file
     from askcache.storage.remote import FsspecCacheStorage, storage_for
 
     try:

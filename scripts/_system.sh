@@ -9,7 +9,7 @@
 #     xmessage, a real dialog the accuracy benchmark measures
 #   chromium: headless Chromium, which renders pages for parity checks
 #   postgresql: a real PostgreSQL server the run-ledger tests start in a temporary folder
-#     (askcache.testing.postgres; as root, it runs as nobody)
+#     (askcache.testing.postgres_server; as root, it runs as nobody)
 #   util-linux: unshare, which runs two lock holders in two PID namespaces sharing a host
 #     name (tests/s3/test_lock_namespaces.py; essential on Debian, so normally present)
 # and, for the accuracy benchmark (ASKCACHE_BENCH_PACKAGES=1), besides the tests' packages:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from askcache import redaction
-from askcache.storage.base import LocalCacheStorage
+from askcache.foundation import redaction
+from askcache.storage.cache_storage import LocalCacheStorage
 from askcache.testing import SimulatedFormApp
 
 
@@ -21,7 +21,7 @@ def outbox_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture(autouse=True)
 def secrets_of_this_test_only() -> None:
-    """Secrets are registered for the life of the process (askcache.redaction): a secret one
+    """Secrets are registered for the life of the process (askcache.foundation.redaction): a secret one
     test registered would redact another test's text. Each test starts with none."""
     with redaction._lock:
         redaction._secrets.clear()

@@ -7,13 +7,13 @@ from typing import Any
 
 from PIL import Image
 
-from askcache.actions import ToolShape, make_tool_use
 from askcache.cachefile.format import CacheFile
 from askcache.fingerprint.step import decode_screenshot
-from askcache.messages import ImageBlockParam, MessageParam, ToolUseBlockParam
+from askcache.foundation.actions import ToolShape, make_tool_use
+from askcache.foundation.messages import ImageBlockParam, MessageParam, ToolUseBlockParam
+from askcache.foundation.settings import CacheWritingSettings
 from askcache.record.recording import CacheManager
-from askcache.settings import CacheWritingSettings
-from askcache.storage.base import CacheStorage, load_cache_file
+from askcache.storage.cache_storage import CacheStorage, load_cache_file
 from askcache.testing import SimulatedFormApp
 from askcache.tools import ComputerTool, ToolCollection
 

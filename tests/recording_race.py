@@ -11,9 +11,9 @@ import threading
 from typing import Any, TypeVar
 
 from askcache.cachefile.parse import parse_cache_file
+from askcache.foundation.settings import CacheWritingSettings
 from askcache.record.recording import CacheManager
-from askcache.settings import CacheWritingSettings
-from askcache.storage.base import CacheStorage
+from askcache.storage.cache_storage import CacheStorage
 from askcache.storage.versions import TrajectoryVersions
 from askcache.testing import SimulatedFormApp
 from tests.helpers import form_calls, run_history

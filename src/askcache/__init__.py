@@ -17,18 +17,18 @@ if TYPE_CHECKING:
     from askcache.cachefile.format import CacheFile
     from askcache.cachefile.parse import parse_cache_file
     from askcache.cachefile.signing import SigningKeys, sign_cache_file, verify_cache_file
-    from askcache.errors import AskCacheError
-    from askcache.loop import AsyncLoopReplay, LoopReplay, record_messages
-    from askcache.replay.executor import CacheExecutor
-    from askcache.replay.guard import check_replayable
-    from askcache.replay.result import ReplayResult
-    from askcache.settings import (
+    from askcache.foundation.errors import AskCacheError
+    from askcache.foundation.settings import (
         CacheExecutionSettings,
         CacheWritingSettings,
         CachingSettings,
         HealMode,
     )
-    from askcache.storage.base import (
+    from askcache.loop import AsyncLoopReplay, LoopReplay, record_messages
+    from askcache.replay.executor import CacheExecutor
+    from askcache.replay.guard import check_replayable
+    from askcache.replay.result import ReplayResult
+    from askcache.storage.cache_storage import (
         CacheStorage,
         LocalCacheStorage,
         load_cache_file,
@@ -37,8 +37,8 @@ if TYPE_CHECKING:
     from askcache.storage.ledger import RunLedger, RunRecord, open_ledger
     from askcache.storage.remote import storage_for
     from askcache.storage.versions import TrajectoryVersions
-    from askcache.tools.base import Tool, ToolCollection, ToolOutput
     from askcache.tools.computer import ComputerTool
+    from askcache.tools.tool import Tool, ToolCollection, ToolOutput
 
 _PUBLIC: dict[str, str] = {
     "ActResult": "askcache.agent.act",
@@ -49,29 +49,29 @@ _PUBLIC: dict[str, str] = {
     "SigningKeys": "askcache.cachefile.signing",
     "sign_cache_file": "askcache.cachefile.signing",
     "verify_cache_file": "askcache.cachefile.signing",
-    "AskCacheError": "askcache.errors",
+    "AskCacheError": "askcache.foundation.errors",
     "AsyncLoopReplay": "askcache.loop",
     "LoopReplay": "askcache.loop",
     "record_messages": "askcache.loop",
     "CacheExecutor": "askcache.replay.executor",
     "check_replayable": "askcache.replay.guard",
     "ReplayResult": "askcache.replay.result",
-    "CacheExecutionSettings": "askcache.settings",
-    "CacheWritingSettings": "askcache.settings",
-    "CachingSettings": "askcache.settings",
-    "HealMode": "askcache.settings",
-    "CacheStorage": "askcache.storage.base",
-    "LocalCacheStorage": "askcache.storage.base",
-    "load_cache_file": "askcache.storage.base",
-    "save_cache_file": "askcache.storage.base",
+    "CacheExecutionSettings": "askcache.foundation.settings",
+    "CacheWritingSettings": "askcache.foundation.settings",
+    "CachingSettings": "askcache.foundation.settings",
+    "HealMode": "askcache.foundation.settings",
+    "CacheStorage": "askcache.storage.cache_storage",
+    "LocalCacheStorage": "askcache.storage.cache_storage",
+    "load_cache_file": "askcache.storage.cache_storage",
+    "save_cache_file": "askcache.storage.cache_storage",
     "RunLedger": "askcache.storage.ledger",
     "RunRecord": "askcache.storage.ledger",
     "open_ledger": "askcache.storage.ledger",
     "storage_for": "askcache.storage.remote",
     "TrajectoryVersions": "askcache.storage.versions",
-    "Tool": "askcache.tools.base",
-    "ToolCollection": "askcache.tools.base",
-    "ToolOutput": "askcache.tools.base",
+    "Tool": "askcache.tools.tool",
+    "ToolCollection": "askcache.tools.tool",
+    "ToolOutput": "askcache.tools.tool",
     "ComputerTool": "askcache.tools.computer",
 }
 """Each public name and the module it lives in: imported the first time it is used, so

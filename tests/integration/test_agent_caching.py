@@ -23,8 +23,8 @@ from askcache import (
     ComputerTool,
     open_ledger,
 )
-from askcache.messages import ImageBlockParam
-from askcache.storage.base import LocalCacheStorage, load_cache_file
+from askcache.foundation.messages import ImageBlockParam
+from askcache.storage.cache_storage import LocalCacheStorage, load_cache_file
 from askcache.storage.ledger import StepWaits, steps_digest
 from askcache.testing import (
     FormFillingScript,

@@ -19,8 +19,8 @@ from askcache.cachefile.format import (
 from askcache.cli.app import main
 from askcache.cli.commands.stats import summarize
 from askcache.cli.prices import ModelPrice, parse_price, price_for
-from askcache.messages import Usage
-from askcache.storage.base import LocalCacheStorage, save_cache_file
+from askcache.foundation.messages import Usage
+from askcache.storage.cache_storage import LocalCacheStorage, save_cache_file
 from askcache.storage.ledger import RunRecord, open_ledger
 from tests.helpers import computer_call
 

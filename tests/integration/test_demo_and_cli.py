@@ -8,7 +8,7 @@ import pytest
 
 from askcache.cli.app import main
 from askcache.cli.demo import format_summary, run_demo
-from askcache.settings import (
+from askcache.foundation.settings import (
     DEFAULT_DETAIL_BLUR,
     DEFAULT_DETAIL_NOISE_FLOOR,
     DEFAULT_DETAIL_THRESHOLD,

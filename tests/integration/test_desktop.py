@@ -31,7 +31,7 @@ from askcache import (
 )
 from askcache.fingerprint.step import compute_hash, hamming_distance
 from askcache.replay.screens import POLL_SECONDS
-from askcache.storage.base import LocalCacheStorage, load_cache_file
+from askcache.storage.cache_storage import LocalCacheStorage, load_cache_file
 from askcache.testing import (
     FormFillingScript,
     MessagesApiStandIn,

@@ -13,7 +13,7 @@ import anthropic
 import pytest
 
 from askcache import Agent, CacheWritingSettings, CachingSettings, ComputerTool
-from askcache.errors import InvalidSettingsError, MissingApiKeyError, RemoteStorageError
+from askcache.foundation.errors import InvalidSettingsError, MissingApiKeyError, RemoteStorageError
 from askcache.testing import SimulatedFormApp
 
 pytestmark = pytest.mark.integration
@@ -129,7 +129,7 @@ def test_a_script_with_a_mistyped_setting_ends_its_traceback_with_the_line_namin
     assert done.returncode == 1
     lines = done.stderr.strip().splitlines()
     assert lines[-1].startswith(
-        "askcache.errors.InvalidSettingsError: invalid CacheWritingSettings: filenme: unknown "
+        "askcache.foundation.errors.InvalidSettingsError: invalid CacheWritingSettings: filenme: unknown "
         "field; did you mean 'filename'?"
     )
     assert "ValidationError" not in done.stderr  # pydantic's report is not printed first
@@ -146,7 +146,7 @@ def test_unreachable_storage_says_what_to_check() -> None:
 
 def test_replaying_a_file_that_is_not_there_says_to_record_it_first(tmp_path: Path) -> None:
     from askcache import CacheExecutionSettings
-    from askcache.errors import CacheNotFoundError
+    from askcache.foundation.errors import CacheNotFoundError
 
     app = SimulatedFormApp()
     settings = CachingSettings(

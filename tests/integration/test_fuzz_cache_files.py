@@ -19,8 +19,8 @@ import pytest
 from askcache.cachefile.format import dump_cache_file
 from askcache.cachefile.parse import parse_cache_file
 from askcache.cachefile.signing import SigningKeys, sign_cache_file
-from askcache.limits import MAX_WAIT_SECONDS
-from askcache.settings import CacheExecutionSettings
+from askcache.foundation.limits import MAX_WAIT_SECONDS
+from askcache.foundation.settings import CacheExecutionSettings
 from askcache.testing.fuzz import FuzzReport, fuzz, record_seed_files
 
 pytestmark = pytest.mark.integration

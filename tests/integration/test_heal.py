@@ -21,8 +21,8 @@ from askcache import (
     open_ledger,
 )
 from askcache.cli.app import main
-from askcache.messages import ToolUseBlockParam
-from askcache.storage.base import LocalCacheStorage, load_cache_file
+from askcache.foundation.messages import ToolUseBlockParam
+from askcache.storage.cache_storage import LocalCacheStorage, load_cache_file
 from askcache.storage.versions import TrajectoryVersions
 from askcache.testing import (
     FormFillingScript,
@@ -32,7 +32,7 @@ from askcache.testing import (
     tool_use_reply,
 )
 from askcache.testing.simulated import Layout
-from askcache.tools.base import Tool, ToolOutput
+from askcache.tools.tool import Tool, ToolOutput
 
 pytestmark = pytest.mark.integration
 
@@ -470,7 +470,7 @@ def test_recording_again_through_act_keeps_the_earlier_recording(tmp_path: Path)
 def test_with_versions_off_a_recording_over_a_trajectory_is_refused_before_any_model_call(
     tmp_path: Path,
 ) -> None:
-    from askcache.errors import CacheOverwriteRefusedError
+    from askcache.foundation.errors import CacheOverwriteRefusedError
 
     recorded = _record(tmp_path)
     app = SimulatedFormApp()

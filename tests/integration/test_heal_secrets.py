@@ -30,7 +30,7 @@ from askcache import (
     ComputerTool,
     open_ledger,
 )
-from askcache.storage.base import LocalCacheStorage, load_cache_file
+from askcache.storage.cache_storage import LocalCacheStorage, load_cache_file
 from askcache.storage.versions import TrajectoryVersions
 from askcache.testing import (
     FormFillingScript,

@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 
 from askcache import Agent, CacheExecutionSettings, CacheWritingSettings, CachingSettings
-from askcache.errors import ScreenshotTooLargeError
-from askcache.limits import MAX_IMAGE_PIXELS
+from askcache.foundation.errors import ScreenshotTooLargeError
+from askcache.foundation.limits import MAX_IMAGE_PIXELS
+from askcache.foundation.messages import Base64ImageSource, ImageBlockParam, TextBlockParam
 from askcache.loop import NotAScreenshotError
-from askcache.messages import Base64ImageSource, ImageBlockParam, TextBlockParam
-from askcache.storage.base import LocalCacheStorage
+from askcache.storage.cache_storage import LocalCacheStorage
 from askcache.testing import FormFillingScript, MessagesApiStandIn, SimulatedFormApp
 from askcache.tools import ComputerTool, ToolOutput
 from tests.helpers import record_form
@@ -31,7 +31,7 @@ from tests.integration.test_own_loop import _replay, _run
 pytestmark = pytest.mark.integration
 
 SIZE = f"{HUGE_SIDE}x{HUGE_SIDE} pixels"
-LIMIT = f"more than the {MAX_IMAGE_PIXELS:,} askcache decodes (askcache.limits.MAX_IMAGE_PIXELS)"
+LIMIT = f"more than the {MAX_IMAGE_PIXELS:,} askcache decodes (askcache.foundation.limits.MAX_IMAGE_PIXELS)"
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ from askcache import (
     ComputerTool,
     open_ledger,
 )
-from askcache.storage.base import LocalCacheStorage
+from askcache.storage.cache_storage import LocalCacheStorage
 from askcache.testing import (
     FormFillingScript,
     MessagesApiStandIn,

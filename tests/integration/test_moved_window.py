@@ -20,10 +20,10 @@ import pytest
 from bench.faults import CALC_GOAL, CALC_KEYS, Witness, xcalc_buttons
 
 from askcache import ActResult, Agent, CacheWritingSettings, CachingSettings
-from askcache.actions import Action
-from askcache.geometry import Box
-from askcache.messages import ToolUseBlockParam
-from askcache.storage.base import LocalCacheStorage, load_cache_file
+from askcache.foundation.actions import Action
+from askcache.foundation.geometry import Box
+from askcache.foundation.messages import ToolUseBlockParam
+from askcache.storage.cache_storage import LocalCacheStorage, load_cache_file
 from askcache.testing import (
     FormFillingScript,
     MessagesApiStandIn,

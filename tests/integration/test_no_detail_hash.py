@@ -22,7 +22,7 @@ from askcache import (
     ComputerTool,
 )
 from askcache.cachefile.blind_spots import NO_DETAIL_HASH
-from askcache.storage.base import LocalCacheStorage
+from askcache.storage.cache_storage import LocalCacheStorage
 from askcache.testing import FormFillingScript, MessagesApiStandIn, SimulatedFormApp
 from tests.helpers import record_form
 

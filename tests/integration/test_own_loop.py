@@ -20,7 +20,7 @@ import pytest
 from PIL import Image
 
 from askcache import CacheExecutionSettings, CacheWritingSettings, CachingSettings, open_ledger
-from askcache.errors import CacheNotFoundError
+from askcache.foundation.errors import CacheNotFoundError
 from askcache.loop import (
     AsyncLoopReplay,
     LoopReplay,
@@ -31,7 +31,7 @@ from askcache.loop import (
     UnknownToolResultError,
     record_messages,
 )
-from askcache.storage.base import LocalCacheStorage, load_cache_file
+from askcache.storage.cache_storage import LocalCacheStorage, load_cache_file
 from askcache.storage.ledger import steps_digest
 from askcache.storage.versions import TrajectoryVersions
 from askcache.testing import (

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from askcache.cli.app import main
-from askcache.errors import AskCacheError
+from askcache.foundation.errors import AskCacheError
 from askcache.parity import BrowserCapture, EvidenceFolder, ParityConfig, capture_desktop
 from askcache.parity.command import run_parity
 from askcache.testing import VirtualDisplay

@@ -30,9 +30,9 @@ from askcache import (
 )
 from askcache.agent.act import ActResult
 from askcache.cli.app import main
-from askcache.errors import RecordingNotStoredError, StorageUnwritableError
+from askcache.foundation.errors import RecordingNotStoredError, StorageUnwritableError
 from askcache.loop import LoopReplay
-from askcache.storage.base import LocalCacheStorage, load_cache_file
+from askcache.storage.cache_storage import LocalCacheStorage, load_cache_file
 from askcache.storage.outbox import Outbox
 from askcache.storage.versions import TrajectoryVersions
 from askcache.testing import FormFillingScript, MessagesApiStandIn, SimulatedFormApp

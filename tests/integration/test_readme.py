@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from askcache.storage.base import LocalCacheStorage, load_cache_file
+from askcache.storage.cache_storage import LocalCacheStorage, load_cache_file
 
 pytestmark = pytest.mark.integration
 

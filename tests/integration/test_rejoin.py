@@ -42,10 +42,10 @@ from askcache import (
     ComputerTool,
     open_ledger,
 )
-from askcache.actions import parse_action
-from askcache.cli.report import rejoin_lines
-from askcache.messages import ToolUseBlockParam
-from askcache.storage.base import LocalCacheStorage
+from askcache.cli.html_report import rejoin_lines
+from askcache.foundation.actions import parse_action
+from askcache.foundation.messages import ToolUseBlockParam
+from askcache.storage.cache_storage import LocalCacheStorage
 from askcache.testing import (
     FormFillingScript,
     InputLog,
@@ -57,8 +57,8 @@ from askcache.testing import (
     tool_use_reply,
 )
 from askcache.testing._process import stop_process
-from askcache.tools.base import ToolOutput
 from askcache.tools.desktop import DesktopBackend
+from askcache.tools.tool import ToolOutput
 
 pytestmark = pytest.mark.integration
 

@@ -21,8 +21,8 @@ from askcache import (
     ComputerTool,
     open_ledger,
 )
-from askcache.errors import CacheInvalidatedError
-from askcache.storage.base import LocalCacheStorage, load_cache_file
+from askcache.foundation.errors import CacheInvalidatedError
+from askcache.storage.cache_storage import LocalCacheStorage, load_cache_file
 from askcache.testing import (
     FormFillingScript,
     MessagesApiStandIn,

@@ -26,8 +26,8 @@ from askcache import (
     CachingSettings,
     ComputerTool,
 )
-from askcache.messages import TextBlockParam
-from askcache.storage.base import LocalCacheStorage, load_cache_file
+from askcache.foundation.messages import TextBlockParam
+from askcache.storage.cache_storage import LocalCacheStorage, load_cache_file
 from askcache.testing import (
     FormFillingScript,
     MessagesApiStandIn,

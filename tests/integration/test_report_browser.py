@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from askcache import Agent, CacheExecutionSettings, CacheWritingSettings, CachingSettings
-from askcache.cli.report import (
+from askcache.cli.html_report import (
     ReplaySection,
     model_actions,
     recorded_views,
@@ -15,7 +15,7 @@ from askcache.cli.report import (
     write_html_report,
 )
 from askcache.parity.evidence import _CHROMIUM_FLAGS, find_chromium
-from askcache.storage.base import LocalCacheStorage, load_cache_file
+from askcache.storage.cache_storage import LocalCacheStorage, load_cache_file
 from askcache.storage.ledger import open_ledger
 from askcache.testing import FormFillingScript, MessagesApiStandIn, SimulatedFormApp
 from askcache.tools import ComputerTool

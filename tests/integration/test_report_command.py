@@ -19,9 +19,9 @@ from PIL import Image
 
 from askcache import Agent, CacheExecutionSettings, CacheWritingSettings, CachingSettings
 from askcache.cli.app import main
-from askcache.cli.report import MARK_COLOUR
-from askcache.screen.state import Thumbnail
-from askcache.storage.base import LocalCacheStorage, load_cache_file
+from askcache.cli.html_report import MARK_COLOUR
+from askcache.foundation.screen.thumbnails import Thumbnail
+from askcache.storage.cache_storage import LocalCacheStorage, load_cache_file
 from askcache.storage.ledger import open_ledger
 from askcache.testing import FormFillingScript, MessagesApiStandIn, SimulatedFormApp
 from askcache.tools import ComputerTool

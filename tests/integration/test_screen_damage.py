@@ -1,4 +1,4 @@
-"""The X server's drawing reports (askcache.screen.damage) on Xvfb, with real applications:
+"""The X server's drawing reports (askcache.foundation.screen.damage) on Xvfb, with real applications:
 the Tk form and xterm (Xt) draw in child windows and in top-level windows, and both reach the
 root window's reports; boxes are told apart, a still screen is told still, and a server
 without the DAMAGE extension gives no reports (the replay then samples the screen).
@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 from askcache import ComputerTool
-from askcache.errors import AskCacheError
-from askcache.geometry import Box
-from askcache.screen import damage as damage_module
-from askcache.screen.damage import (
+from askcache.foundation.errors import AskCacheError
+from askcache.foundation.geometry import Box
+from askcache.foundation.screen import damage as damage_module
+from askcache.foundation.screen.damage import (
     FRAME_PERIOD,
     DamageSource,
     ScaledDamage,

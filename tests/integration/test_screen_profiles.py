@@ -28,7 +28,7 @@ from askcache import (
 )
 from askcache.cli.app import main
 from askcache.heal.trajectory import PreparedHeal, apply_heal
-from askcache.storage.base import LocalCacheStorage, load_cache_file
+from askcache.storage.cache_storage import LocalCacheStorage, load_cache_file
 from askcache.storage.versions import TrajectoryVersions
 from askcache.testing import FormFillingScript, MessagesApiStandIn, SimulatedFormApp
 from askcache.testing.simulated import Layout

@@ -16,8 +16,8 @@ import pytest
 
 from askcache import Agent, CacheExecutionSettings, CacheWritingSettings, CachingSettings
 from askcache.agent.act import ActResult
-from askcache.cli.report import ReplaySection, write_html_report
-from askcache.storage.base import LocalCacheStorage
+from askcache.cli.html_report import ReplaySection, write_html_report
+from askcache.storage.cache_storage import LocalCacheStorage
 from askcache.storage.ledger import open_ledger
 from askcache.testing import FormFillingScript, MessagesApiStandIn, SimulatedFormApp
 from askcache.tools import ComputerTool

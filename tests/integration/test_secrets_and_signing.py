@@ -15,9 +15,9 @@ import pytest
 from askcache import Agent, CacheExecutionSettings, CacheWritingSettings, CachingSettings
 from askcache.cachefile.signing import SigningKeys
 from askcache.cli.app import main
-from askcache.cli.report import ReplaySection, write_html_report
-from askcache.errors import CacheSignatureError, InvalidSettingsError
-from askcache.storage.base import LocalCacheStorage
+from askcache.cli.html_report import ReplaySection, write_html_report
+from askcache.foundation.errors import CacheSignatureError, InvalidSettingsError
+from askcache.storage.cache_storage import LocalCacheStorage
 from askcache.storage.ledger import open_ledger
 from askcache.testing import FormFillingScript, MessagesApiStandIn, SimulatedFormApp
 from askcache.tools import ComputerTool

@@ -30,8 +30,8 @@ from askcache import (
 )
 from askcache.cachefile.parse import parse_cache_file
 from askcache.cachefile.signing import SIGNING_KEY_ENV, VERIFY_KEYS_ENV, parse_verified
-from askcache.errors import CacheSignatureError
-from askcache.storage.base import LocalCacheStorage
+from askcache.foundation.errors import CacheSignatureError
+from askcache.storage.cache_storage import LocalCacheStorage
 from askcache.storage.versions import TrajectoryVersions
 from askcache.testing import FormFillingScript, MessagesApiStandIn, SimulatedFormApp
 from askcache.testing.simulated import Layout

@@ -27,7 +27,7 @@ from askcache import (
     CachingSettings,
     open_ledger,
 )
-from askcache.storage.base import LocalCacheStorage, load_cache_file
+from askcache.storage.cache_storage import LocalCacheStorage, load_cache_file
 from askcache.storage.ledger import steps_digest
 from askcache.testing import MessagesApiStandIn, TkFormApp, VirtualDisplay, text_reply
 from askcache.tools import ComputerTool

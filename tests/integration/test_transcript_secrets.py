@@ -20,7 +20,7 @@ import pytest
 
 from askcache import Agent, CacheExecutionSettings, CacheWritingSettings, CachingSettings
 from askcache.loop import LoopReplay
-from askcache.storage.base import LocalCacheStorage
+from askcache.storage.cache_storage import LocalCacheStorage
 from askcache.testing import FormFillingScript, MessagesApiStandIn, SimulatedFormApp
 from askcache.tools.computer import ComputerTool
 

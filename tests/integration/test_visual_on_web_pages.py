@@ -17,8 +17,8 @@ from askcache.fingerprint.step import (
     compute_step_representation,
     validation_config,
 )
+from askcache.foundation.settings import CacheWritingSettings
 from askcache.parity.evidence import _CHROMIUM_FLAGS, find_chromium
-from askcache.settings import CacheWritingSettings
 from tests.helpers import computer_call
 
 pytestmark = pytest.mark.integration

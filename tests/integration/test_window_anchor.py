@@ -15,8 +15,8 @@ import pytest
 from PIL import Image, ImageDraw
 
 from askcache import ActResult, Agent, CacheExecutionSettings, CacheWritingSettings, CachingSettings
-from askcache.screen.windows import WindowFrame, find_window
-from askcache.storage.base import LocalCacheStorage, load_cache_file
+from askcache.foundation.screen.windows import WindowFrame, find_window
+from askcache.storage.cache_storage import LocalCacheStorage, load_cache_file
 from askcache.testing import (
     FormFillingScript,
     MessagesApiStandIn,

@@ -9,7 +9,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from askcache.testing.postgres import PostgresServer
+from askcache.testing.postgres_server import PostgresServer
 from tests.s3.conftest import s3_server, s3_url
 
 __all__ = ["s3_server", "s3_url"]  # the S3 engine's server (tests/ledger/engines.py)

@@ -16,7 +16,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from askcache.storage.base import LocalCacheStorage
+from askcache.storage.cache_storage import LocalCacheStorage
 from askcache.storage.ledger import FolderLedger, RunLedger
 from askcache.storage.ledger.postgres import PostgresLedger, PostgresTimeouts
 from askcache.storage.ledger.segments import SegmentLedger

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sys
 
-from askcache.storage.base import LocalCacheStorage
+from askcache.storage.cache_storage import LocalCacheStorage
 from askcache.storage.ledger.migrate import migrate_folder
 from askcache.storage.ledger.sqlite import SQLITE_FILE, SqliteLedger
 

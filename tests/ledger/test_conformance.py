@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from askcache.errors import LedgerUrlError
-from askcache.storage.base import LocalCacheStorage
+from askcache.foundation.errors import LedgerUrlError
+from askcache.storage.cache_storage import LocalCacheStorage
 from askcache.storage.ledger import (
     RunLedger,
     RunRecord,

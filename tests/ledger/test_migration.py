@@ -11,7 +11,7 @@ import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from askcache.storage.base import LocalCacheStorage
+from askcache.storage.cache_storage import LocalCacheStorage
 from askcache.storage.ledger import FolderLedger, RunRecord, open_ledger
 from askcache.storage.ledger.migrate import MIGRATED_KEY, migrate_folder
 from askcache.storage.ledger.sqlite import SQLITE_FILE, SqliteLedger

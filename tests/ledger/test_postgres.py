@@ -16,16 +16,16 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from askcache.agent.sync import RunWriter, sync_outbox
+from askcache.agent.outbox_sync import RunWriter, sync_outbox
 from askcache.cli.app import main
-from askcache.errors import LedgerUnavailableError, LedgerUrlError
-from askcache.settings import CachingSettings
-from askcache.storage.base import LocalCacheStorage
+from askcache.foundation.errors import LedgerUnavailableError, LedgerUrlError
+from askcache.foundation.settings import CachingSettings
+from askcache.storage.cache_storage import LocalCacheStorage
 from askcache.storage.ledger import RunRecord, open_ledger
 from askcache.storage.ledger.postgres import PostgresLedger, PostgresTimeouts
 from askcache.storage.ledger.summary import TrajectorySummary, fold_all
 from askcache.storage.outbox import Outbox
-from askcache.testing.postgres import PostgresServer
+from askcache.testing.postgres_server import PostgresServer
 
 ROOT = Path(__file__).resolve().parents[2]
 

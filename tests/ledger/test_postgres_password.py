@@ -14,10 +14,10 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from askcache.errors import LedgerUrlError
-from askcache.storage.base import LocalCacheStorage
+from askcache.foundation.errors import LedgerUrlError
+from askcache.storage.cache_storage import LocalCacheStorage
 from askcache.storage.ledger import open_ledger
-from askcache.testing.postgres import PostgresServer
+from askcache.testing.postgres_server import PostgresServer
 
 PASSWORD = "correct horse battery"
 PIECES = ("correct", "horse", "battery")

@@ -7,8 +7,8 @@ import sqlite3
 import threading
 from pathlib import Path
 
-from askcache.agent.sync import RunWriter, sync_outbox
-from askcache.storage.base import LocalCacheStorage
+from askcache.agent.outbox_sync import RunWriter, sync_outbox
+from askcache.storage.cache_storage import LocalCacheStorage
 from askcache.storage.ledger import RunRecord, open_ledger
 from askcache.storage.ledger.sqlite import SQLITE_FILE
 from askcache.storage.outbox import Outbox

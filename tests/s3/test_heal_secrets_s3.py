@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from askcache.storage.base import load_cache_file
+from askcache.storage.cache_storage import load_cache_file
 from askcache.storage.ledger import LEDGER_FOLDER
 from askcache.storage.remote import storage_for
 from askcache.storage.versions import VERSIONS_FOLDER, TrajectoryVersions

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from askcache.cli.app import main
-from askcache.storage.base import load_cache_file
+from askcache.storage.cache_storage import load_cache_file
 from askcache.storage.index import INDEX_FOLDER, SNAPSHOT_NAME, CacheFileIndex, write_cache_file
 from askcache.storage.ledger import RunRecord, open_ledger
 from askcache.storage.remote import FsspecCacheStorage, storage_for
@@ -71,7 +71,7 @@ def test_the_index_on_s3_follows_every_change(s3_url: str) -> None:
 def _old_listing(url: str) -> list[str]:
     """What ``askcache list --all`` printed before the index: every file opened."""
     from askcache.cli.commands.common import describe_profiles
-    from askcache.errors import AskCacheError
+    from askcache.foundation.errors import AskCacheError
     from askcache.replay import describe_cache_file
     from askcache.storage.ledger import open_ledger
 

@@ -27,7 +27,7 @@ from askcache import (
     ComputerTool,
 )
 from askcache.cli.app import main
-from askcache.errors import StorageUnwritableError
+from askcache.foundation.errors import StorageUnwritableError
 from askcache.storage.ledger import open_ledger
 from askcache.storage.outbox import Outbox
 from askcache.storage.remote import FsspecCacheStorage

@@ -24,7 +24,7 @@ from askcache import (
     CachingSettings,
     ComputerTool,
 )
-from askcache.errors import RecordingNotStoredError
+from askcache.foundation.errors import RecordingNotStoredError
 from askcache.storage.outbox import Outbox
 from askcache.storage.remote import FsspecCacheStorage
 from askcache.testing import FormFillingScript, MessagesApiStandIn, SimulatedFormApp

@@ -18,8 +18,13 @@ from askcache import (
     CachingSettings,
     ComputerTool,
 )
-from askcache.errors import CacheExistsError, CacheNotFoundError, CachePathError, RemoteStorageError
-from askcache.storage.base import load_cache_file
+from askcache.foundation.errors import (
+    CacheExistsError,
+    CacheNotFoundError,
+    CachePathError,
+    RemoteStorageError,
+)
+from askcache.storage.cache_storage import load_cache_file
 from askcache.storage.ledger import RunRecord, open_ledger
 from askcache.storage.remote import FsspecCacheStorage, storage_for
 from askcache.testing import FormFillingScript, MessagesApiStandIn, SimulatedFormApp
@@ -251,7 +256,7 @@ def test_recording_again_on_s3_keeps_the_earlier_recording(
     s3_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from askcache.cli.app import main
-    from askcache.errors import CacheOverwriteRefusedError
+    from askcache.foundation.errors import CacheOverwriteRefusedError
     from askcache.storage.versions import TrajectoryVersions
 
     _record_shared(s3_url)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from askcache.actions import ActionKind, action_anchors, make_tool_use, parse_action
-from askcache.messages import ToolUseBlockParam
+from askcache.foundation.actions import ActionKind, action_anchors, make_tool_use, parse_action
+from askcache.foundation.messages import ToolUseBlockParam
 
 
 def test_single_tool_shape() -> None:

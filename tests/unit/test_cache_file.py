@@ -19,9 +19,9 @@ from askcache.cachefile.format import (
     upgrade_cache_file,
 )
 from askcache.cachefile.parse import parse_cache_file
-from askcache.errors import CacheFileCorruptError, UnsupportedCacheVersionError
-from askcache.messages import ToolUseBlockParam
-from askcache.parameters import placeholders_in
+from askcache.foundation.errors import CacheFileCorruptError, UnsupportedCacheVersionError
+from askcache.foundation.messages import ToolUseBlockParam
+from askcache.foundation.parameters import placeholders_in
 
 SCHEMA = Path(__file__).parents[2] / "docs" / "cache-format.schema.json"
 

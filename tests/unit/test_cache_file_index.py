@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from askcache.storage import versions
-from askcache.storage.base import LocalCacheStorage, load_cache_file
+from askcache.storage.cache_storage import LocalCacheStorage, load_cache_file
 from askcache.storage.index import INDEX_FOLDER, CacheFileIndex, record_of, write_cache_file
 from tests.helpers import record_form
 

@@ -12,15 +12,15 @@ from pydantic import ValidationError
 
 from askcache.cachefile.format import DetailCheckConfig, VisualValidationConfig
 from askcache.cachefile.parse import parse_cache_file
-from askcache.cli.lint import lint_cache_file
-from askcache.conversation.loop import Conversation, SpeakerResult
-from askcache.errors import AskCacheError, CacheFileCorruptError, InvalidSettingsError
-from askcache.limits import threshold_problem
-from askcache.messages import TextBlockParam, ToolUseBlockParam
+from askcache.cli.lint_rules import lint_cache_file
+from askcache.conversation.turns import Conversation, SpeakerResult
+from askcache.foundation.errors import AskCacheError, CacheFileCorruptError, InvalidSettingsError
+from askcache.foundation.limits import threshold_problem
+from askcache.foundation.messages import TextBlockParam, ToolUseBlockParam
+from askcache.foundation.settings import CacheExecutionSettings, CacheWritingSettings
 from askcache.replay import CacheExecutor, ExecuteCachedTrajectory
 from askcache.replay.check_policy import CheckPolicy, InvalidThresholdError, Loosening
-from askcache.settings import CacheExecutionSettings, CacheWritingSettings
-from askcache.storage.base import LocalCacheStorage, load_cache_file
+from askcache.storage.cache_storage import LocalCacheStorage, load_cache_file
 from askcache.storage.ledger import FolderLedger, RunRecord
 from askcache.storage.ledger.sqlite import SqliteLedger
 from askcache.testing import SimulatedFormApp

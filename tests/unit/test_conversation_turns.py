@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from askcache.conversation.loop import Conversation, SpeakerResult
-from askcache.messages import MessageParam, TextBlockParam, Usage
+from askcache.conversation.turns import Conversation, SpeakerResult
+from askcache.foundation.messages import MessageParam, TextBlockParam, Usage
 from askcache.replay import CacheExecutor
-from askcache.storage.base import LocalCacheStorage, load_cache_file
+from askcache.storage.cache_storage import LocalCacheStorage, load_cache_file
 from askcache.testing import SimulatedFormApp
 from askcache.tools import ComputerTool, ToolCollection
 from tests.helpers import GOAL, record_form

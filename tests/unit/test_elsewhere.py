@@ -1,4 +1,4 @@
-"""Places away from the action point that an action changed (askcache.screen.elsewhere)."""
+"""Places away from the action point that an action changed (askcache.foundation.screen.elsewhere)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
-from askcache.screen.elsewhere import (
+from askcache.foundation.screen.elsewhere import (
     BLOCK,
     ChangeElsewhere,
     changed_blocks,
@@ -92,7 +92,7 @@ def test_a_place_is_a_strict_model() -> None:
 
 
 def test_for_a_click_every_change_but_the_element_clicked_is_a_place() -> None:
-    from askcache.screen.elsewhere import ELEMENT_RADIUS
+    from askcache.foundation.screen.elsewhere import ELEMENT_RADIUS
 
     near_key = (170, 130)  # a key 100 px below the display: within the effect radius
     before, after = _screen("12"), _screen("3")

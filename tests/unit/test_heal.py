@@ -12,12 +12,12 @@ import pytest
 from askcache import CachingSettings, RunRecord, open_ledger
 from askcache.cli.app import main
 from askcache.cli.commands.heal import diff_lines
-from askcache.errors import AskCacheError, InvalidSettingsError
 from askcache.fingerprint.step import validation_config
+from askcache.foundation.errors import AskCacheError, InvalidSettingsError
+from askcache.foundation.settings import CacheWritingSettings, HealMode
 from askcache.heal.trajectory import _writing_settings, healed_bytes
 from askcache.record.recording import CacheManager
-from askcache.settings import CacheWritingSettings, HealMode
-from askcache.storage.base import LocalCacheStorage, load_cache_file
+from askcache.storage.cache_storage import LocalCacheStorage, load_cache_file
 from askcache.storage.versions import TrajectoryVersions
 from askcache.testing import SimulatedFormApp
 from tests.helpers import GOAL, form_calls, record_form, run_history
@@ -191,7 +191,7 @@ def test_a_changed_version_is_signed_again_or_loses_a_signature_it_cannot_keep(
 ) -> None:
     from askcache.cachefile.parse import parse_cache_file
     from askcache.cachefile.signing import SIGNING_KEY_ENV, sign_cache_file, verify_cache_file
-    from askcache.errors import CacheSignatureError
+    from askcache.foundation.errors import CacheSignatureError
 
     monkeypatch.setenv(SIGNING_KEY_ENV, "team:" + "ab" * 32)
     record_form(storage)
@@ -252,7 +252,7 @@ def test_a_heal_keeps_the_files_hash_for_other_densities(
 
 
 def test_lint_warns_on_a_loose_threshold_for_other_densities(storage: LocalCacheStorage) -> None:
-    from askcache.cli.lint import lint_cache_file
+    from askcache.cli.lint_rules import lint_cache_file
 
     record_form(storage)
     recorded = load_cache_file(storage, "form.json")

@@ -7,10 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 from askcache.cachefile.format import CacheFile, dump_cache_file
+from askcache.foundation.settings import CacheWritingSettings
 from askcache.heal.trajectory import _writing_settings, redact_mode
 from askcache.record.recording import CacheManager
-from askcache.settings import CacheWritingSettings
-from askcache.storage.base import LocalCacheStorage, load_cache_file
+from askcache.storage.cache_storage import LocalCacheStorage, load_cache_file
 from askcache.testing import SimulatedFormApp
 from tests.helpers import GOAL, form_calls, record_form, run_history
 

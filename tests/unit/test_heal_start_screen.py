@@ -5,9 +5,9 @@ from __future__ import annotations
 from PIL import Image, ImageDraw
 
 from askcache.cachefile.format import CacheFile
+from askcache.foundation.screen.thumbnails import StartState, Thumbnail
 from askcache.heal.start_screen import MAX_VARYING_SHARE, healed_start_state
-from askcache.screen.state import StartState, Thumbnail
-from askcache.storage.base import LocalCacheStorage
+from askcache.storage.cache_storage import LocalCacheStorage
 from askcache.testing import SimulatedFormApp
 from tests.helpers import record_form
 

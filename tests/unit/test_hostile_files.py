@@ -16,8 +16,8 @@ import pytest
 
 from askcache.cachefile.parse import parse_cache_file
 from askcache.cli.app import main
-from askcache.conversation.loop import Conversation, SpeakerResult
-from askcache.errors import (
+from askcache.conversation.turns import Conversation, SpeakerResult
+from askcache.foundation.errors import (
     AskCacheError,
     CacheFileCorruptError,
     CacheFileLimitError,
@@ -26,12 +26,12 @@ from askcache.errors import (
     CacheStorageError,
     InvalidSettingsError,
 )
-from askcache.limits import MAX_FILE_BYTES
-from askcache.messages import ToolUseBlockParam
+from askcache.foundation.limits import MAX_FILE_BYTES
+from askcache.foundation.messages import ToolUseBlockParam
+from askcache.foundation.settings import CacheExecutionSettings, CacheWritingSettings
 from askcache.record.recording import CacheManager
 from askcache.replay import CacheExecutor
-from askcache.settings import CacheExecutionSettings, CacheWritingSettings
-from askcache.storage.base import (
+from askcache.storage.cache_storage import (
     STALE_TEMP_SECONDS,
     LocalCacheStorage,
     load_cache_file,

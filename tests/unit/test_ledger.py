@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from askcache.errors import InvalidSettingsError, LedgerUrlError
-from askcache.settings import CachingSettings
-from askcache.storage.base import LocalCacheStorage
+from askcache.foundation.errors import InvalidSettingsError, LedgerUrlError
+from askcache.foundation.settings import CachingSettings
+from askcache.storage.cache_storage import LocalCacheStorage
 from askcache.storage.ledger import RunRecord, open_ledger
 from askcache.storage.ledger.sqlite import SqliteLedger
 

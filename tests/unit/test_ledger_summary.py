@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from askcache.messages import Usage
+from askcache.foundation.messages import Usage
 from askcache.storage.ledger import RunRecord, TrajectorySummary, fold, merge
 from askcache.storage.ledger.summary import fold_all
 

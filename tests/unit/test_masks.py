@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 from PIL import ImageDraw, ImageFont
 
-from askcache.errors import InvalidHashError
 from askcache.fingerprint.masks import StepMask
 from askcache.fingerprint.step import StepFingerprint, check_step_representation, decode_screenshot
-from askcache.messages import ImageBlockParam, MessageParam
+from askcache.foundation.errors import InvalidHashError
+from askcache.foundation.messages import ImageBlockParam, MessageParam
+from askcache.foundation.settings import CacheWritingSettings
 from askcache.record.mask_learning import learn_masks
 from askcache.record.recording import CacheManager
-from askcache.settings import CacheWritingSettings
-from askcache.storage.base import LocalCacheStorage, load_cache_file
+from askcache.storage.cache_storage import LocalCacheStorage, load_cache_file
 from askcache.testing import SimulatedFormApp
 from askcache.tools import encode_png
 from tests.helpers import GOAL, form_calls, run_history
@@ -253,7 +253,7 @@ def test_the_accumulated_mask_never_passes_the_bound(tmp_path: Path) -> None:
     assert learning.left_out
     assert all("the mask would ignore" in run.reason for run in learning.left_out)
     # what tune learns stays within what askcache lint accepts
-    from askcache.cli.lint import lint_cache_file
+    from askcache.cli.lint_rules import lint_cache_file
 
     assert not [p for p in lint_cache_file(cache_file) if p.check == "mask"]
 
@@ -278,8 +278,8 @@ def test_lint_warns_on_a_hand_widened_mask_and_diff_shows_a_mask_change(
 ) -> None:
     from askcache.cli.app import main
     from askcache.cli.commands.heal import diff_lines
-    from askcache.cli.lint import lint_cache_file
-    from askcache.storage.base import save_cache_file
+    from askcache.cli.lint_rules import lint_cache_file
+    from askcache.storage.cache_storage import save_cache_file
 
     storage = _record(tmp_path)
     before = load_cache_file(storage, "form.json")

@@ -8,8 +8,8 @@ import typing
 import anthropic.types as sdk
 import pytest
 
-from askcache.errors import AskCacheError
-from askcache.messages import (
+from askcache.foundation.errors import AskCacheError
+from askcache.foundation.messages import (
     ImageBlockParam,
     MessageParam,
     TextBlockParam,

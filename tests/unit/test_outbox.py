@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from askcache import CachingSettings
-from askcache.agent.sync import PendingHeal, PendingLedgerEntry, sync_outbox
-from askcache.errors import InvalidSettingsError, OutboxError
+from askcache.agent.outbox_sync import PendingHeal, PendingLedgerEntry, sync_outbox
+from askcache.foundation.errors import InvalidSettingsError, OutboxError
 from askcache.heal.trajectory import PreparedHeal, apply_heal
-from askcache.storage.base import LocalCacheStorage
+from askcache.storage.cache_storage import LocalCacheStorage
 from askcache.storage.ledger import RunLedger, RunRecord, open_ledger
 from askcache.storage.outbox import Outbox, default_outbox_dir
 from askcache.storage.versions import CommitJournal, TrajectoryVersions

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from PIL import Image, ImageDraw
 
-from askcache.errors import InvalidSettingsError
+from askcache.foundation.errors import InvalidSettingsError
 from askcache.parity import (
     VALIDATION_PROMPT,
     DeterministicJudge,

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from askcache.screen import png
-from askcache.screen.png import decode_png, encode_png, forget_images, png_bytes
+from askcache.foundation.screen import png
+from askcache.foundation.screen.png import decode_png, encode_png, forget_images, png_bytes
 from askcache.testing import SimulatedFormApp
 
 

@@ -9,14 +9,16 @@ from PIL import Image, ImageDraw
 
 from askcache.cachefile.format import CacheFile, CoordinateSpace, DetailCheckConfig
 from askcache.cli.app import main
-from askcache.errors import CacheOverwriteRefusedError, InvalidScreenshotError, InvalidSettingsError
 from askcache.fingerprint.step import compute_hash, region_box
-from askcache.geometry import Point
-from askcache.messages import MessageParam, ToolUseBlockParam, Usage
-from askcache.record.looks import LOOK_INTERVAL, LOOK_SECONDS
-from askcache.record.recording import CacheManager, default_filename, steps_with_screens
-from askcache.screen.state import ScreenStateConfig
-from askcache.settings import (
+from askcache.foundation.errors import (
+    CacheOverwriteRefusedError,
+    InvalidScreenshotError,
+    InvalidSettingsError,
+)
+from askcache.foundation.geometry import Point
+from askcache.foundation.messages import MessageParam, ToolUseBlockParam, Usage
+from askcache.foundation.screen.thumbnails import ScreenStateConfig
+from askcache.foundation.settings import (
     DEFAULT_DETAIL_BLUR,
     DEFAULT_DETAIL_NOISE_FLOOR,
     DEFAULT_DETAIL_THRESHOLD,
@@ -24,7 +26,9 @@ from askcache.settings import (
     CacheWritingSettings,
     CachingSettings,
 )
-from askcache.storage.base import LocalCacheStorage, load_cache_file
+from askcache.record.looks import LOOK_INTERVAL, LOOK_SECONDS
+from askcache.record.recording import CacheManager, default_filename, steps_with_screens
+from askcache.storage.cache_storage import LocalCacheStorage, load_cache_file
 from askcache.storage.versions import TrajectoryVersions
 from askcache.testing import SimulatedFormApp
 from askcache.tools import ComputerTool, ToolCollection

@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from askcache.storage.base import LocalCacheStorage
+from askcache.storage.cache_storage import LocalCacheStorage
 from askcache.storage.versions import TrajectoryVersions
 from tests.recording_race import GOALS, NAME, goals_kept, meeting, race
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from askcache.agent.sync import sync_outbox
+from askcache.agent.outbox_sync import sync_outbox
 from askcache.cachefile.format import dump_cache_file
+from askcache.foundation.settings import CacheWritingSettings
 from askcache.record.recording import CacheManager
 from askcache.record.store import RECORDING_KIND, PendingRecording
-from askcache.settings import CacheWritingSettings
-from askcache.storage.base import LocalCacheStorage
+from askcache.storage.cache_storage import LocalCacheStorage
 from askcache.storage.outbox import Outbox
 from askcache.storage.versions import TrajectoryVersions
 from askcache.testing import SimulatedFormApp

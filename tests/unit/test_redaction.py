@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 
 from askcache.cachefile.format import dump_cache_file
 from askcache.cli.commands.common import emit_json, redacted_output
-from askcache.errors import AskCacheError
-from askcache.parameters import parameterize, replace_values, secret_fragment
-from askcache.redaction import (
+from askcache.foundation.errors import AskCacheError
+from askcache.foundation.parameters import parameterize, replace_values, secret_fragment
+from askcache.foundation.redaction import (
     _anchors,
     mask_values,
     redact,
@@ -29,7 +29,7 @@ from askcache.redaction import (
     register_typed_text,
     rendered_forms,
 )
-from askcache.storage.base import LocalCacheStorage
+from askcache.storage.cache_storage import LocalCacheStorage
 from askcache.storage.ledger import RunRecord, open_ledger
 from tests.helpers import record_form
 

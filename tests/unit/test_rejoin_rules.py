@@ -9,14 +9,19 @@ from typing import Any
 
 import pytest
 
-from askcache.cli.report import (
+from askcache.cli.html_report import (
     ReplaySection,
     TrajectoryReport,
     rejoin_lines,
     write_html_report,
     write_trajectory_report,
 )
-from askcache.messages import MessageParam, TextBlockParam, ToolResultBlockParam, ToolUseBlockParam
+from askcache.foundation.messages import (
+    MessageParam,
+    TextBlockParam,
+    ToolResultBlockParam,
+    ToolUseBlockParam,
+)
 from askcache.replay import ReplayResult
 from askcache.replay.rejoin import model_acted, model_stops
 from askcache.storage.ledger import RejoinDecision, RunRecord

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from askcache.errors import (
+from askcache.foundation.errors import (
     CacheExistsError,
     CachePathError,
     InvalidSettingsError,
     MissingDependencyError,
 )
-from askcache.settings import CachingSettings
-from askcache.storage.base import LocalCacheStorage
+from askcache.foundation.settings import CachingSettings
+from askcache.storage.cache_storage import LocalCacheStorage
 from askcache.storage.ledger import RunRecord, open_ledger
 from askcache.storage.remote import FsspecCacheStorage, default_local_copy_dir, storage_for
 

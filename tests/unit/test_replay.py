@@ -13,19 +13,19 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from askcache.conversation.loop import Conversation, SpeakerResult
-from askcache.errors import AskCacheError, CacheFileRefusedError, CacheParameterError
-from askcache.geometry import Point
-from askcache.messages import TextBlockParam, ToolUseBlockParam
-from askcache.parameters import substitute
+from askcache.conversation.turns import Conversation, SpeakerResult
+from askcache.foundation.errors import AskCacheError, CacheFileRefusedError, CacheParameterError
+from askcache.foundation.geometry import Point
+from askcache.foundation.messages import TextBlockParam, ToolUseBlockParam
+from askcache.foundation.parameters import substitute
+from askcache.foundation.screen.thumbnails import StepEffect
+from askcache.foundation.settings import CacheExecutionSettings
 from askcache.replay import CacheExecutor
 from askcache.replay.screens import FIRST_POLL_SECONDS, POLL_SECONDS, poll_pauses
-from askcache.screen.state import StepEffect
-from askcache.settings import CacheExecutionSettings
-from askcache.storage.base import LocalCacheStorage, load_cache_file
+from askcache.storage.cache_storage import LocalCacheStorage, load_cache_file
 from askcache.testing import SimulatedFormApp
 from askcache.tools import ComputerTool, ToolCollection
-from askcache.tools.base import ToolOutput
+from askcache.tools.tool import ToolOutput
 from tests.helpers import GOAL, record_form
 
 
@@ -184,7 +184,7 @@ def test_tool_error_during_replay_hands_back(storage: LocalCacheStorage) -> None
     cache_file.trajectory[1].visual_detail = None
     cache_file.trajectory[1].visual_weak = None
     cache_file.trajectory[1].visual_other_density = None
-    from askcache.storage.base import save_cache_file
+    from askcache.storage.cache_storage import save_cache_file
 
     save_cache_file(storage, "form.json", cache_file)
     executor, agent, _ = _replay(

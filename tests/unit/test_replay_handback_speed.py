@@ -13,11 +13,11 @@ from PIL import Image
 
 from askcache import CacheExecutionSettings
 from askcache.cachefile.format import CacheFile
-from askcache.conversation.loop import Conversation
+from askcache.conversation.turns import Conversation
+from askcache.foundation.screen.windows import WindowFrame
 from askcache.replay import CacheExecutor
 from askcache.replay.result import ReplayResult
-from askcache.screen.windows import WindowFrame
-from askcache.storage.base import LocalCacheStorage
+from askcache.storage.cache_storage import LocalCacheStorage
 from askcache.storage.ledger import FolderLedger, RunLedger, RunRecord, steps_digest
 from askcache.testing import SimulatedFormApp, WindowedFormApp
 from askcache.tools import ComputerTool, ToolCollection

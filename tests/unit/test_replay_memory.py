@@ -9,13 +9,13 @@ import io
 import pytest
 from PIL import Image, ImageChops
 
-from askcache.conversation.loop import Conversation
-from askcache.messages import ImageBlockParam, MessageParam, TextBlockParam
+from askcache.conversation.turns import Conversation
+from askcache.foundation.messages import ImageBlockParam, MessageParam, TextBlockParam
+from askcache.foundation.screen.png import decode_png, encode_png, forget_images
+from askcache.foundation.settings import CacheExecutionSettings
 from askcache.replay import CacheExecutor
 from askcache.replay.screenshot_trim import SCREENSHOT_NOT_KEPT
-from askcache.screen.png import decode_png, encode_png, forget_images
-from askcache.settings import CacheExecutionSettings
-from askcache.storage.base import LocalCacheStorage, load_cache_file
+from askcache.storage.cache_storage import LocalCacheStorage, load_cache_file
 from askcache.testing import SimulatedFormApp
 from askcache.tools import ComputerTool, ToolCollection
 from tests.helpers import GOAL, record_form

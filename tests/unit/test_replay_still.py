@@ -13,13 +13,13 @@ import pytest
 from PIL import Image
 
 from askcache import Agent, CacheExecutionSettings, CacheWritingSettings, CachingSettings
-from askcache.conversation.loop import Conversation
-from askcache.geometry import Point
+from askcache.conversation.turns import Conversation
+from askcache.foundation.geometry import Point
 from askcache.replay import CacheExecutor
 from askcache.replay.result import ReplayResult
 from askcache.replay.screens import FIRST_POLL_SECONDS, POLL_SECONDS, Screen, screen_of
 from askcache.replay.watching import Watch
-from askcache.storage.base import LocalCacheStorage, load_cache_file
+from askcache.storage.cache_storage import LocalCacheStorage, load_cache_file
 from askcache.testing import (
     FormFillingScript,
     MessagesApiStandIn,

@@ -11,13 +11,13 @@ from typing import Any, ClassVar
 import pytest
 
 from askcache import CacheExecutionSettings
-from askcache.errors import AskCacheError
+from askcache.foundation.errors import AskCacheError
 from askcache.replay import states
 from askcache.replay.commands import Finished, Turn, Woke
 from askcache.replay.plan import Plan
 from askcache.replay.run_progress import Progress
 from askcache.replay.states import TRANSITIONS, Idle, Over
-from askcache.storage.base import LocalCacheStorage
+from askcache.storage.cache_storage import LocalCacheStorage
 from tests.helpers import record_form
 
 DOC = (Path(__file__).resolve().parents[2] / "docs" / "architecture.md").read_text()

@@ -5,12 +5,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from askcache.cli.report import ReplaySection, recorded_regions, write_html_report
-from askcache.conversation.loop import Conversation
+from askcache.cli.html_report import ReplaySection, recorded_regions, write_html_report
+from askcache.conversation.turns import Conversation
+from askcache.foundation.settings import CacheExecutionSettings, CacheWritingSettings
 from askcache.record.recording import CacheManager
 from askcache.replay import CacheExecutor
-from askcache.settings import CacheExecutionSettings, CacheWritingSettings
-from askcache.storage.base import LocalCacheStorage, load_cache_file
+from askcache.storage.cache_storage import LocalCacheStorage, load_cache_file
 from askcache.testing import SimulatedFormApp
 from askcache.tools import ComputerTool, ToolCollection
 from tests.helpers import GOAL, form_calls, run_history
@@ -61,7 +61,7 @@ def test_report_shows_both_regions_of_every_checked_step(
 
 
 def test_savings_text_gives_each_quantity_its_own_sign() -> None:
-    from askcache.cli.report import savings_text
+    from askcache.cli.html_report import savings_text
     from askcache.storage.ledger import RunRecord
 
     mixed = RunRecord(

@@ -7,11 +7,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from askcache.actions import action_anchors
 from askcache.cli.commands.report import build_report, screens_in
-from askcache.cli.report import MARK_COLOUR, effect_figure, end_state_figure
-from askcache.errors import AskCacheError
-from askcache.storage.base import LocalCacheStorage
+from askcache.cli.html_report import MARK_COLOUR, effect_figure, end_state_figure
+from askcache.foundation.actions import action_anchors
+from askcache.foundation.errors import AskCacheError
+from askcache.storage.cache_storage import LocalCacheStorage
 from askcache.testing import SimulatedFormApp
 from tests.helpers import record_form
 

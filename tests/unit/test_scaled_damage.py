@@ -1,10 +1,10 @@
-"""Drawing reports asked about in a scaled screenshot's pixels (askcache.screen.damage):
+"""Drawing reports asked about in a scaled screenshot's pixels (askcache.foundation.screen.damage):
 a box is widened to whole screen pixels, never narrowed."""
 
 from __future__ import annotations
 
-from askcache.geometry import Box
-from askcache.screen.damage import DamageMark, DamageSource, ScaledDamage
+from askcache.foundation.geometry import Box
+from askcache.foundation.screen.damage import DamageMark, DamageSource, ScaledDamage
 
 
 class _Recorded:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from askcache.scaling import api_resolution, same_aspect, scale_point, scale_step_input
+from askcache.foundation.scaling import api_resolution, same_aspect, scale_point, scale_step_input
 
 
 def test_api_resolution_by_aspect_ratio() -> None:

@@ -10,11 +10,11 @@ import pytest
 
 from askcache.cachefile.format import CacheFile, dump_cache_file
 from askcache.cachefile.parse import parse_cache_file
-from askcache.errors import CacheFileCorruptError, CacheFileRefusedError
+from askcache.foundation.errors import CacheFileCorruptError, CacheFileRefusedError
+from askcache.foundation.scaling import ScreenProfile
 from askcache.replay.guard import check_replayable
 from askcache.replay.profile import choose_profile
-from askcache.scaling import ScreenProfile
-from askcache.storage.base import LocalCacheStorage
+from askcache.storage.cache_storage import LocalCacheStorage
 from tests.helpers import record_form
 
 

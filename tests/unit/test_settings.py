@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from askcache.actions import CLICK_ACTIONS, DEFAULT_VALIDATED_ACTIONS
-from askcache.errors import AskCacheError, InvalidSettingsError
-from askcache.settings import (
+from askcache.foundation.actions import CLICK_ACTIONS, DEFAULT_VALIDATED_ACTIONS
+from askcache.foundation.errors import AskCacheError, InvalidSettingsError
+from askcache.foundation.settings import (
     CacheExecutionSettings,
     CacheStrategy,
     CacheWritingSettings,

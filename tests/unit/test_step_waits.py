@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from askcache.agent.run_record import step_waits
-from askcache.messages import ToolUseBlockParam
+from askcache.foundation.messages import ToolUseBlockParam
 from askcache.replay.result import ReplayResult, StepRecord
-from askcache.storage.base import LocalCacheStorage
+from askcache.storage.cache_storage import LocalCacheStorage
 from askcache.storage.ledger import (
     FolderLedger,
     RunRecord,

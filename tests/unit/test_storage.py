@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 
 from askcache.cachefile.format import CacheFile, CacheMetadata
-from askcache.errors import (
+from askcache.foundation.errors import (
     CacheExistsError,
     CacheFileCorruptError,
     CacheNotFoundError,
     CachePathError,
 )
-from askcache.storage.base import LocalCacheStorage, load_cache_file, save_cache_file
+from askcache.storage.cache_storage import LocalCacheStorage, load_cache_file, save_cache_file
 
 
 def _file(goal: str = "g") -> CacheFile:

@@ -15,10 +15,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from askcache.cli.app import main
-from askcache.errors import StorageLockBusyError, StorageLockLostError
+from askcache.foundation.errors import StorageLockBusyError, StorageLockLostError
 from askcache.heal.trajectory import healed_bytes
 from askcache.storage import versions as versions_module
-from askcache.storage.base import LocalCacheStorage, load_cache_file
+from askcache.storage.cache_storage import LocalCacheStorage, load_cache_file
 from askcache.storage.lock import LockOwner, StorageLock, local_identity, process_start_time
 from askcache.storage.versions import CommitJournal, TrajectoryVersions
 from tests.helpers import record_form

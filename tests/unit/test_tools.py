@@ -8,9 +8,9 @@ import pytest
 
 from askcache.cachefile.format import CacheFile, CacheMetadata
 from askcache.fingerprint.step import decode_screenshot
-from askcache.messages import ImageBlockParam, TextBlockParam, ToolUseBlockParam
+from askcache.foundation.messages import ImageBlockParam, TextBlockParam, ToolUseBlockParam
 from askcache.replay import CacheExecutor, ExecuteCachedTrajectory, ListCachedTrajectories
-from askcache.storage.base import LocalCacheStorage, save_cache_file
+from askcache.storage.cache_storage import LocalCacheStorage, save_cache_file
 from askcache.testing import SimulatedFormApp
 from askcache.tools import ComputerTool, ToolCollection
 from tests.helpers import computer_call, record_form

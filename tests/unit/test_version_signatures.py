@@ -11,10 +11,10 @@ import pytest
 
 from askcache.cachefile.signing import SIGNING_KEY_ENV, parse_verified
 from askcache.cli.app import main
-from askcache.errors import CacheSignatureError
+from askcache.foundation.errors import CacheSignatureError
 from askcache.heal.trajectory import healed_bytes
 from askcache.record.mask_learning import save_run_screens
-from askcache.storage.base import LocalCacheStorage, load_cache_file
+from askcache.storage.cache_storage import LocalCacheStorage, load_cache_file
 from askcache.storage.versions import TrajectoryVersions
 from askcache.testing import SimulatedFormApp
 from tests.helpers import form_calls, record_form, run_history
@@ -174,7 +174,7 @@ def test_a_commit_never_makes_a_signed_trajectory_unsigned(
     signed: LocalCacheStorage, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # every writer (a heal, a learned profile, a re-recording, tune) commits through here
-    from askcache.errors import SignatureLossRefusedError
+    from askcache.foundation.errors import SignatureLossRefusedError
 
     base = signed.read("t.json")
     changed = load_cache_file(signed, "t.json")

@@ -11,7 +11,6 @@ import pytest
 from PIL import Image, ImageDraw, ImageFont
 
 from askcache.cachefile.format import VisualValidationConfig
-from askcache.errors import InvalidHashError, InvalidScreenshotError
 from askcache.fingerprint.step import (
     StepFingerprint,
     check_step_representation,
@@ -27,9 +26,10 @@ from askcache.fingerprint.step import (
     shifted_boxes,
     validation_config,
 )
-from askcache.messages import MessageParam
-from askcache.screen.hashing import weak_bits
-from askcache.settings import CacheWritingSettings
+from askcache.foundation.errors import InvalidHashError, InvalidScreenshotError
+from askcache.foundation.messages import MessageParam
+from askcache.foundation.screen.hashing import weak_bits
+from askcache.foundation.settings import CacheWritingSettings
 from askcache.testing import SimulatedFormApp
 from askcache.tools import encode_png
 from tests.helpers import computer_call, form_calls, run_history

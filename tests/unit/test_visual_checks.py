@@ -9,17 +9,17 @@ import pytest
 from PIL import Image, ImageEnhance
 
 from askcache.cachefile.format import VisualValidationConfig
-from askcache.errors import InvalidHashError
 from askcache.fingerprint.step import (
     StepFingerprint,
     check_step_representation,
     compute_step_representation,
     validation_config,
 )
-from askcache.messages import ToolUseBlockParam
-from askcache.screen.target import TargetFingerprint
-from askcache.screen.tone import decode_tones
-from askcache.settings import CacheWritingSettings
+from askcache.foundation.errors import InvalidHashError
+from askcache.foundation.messages import ToolUseBlockParam
+from askcache.foundation.screen.target import TargetFingerprint
+from askcache.foundation.screen.tone import decode_tones
+from askcache.foundation.settings import CacheWritingSettings
 from askcache.testing import SimulatedFormApp
 from tests.helpers import computer_call
 

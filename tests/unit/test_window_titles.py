@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from askcache.screen.titles import machine_names, neutral_title
-from askcache.screen.windows import WindowFrame, find_window
+from askcache.foundation.screen.titles import machine_names, neutral_title
+from askcache.foundation.screen.windows import WindowFrame, find_window
 
 NAMES = {"users": ["ada"], "hosts": ["build-07.example.org", "build-07"]}
 

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from PIL import Image
 
-from askcache.actions import parse_action
+from askcache.agent.outbox_sync import RunWriter
 from askcache.agent.prepare import (
     check_heal_destination,
     open_outbox,
@@ -35,18 +35,19 @@ from askcache.agent.prepare import (
     usable,
 )
 from askcache.agent.run_record import finish_run, store_recording
-from askcache.agent.sync import RunWriter
-from askcache.conversation.loop import BeforeTool, Conversation, ConversationResult
 from askcache.conversation.speakers import DEFAULT_MODEL, AgentSpeaker
-from askcache.errors import (
+from askcache.conversation.turns import BeforeTool, Conversation, ConversationResult
+from askcache.foundation.actions import parse_action
+from askcache.foundation.errors import (
     CacheNotFoundError,
     RecordingNotStoredError,
 )
+from askcache.foundation.messages import MessageParam, ToolUseBlockParam
+from askcache.foundation.parameters import TypedTextRedaction
+from askcache.foundation.redaction import redact, register_typed_text
+from askcache.foundation.settings import CacheStrategy, CachingSettings, HealMode
 from askcache.heal.trajectory import HealOutcome, redact_mode
-from askcache.messages import MessageParam, ToolUseBlockParam
-from askcache.parameters import TypedTextRedaction
 from askcache.record.recording import CacheManager
-from askcache.redaction import redact, register_typed_text
 from askcache.replay import (
     CacheExecutor,
     ExecuteCachedTrajectory,
@@ -55,13 +56,12 @@ from askcache.replay import (
     ResumeCachedTrajectory,
 )
 from askcache.replay.step_view import StepView
-from askcache.settings import CacheStrategy, CachingSettings, HealMode
-from askcache.storage.base import CacheStorage, read_cache_file
+from askcache.storage.cache_storage import CacheStorage, read_cache_file
 from askcache.storage.ledger import RunLedger
 from askcache.storage.outbox import KeptWrite
 from askcache.storage.remote import storage_for
-from askcache.tools.base import Tool, ToolCollection
 from askcache.tools.computer import ComputerTool, ToolVersion
+from askcache.tools.tool import Tool, ToolCollection
 
 if TYPE_CHECKING:
     import anthropic
@@ -80,7 +80,7 @@ DEFAULT_SYSTEM = (
 @dataclass(repr=False)
 class ActResult:
     """What :meth:`Agent.act` did. Its ``repr`` has registered secrets masked
-    (:func:`~askcache.redaction.redact`): the conversation holds what was typed and what
+    (:func:`~askcache.foundation.redaction.redact`): the conversation holds what was typed and what
     the tools answered."""
 
     conversation: ConversationResult

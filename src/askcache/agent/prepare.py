@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import logging
 
-from askcache.agent.sync import sync_outbox
-from askcache.errors import AskCacheError, CacheStorageError, StorageUnwritableError
-from askcache.settings import CacheStrategy, CachingSettings, HealMode
-from askcache.storage.base import CacheStorage, load_cache_file
+from askcache.agent.outbox_sync import sync_outbox
+from askcache.foundation.errors import AskCacheError, CacheStorageError, StorageUnwritableError
+from askcache.foundation.settings import CacheStrategy, CachingSettings, HealMode
+from askcache.storage.cache_storage import CacheStorage, load_cache_file
 from askcache.storage.ledger import RunLedger, open_ledger
 from askcache.storage.outbox import KeptWrite, Outbox
 

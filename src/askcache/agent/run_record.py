@@ -21,17 +21,17 @@ from datetime import UTC, datetime, timedelta
 
 from PIL import Image
 
-from askcache.agent.sync import RunWriter
-from askcache.conversation.loop import ConversationResult
-from askcache.errors import AskCacheError, RecordingNotStoredError
+from askcache.agent.outbox_sync import RunWriter
+from askcache.conversation.turns import ConversationResult
+from askcache.foundation.errors import AskCacheError, RecordingNotStoredError
+from askcache.foundation.messages import Usage
+from askcache.foundation.settings import CacheExecutionSettings, CachingSettings, HealMode
 from askcache.heal.trajectory import HealOutcome, prepare_heal
-from askcache.messages import Usage
 from askcache.record.recording import CacheManager
 from askcache.replay.executor import CacheExecutor
 from askcache.replay.result import ReplayResult
 from askcache.replay.session import ReplaySession
-from askcache.settings import CacheExecutionSettings, CachingSettings, HealMode
-from askcache.storage.base import load_cache_file
+from askcache.storage.cache_storage import load_cache_file
 from askcache.storage.index import save_indexed
 from askcache.storage.ledger import RunRecord, RunStatus, steps_digest
 

@@ -10,7 +10,7 @@ reader looks: ``askcache lint`` (a warning), ``askcache show``, the report page 
 from __future__ import annotations
 
 from askcache.cachefile.format import VisualValidationConfig
-from askcache.limits import threshold_problem
+from askcache.foundation.limits import threshold_problem
 
 __all__ = ["NO_DETAIL_HASH", "blind_spots", "override_blind_spots"]
 
@@ -43,8 +43,8 @@ def override_blind_spots(
     """What a replay cannot see because its own settings override the file's thresholds
     (``CacheExecutionSettings.visual_validation_threshold`` and
     ``visual_validation_detail_threshold``) at or above the bit count of the file's hash
-    (:func:`askcache.limits.threshold_problem`): that check then accepts any screen, and such
-    a replay says so in its result as a file recorded without the check does
+    (:func:`askcache.foundation.limits.threshold_problem`): that check then accepts any screen, and
+    such a replay says so in its result as a file recorded without the check does
     (:attr:`askcache.replay.result.ReplayResult.warnings`)."""
     gaps: list[str] = []
     if visual is None:

@@ -20,8 +20,8 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from askcache import limits
-from askcache.actions import (
+from askcache.foundation import limits
+from askcache.foundation.actions import (
     CLICK_ACTIONS,
     COMPUTER_TOOL_NAME,
     KNOWN_ACTIONS,
@@ -29,11 +29,11 @@ from askcache.actions import (
     action_anchors,
     parse_action,
 )
-from askcache.errors import CacheFileCorruptError, CacheFileLimitError
-from askcache.messages import ToolUseBlockParam
-from askcache.parameters import PARAMETER_NAME, PLACEHOLDER, text_problem
-from askcache.screen.elsewhere import HASH_SIZE, ChangeElsewhere
-from askcache.screen.state import ScreenStateConfig, ScreenThumbnail, Thumbnail
+from askcache.foundation.errors import CacheFileCorruptError, CacheFileLimitError
+from askcache.foundation.messages import ToolUseBlockParam
+from askcache.foundation.parameters import PARAMETER_NAME, PLACEHOLDER, text_problem
+from askcache.foundation.screen.elsewhere import HASH_SIZE, ChangeElsewhere
+from askcache.foundation.screen.thumbnails import ScreenStateConfig, ScreenThumbnail, Thumbnail
 
 if TYPE_CHECKING:
     from askcache.cachefile.format import CacheFile, CoordinateSpace, VisualValidationConfig

@@ -16,12 +16,12 @@ from typing import Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 
-from askcache import limits
-from askcache.messages import ToolUseBlockParam, Usage
-from askcache.parameters import TypedTextRedaction
-from askcache.redaction import redact, redact_value
-from askcache.scaling import ScreenProfile
-from askcache.screen.state import EndState, ScreenStateConfig, StartState
+from askcache.foundation import limits
+from askcache.foundation.messages import ToolUseBlockParam, Usage
+from askcache.foundation.parameters import TypedTextRedaction
+from askcache.foundation.redaction import redact, redact_value
+from askcache.foundation.scaling import ScreenProfile
+from askcache.foundation.screen.thumbnails import EndState, ScreenStateConfig, StartState
 
 __all__ = [
     "FORMAT_VERSION",
@@ -89,12 +89,13 @@ class DetailCheckConfig(_FileModel):
     noise_floor: float = Field(0.0, ge=0, le=limits.MAX_DETAIL_NOISE_FLOOR, allow_inf_nan=False)
     """pHash only: a differing bit is not counted when the current region's DCT coefficient
     behind it lies within this of the coefficients' median (a bit decided by noise:
-    :func:`askcache.screen.hashing.region_distance`); 0: every differing bit counts (files written
-    before this field)."""
+    :func:`askcache.foundation.screen.hashing.region_distance`); 0: every differing bit counts
+    (files written before this field)."""
 
 
 class ToneCheckConfig(_FileModel):
-    """Brightness and contrast of the main and detail regions (:mod:`askcache.screen.tone`).
+    """Brightness and contrast of the main and detail regions
+    (:mod:`askcache.foundation.screen.tone`).
 
     Perceptual hashes normalise both away, so a dialog's dimming backdrop or an element
     faded to show it is disabled does not change them; these two numbers do.
@@ -108,7 +109,7 @@ class ToneCheckConfig(_FileModel):
 
 class TargetCheckConfig(_FileModel):
     """The whole element under the point, when it is larger than the main region
-    (:mod:`askcache.screen.target`): its box and where ink lies in it."""
+    (:mod:`askcache.foundation.screen.target`): its box and where ink lies in it."""
 
     columns: int = Field(gt=0, le=256)
     """Columns of the ink map (one bit each)."""
@@ -251,8 +252,8 @@ class CacheMetadata(_FileModel):
     (``{{secret:typed_<step>}}``), as ``CacheWritingSettings.redact_typed_text`` said when it
     was recorded (or stricter, when a heal ran under a stricter one). It travels with the
     file: every heal, learned profile, proposal and recording over it applies the stricter
-    of this and the run's own setting (:func:`~askcache.parameters.stricter_redaction`), so a
-    machine replaying with the default ``off`` never writes in clear text the recording
+    of this and the run's own setting (:func:`~askcache.foundation.parameters.stricter_redaction`),
+    so a machine replaying with the default ``off`` never writes in clear text the recording
     kept secret. Covered by the signature. ``None``: a file written before the policy was
     stored; a heal then applies the run's setting as before (and, as for every file, at
     least ``password_like`` when the file already holds typed text stored as a secret)."""
@@ -289,7 +290,7 @@ class TrajectoryVariant(_FileModel):
 
 class ProfileTrajectory(_FileModel):
     """The trajectory a file learned for another screen profile
-    (:class:`~askcache.scaling.ScreenProfile`: another screenshot size or display scale).
+    (:class:`~askcache.foundation.scaling.ScreenProfile`: another screenshot size or display scale).
 
     Written by a heal: a run on a profile the file had not seen tried the recorded steps
     scaled, handed back where one did not pass its check, and the model completed the task;
@@ -470,13 +471,13 @@ _FREE_TEXT_STEP_FIELDS = ("input",)
 def dump_cache_file(cache_file: CacheFile) -> bytes:
     """The file's JSON text, as written to storage (cache-only fields kept).
 
-    Registered secret values (:mod:`askcache.redaction`) are redacted from the free text:
+    Registered secret values (:mod:`askcache.foundation.redaction`) are redacted from the free text:
     the goal, the input of the steps (of the trajectory, of its learned profiles and of their
     variants), failure reasons and the
     invalidation reason. Every version, proposal and trajectory file is written from here.
     Typed text registered as a secret is not (recording and healing store it as
     ``{{secret:typed_<step>}}`` where it must not be written; see
-    :func:`~askcache.redaction.redact`).
+    :func:`~askcache.foundation.redaction.redact`).
     """
     data: dict[str, Any] = cache_file.model_dump(mode="json")
     if not data["profiles"]:  # a file that learned no profile reads in an askcache before them

@@ -1,13 +1,13 @@
 """Reading a cache file: strict and total.
 
-:func:`parse_cache_file` checks the documented limits (:mod:`askcache.limits`: size, nesting,
-lengths, numbers) before and while parsing, rejects unknown keys (naming the closest known one),
-migrates older versions, rejects newer ones, and checks every step
+:func:`parse_cache_file` checks the documented limits (:mod:`askcache.foundation.limits`: size,
+nesting, lengths, numbers) before and while parsing, rejects unknown keys (naming the closest known
+one), migrates older versions, rejects newer ones, and checks every step
 (:func:`askcache.cachefile.checks.check_cache_file`: known actions, hashes of the declared size,
 thresholds below the bit count, coordinates on the recorded screen, placeholders only in typed
-text). Every problem is one :class:`~askcache.errors.CacheFileCorruptError` (or its subclass
-:class:`~askcache.errors.CacheFileLimitError`) naming the file, the field and the step; no other
-exception escapes, whatever the input.
+text). Every problem is one :class:`~askcache.foundation.errors.CacheFileCorruptError` (or its
+subclass :class:`~askcache.foundation.errors.CacheFileLimitError`) naming the file, the field and
+the step; no other exception escapes, whatever the input.
 """
 
 from __future__ import annotations
@@ -24,10 +24,14 @@ from typing import Any
 
 from pydantic import AliasChoices, BaseModel, ValidationError
 
-from askcache import limits
 from askcache.cachefile.checks import check_cache_file
 from askcache.cachefile.format import FORMAT_VERSION, LEGACY_HASH_SIZE, CacheFile
-from askcache.errors import CacheFileCorruptError, CacheFileLimitError, UnsupportedCacheVersionError
+from askcache.foundation import limits
+from askcache.foundation.errors import (
+    CacheFileCorruptError,
+    CacheFileLimitError,
+    UnsupportedCacheVersionError,
+)
 
 __all__ = ["parse_cache_file"]
 

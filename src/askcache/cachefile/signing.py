@@ -7,7 +7,7 @@ Signing is opt-in and recommended for caches kept in shared storage. Set::
 
 With a signing key, recording signs the file it writes, and replay refuses a file whose
 signature is missing, made with an unknown key, or does not match its content
-(:class:`~askcache.errors.CacheSignatureError` says which). The signature covers
+(:class:`~askcache.foundation.errors.CacheSignatureError` says which). The signature covers
 :func:`~askcache.cachefile.format.signed_content`: everything except the replay bookkeeping, which
 every replay updates. The key id is stored in the file; the key never is.
 
@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 
 from askcache.cachefile.format import CacheFile, FileSignature, dump_cache_file, signed_content
 from askcache.cachefile.parse import parse_cache_file
-from askcache.errors import CacheSignatureError, InvalidSettingsError
+from askcache.foundation.errors import CacheSignatureError, InvalidSettingsError
 
 __all__ = [
     "SIGNING_KEY_ENV",

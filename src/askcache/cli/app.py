@@ -35,11 +35,11 @@ from askcache.cli.commands.listing import add_list_command
 from askcache.cli.commands.replay import add_replay_command
 from askcache.cli.commands.report import add_report_command
 from askcache.cli.commands.show import add_show_command
-from askcache.cli.commands.signing import add_signing_commands
+from askcache.cli.commands.sign import add_signing_commands
 from askcache.cli.commands.stats import add_stats_command
 from askcache.cli.commands.sync import add_sync_command
 from askcache.cli.commands.tune import add_tune_command
-from askcache.errors import AskCacheError, MissingApiKeyError
+from askcache.foundation.errors import AskCacheError, MissingApiKeyError
 
 __all__ = ["main"]
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from askcache.agent.act import DEFAULT_MODEL, ActResult, Agent
-from askcache.cli.report import (
+from askcache.cli.html_report import (
     ReplaySection,
     model_actions,
     recorded_views,
@@ -28,16 +28,16 @@ from askcache.cli.report import (
     write_html_report,
 )
 from askcache.cli.savings import saving_words
-from askcache.errors import MissingApiKeyError
-from askcache.replay import ReplayResult
-from askcache.settings import (
+from askcache.foundation.errors import MissingApiKeyError
+from askcache.foundation.settings import (
     CacheExecutionSettings,
     CacheStrategy,
     CacheWritingSettings,
     CachingSettings,
     HealMode,
 )
-from askcache.storage.base import LocalCacheStorage, load_cache_file
+from askcache.replay import ReplayResult
+from askcache.storage.cache_storage import LocalCacheStorage, load_cache_file
 from askcache.storage.ledger import open_ledger
 from askcache.storage.versions import VERSIONS_FOLDER
 from askcache.testing import FormFillingScript, FormView, MessagesApiStandIn, SimulatedFormApp

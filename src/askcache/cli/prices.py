@@ -18,7 +18,7 @@ from collections.abc import Mapping
 
 from pydantic import BaseModel, ConfigDict
 
-from askcache.messages import Usage
+from askcache.foundation.messages import Usage
 
 __all__ = ["PRICES", "PRICES_AS_OF", "ModelPrice", "parse_price", "price_for"]
 

@@ -1,4 +1,4 @@
-"""The conversation: the loop that runs speakers and tools (:mod:`.loop`) and the model speaker
+"""The conversation: the loop that runs speakers and tools (:mod:`.turns`) and the model speaker
 (:mod:`.speakers`). It knows nothing of caching.
 """
 

@@ -1,8 +1,8 @@
 """The model speaker: :class:`AgentSpeaker` asks the model through the official ``anthropic``
 client.
 
-A speaker (:class:`~askcache.conversation.loop.Speaker`) looks at the conversation and returns
-a :class:`~askcache.conversation.loop.SpeakerResult`: messages to add and what happens next;
+A speaker (:class:`~askcache.conversation.turns.Speaker`) looks at the conversation and returns
+a :class:`~askcache.conversation.turns.SpeakerResult`: messages to add and what happens next;
 :class:`~askcache.replay.executor.CacheExecutor` is the other speaker, replaying a cache file.
 """
 
@@ -11,9 +11,9 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from askcache.conversation.loop import SpeakerResult
-from askcache.errors import MissingApiKeyError
-from askcache.messages import (
+from askcache.conversation.turns import SpeakerResult
+from askcache.foundation.errors import MissingApiKeyError
+from askcache.foundation.messages import (
     ContentBlockParam,
     ImageBlockParam,
     MessageParam,
@@ -27,7 +27,7 @@ from askcache.messages import (
 if TYPE_CHECKING:
     import anthropic
 
-    from askcache.conversation.loop import Conversation
+    from askcache.conversation.turns import Conversation
 
 __all__ = [
     "AGENT_SPEAKER",

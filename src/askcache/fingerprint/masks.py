@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from askcache.errors import InvalidHashError
+from askcache.foundation.errors import InvalidHashError
 
 __all__ = [
     "MASK_BIT_FRACTION",

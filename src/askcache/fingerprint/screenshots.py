@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 from PIL import Image
 
-from askcache.messages import ImageBlockParam, MessageParam
-from askcache.screen.png import decode_png
+from askcache.foundation.messages import ImageBlockParam, MessageParam
+from askcache.foundation.screen.png import decode_png
 
 __all__ = ["decode_screenshot", "find_recent_screenshot", "find_recent_screenshot_block"]
 
@@ -15,14 +15,15 @@ __all__ = ["decode_screenshot", "find_recent_screenshot", "find_recent_screensho
 def decode_screenshot(data: str, where: str = "a screenshot") -> Image.Image:
     """Decode a base64 image once; later calls with the same string reuse the image, and a
     screenshot this process encoded to keep (the computer tool's) is not decoded at all
-    (:func:`askcache.screen.png.decode_png`, which also holds it to askcache's pixel limit).
+    (:func:`askcache.foundation.screen.png.decode_png`, which also holds it to askcache's pixel
+    limit).
 
     The returned image is shared: crop or copy it, never draw on it.
 
     Raises:
         InvalidScreenshotError: not base64, or not a PNG or JPEG image (a
-            :class:`~askcache.errors.ScreenshotTooLargeError` when it has more pixels than
-            :data:`askcache.limits.MAX_IMAGE_PIXELS`).
+            :class:`~askcache.foundation.errors.ScreenshotTooLargeError` when it has more pixels
+            than :data:`askcache.foundation.limits.MAX_IMAGE_PIXELS`).
     """
     return decode_png(data, where)
 

@@ -5,19 +5,19 @@ The two functions a benchmark (or a curious user) calls directly are
 :func:`check_step_representation` (what replay decides before executing it). The parts:
 
 - a coarse perceptual hash of the main region (100 px by default) around the point, which
-  sees layout (:mod:`askcache.screen.hashing`);
+  sees layout (:mod:`askcache.foundation.screen.hashing`);
 - a fine hash of a smaller detail region (48 px), blurred slightly first so that
   re-rendered text hashes more alike, which sees the element's own label;
 - a *noise floor* for either hash: recording stores which bits noise decides on the
   recorded screen (DCT coefficient within the floor of the median: the weak bits), and at
   replay a differing bit is forgiven only when it is weak on the current screen too, so JPEG
   noise or 3 % brightness do not add up while a blank screen (all of whose coefficients are
-  weak now, not then) still fails (:func:`askcache.screen.hashing.region_distance`);
+  weak now, not then) still fails (:func:`askcache.foundation.screen.hashing.region_distance`);
 - the tone of both regions, their brightness and contrast, which hashes normalise away: it
-  sees a dimming backdrop and a faded, disabled element (:mod:`askcache.screen.tone`);
+  sees a dimming backdrop and a faded, disabled element (:mod:`askcache.foundation.screen.tone`);
 - the whole target, when the element under the point is larger than the main region (a wide
   text field): its box and where ink lies in it, which sees text left over at the field's
-  far end (:mod:`askcache.screen.target`).
+  far end (:mod:`askcache.foundation.screen.target`).
 
 A replayed step matches when every part the file records is within its tolerance. No pixels
 are stored: hashes and their weak bits, two statistics per region and one bit per column of
@@ -33,7 +33,6 @@ from dataclasses import dataclass, replace
 
 from PIL import Image
 
-from askcache.actions import parse_action
 from askcache.cachefile.format import (
     DetailCheckConfig,
     TargetCheckConfig,
@@ -46,9 +45,10 @@ from askcache.fingerprint.screenshots import (
     find_recent_screenshot,
     find_recent_screenshot_block,
 )
-from askcache.geometry import Box, Point
-from askcache.messages import ToolUseBlockParam
-from askcache.screen.hashing import (
+from askcache.foundation.actions import parse_action
+from askcache.foundation.geometry import Box, Point
+from askcache.foundation.messages import ToolUseBlockParam
+from askcache.foundation.screen.hashing import (
     check_hash_size,
     compute_hash,
     crop_region,
@@ -58,9 +58,9 @@ from askcache.screen.hashing import (
     shifted_boxes,
     weak_bits,
 )
-from askcache.screen.target import TargetFingerprint, ink_distance, target_fingerprint
-from askcache.screen.tone import decode_tones, encode_tones, tone_change, tone_of
-from askcache.settings import CacheWritingSettings, VisualMethod
+from askcache.foundation.screen.target import TargetFingerprint, ink_distance, target_fingerprint
+from askcache.foundation.screen.tone import decode_tones, encode_tones, tone_change, tone_of
+from askcache.foundation.settings import CacheWritingSettings, VisualMethod
 
 __all__ = [
     "Box",
@@ -156,7 +156,8 @@ class StepFingerprint:
     weak: str | None = None
     """The hashes' bits that noise decided on the recorded screen, ``"<main hex>;<detail
     hex>"`` (``ToolUseBlockParam.visual_weak``), when the file's check has noise floors:
-    only those may be forgiven at replay (:func:`askcache.screen.hashing.region_distance`)."""
+    only those may be forgiven at replay
+    (:func:`askcache.foundation.screen.hashing.region_distance`)."""
     other_density: str | None = None
     """The hash (of its own region) checked on a screen drawn at another pixel density, and its
     weak bits: ``"<hash hex>;<weak hex>"`` (``ToolUseBlockParam.visual_other_density``)."""

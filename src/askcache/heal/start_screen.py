@@ -20,7 +20,7 @@ out, another screen altogether) keeps the recorded start screen unchanged.
 from __future__ import annotations
 
 from askcache.cachefile.format import CacheFile
-from askcache.screen.state import StartState, Thumbnail
+from askcache.foundation.screen.thumbnails import StartState, Thumbnail
 
 __all__ = ["MAX_VARYING_SHARE", "healed_start_state"]
 

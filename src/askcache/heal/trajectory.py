@@ -34,15 +34,15 @@ new trajectory at that step (:attr:`~askcache.cachefile.format.CacheFile.variant
 that alternates between the two states replays either way.
 
 A healed file is parsed with the loader's checks before it is written: one that would not
-load is never written. Then, by :class:`~askcache.settings.HealMode`: ``auto`` makes it the
-current version
+load is never written. Then, by :class:`~askcache.foundation.settings.HealMode`: ``auto`` makes it
+the current version
 (:meth:`~askcache.storage.versions.TrajectoryVersions.commit`, crash-consistent: a process killed
 during it leaves the old or the new trajectory; when another healer won the race, or another
 process kept the trajectory locked, it becomes a proposal instead), ``propose`` keeps it as
 a proposal, ``off`` writes nothing.
 A run on a screen profile other than the recorded one (another screenshot size or display
 scale) heals that profile's trajectory instead, fingerprinted on its own screens
-(:mod:`askcache.heal.profile`); a run at another density with no profile known (no computer
+(:mod:`askcache.heal.screen_profile`); a run at another density with no profile known (no computer
 tool that knows the screen) writes nothing, since its fingerprints would mix two densities.
 A run that failed, was cut off or cannot be verified never writes anything, and neither does
 one whose healed trajectory would hold a step the model took with no screenshot before it
@@ -59,17 +59,15 @@ from typing import Literal
 from PIL import Image
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from askcache.actions import ACTING_ACTIONS, parse_action
 from askcache.cachefile.format import CacheFile, TrajectoryVariant, dump_cache_file
 from askcache.cachefile.parse import parse_cache_file
 from askcache.cachefile.signing import SIGNING_KEY_ENV, parse_verified, sign_cache_file
-from askcache.conversation.loop import ConversationResult
-from askcache.errors import AskCacheError, CacheNotFoundError, SignatureLossRefusedError
+from askcache.conversation.turns import ConversationResult
 from askcache.fingerprint.step import decode_screenshot
-from askcache.heal.profile import into_profile, merge_profile, profile_display
-from askcache.heal.start_screen import healed_start_state
-from askcache.messages import ImageBlockParam, MessageParam, ToolUseBlockParam
-from askcache.parameters import (
+from askcache.foundation.actions import ACTING_ACTIONS, parse_action
+from askcache.foundation.errors import AskCacheError, CacheNotFoundError, SignatureLossRefusedError
+from askcache.foundation.messages import ImageBlockParam, MessageParam, ToolUseBlockParam
+from askcache.foundation.parameters import (
     SECRET_DESCRIPTION,
     SECRET_PREFIX,
     TypedTextRedaction,
@@ -80,13 +78,20 @@ from askcache.parameters import (
     stricter_redaction,
     unsafe_typed_text,
 )
+from askcache.foundation.redaction import register_secrets
+from askcache.foundation.screen.thumbnails import ScreenStateConfig, Thumbnail
+from askcache.foundation.settings import (
+    CacheWritingSettings,
+    HealMode,
+    VisualMethod,
+    check_cache_name,
+)
+from askcache.heal.screen_profile import into_profile, merge_profile, profile_display
+from askcache.heal.start_screen import healed_start_state
 from askcache.record.recording import CACHING_TOOL_NAMES, CacheManager, final_screenshot
-from askcache.redaction import register_secrets
 from askcache.replay.plan import first_acting_step
 from askcache.replay.session import ReplaySession
-from askcache.screen.state import ScreenStateConfig, Thumbnail
-from askcache.settings import CacheWritingSettings, HealMode, VisualMethod, check_cache_name
-from askcache.storage.base import CacheStorage
+from askcache.storage.cache_storage import CacheStorage
 from askcache.storage.versions import VERSIONS_FOLDER, TrajectoryVersions
 
 __all__ = [
@@ -393,8 +398,8 @@ def keep_typed_text_safe(
     messages: list[MessageParam],
 ) -> list[str]:
     """Make sure no text the model typed in ``healed`` steps is written when it cannot be
-    stored safely (:func:`~askcache.parameters.unsafe_typed_text`, on the text as typed in
-    ``messages``): such a step stores ``{{secret:typed_<step>}}`` instead, under a name the
+    stored safely (:func:`~askcache.foundation.parameters.unsafe_typed_text`, on the text as typed
+    in ``messages``): such a step stores ``{{secret:typed_<step>}}`` instead, under a name the
     file does not use yet, and the text is registered for redaction. Returns why, one
     sentence per such step (empty: every typed text is stored safely)."""
     values = session.parameter_values
@@ -485,7 +490,7 @@ class PreparedHeal(BaseModel):
     writing it again makes no second proposal)."""
     profile: str | None = None
     """The screen profile whose trajectory the heal writes (learned now, or healed again;
-    :mod:`askcache.heal.profile`); ``None``: the recorded trajectory."""
+    :mod:`askcache.heal.screen_profile`); ``None``: the recorded trajectory."""
 
     @field_validator("name")
     @classmethod
@@ -516,7 +521,8 @@ def prepare_heal(
     (see the module docstring); ``None`` when there is nothing to write. Writes nothing
     (``storage`` names the file in messages). ``base`` is the file's bytes as the replay read
     them; ``redact_typed_text`` is the caller's
-    :attr:`~askcache.settings.CacheWritingSettings.redact_typed_text` (:func:`redact_mode`).
+    :attr:`~askcache.foundation.settings.CacheWritingSettings.redact_typed_text`
+    (:func:`redact_mode`).
 
     Raises:
         CacheSignatureError: ``base`` does not verify as loading requires, or, when a
@@ -643,7 +649,7 @@ def _commit_profile_again(
 ) -> int | None:
     """A heal of a screen profile that lost the race to another heal (another machine
     learning another profile) made again on the file as it is now and committed, once
-    (:func:`~askcache.heal.profile.merge_profile`); ``None``: it cannot be (a proposal)."""
+    (:func:`~askcache.heal.screen_profile.merge_profile`); ``None``: it cannot be (a proposal)."""
     assert heal.profile is not None
     try:
         current = storage.read(heal.name)

@@ -18,11 +18,11 @@ from typing import Any
 from PIL import Image
 
 from askcache.agent.act import ActResult
+from askcache.foundation.messages import ToolResultBlockParam
+from askcache.foundation.settings import CachingSettings
 from askcache.loop.loop_replay import LoopReplay
 from askcache.loop.run import LoopStatus, RunEnd
-from askcache.messages import ToolResultBlockParam
-from askcache.settings import CachingSettings
-from askcache.storage.base import CacheStorage
+from askcache.storage.cache_storage import CacheStorage
 
 __all__ = ["AsyncLoopReplay"]
 

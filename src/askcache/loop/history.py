@@ -1,7 +1,7 @@
 """The user's message list and askcache's parsed twin of it, kept in step.
 
 The user's loop keeps its history as the Messages API takes it (dicts, as Anthropic's
-reference loop does, or askcache's :class:`~askcache.messages.MessageParam`). askcache
+reference loop does, or askcache's :class:`~askcache.foundation.messages.MessageParam`). askcache
 appends the replayed steps, their results and a hand-back message to that same list, so the
 loop continues from it as it is; its parsed twin keeps what the API form leaves out (which
 calls were replayed, and the fingerprints they were checked with), for healing and the ledger.
@@ -23,14 +23,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from askcache.foundation.messages import MessageParam, Usage
 from askcache.loop.usage_errors import LoopUsageError, one_line
-from askcache.messages import MessageParam, Usage
 
 __all__ = ["History", "MessageLike", "drop_breakpoints", "parse_messages"]
 
 MessageLike = Mapping[str, Any] | MessageParam
 """A message as the user's loop keeps it: a dict in the Messages API's shape, or a
-:class:`~askcache.messages.MessageParam`."""
+:class:`~askcache.foundation.messages.MessageParam`."""
 
 
 def parse_message(message: MessageLike, where: str) -> MessageParam:

@@ -27,10 +27,16 @@ from typing import Any
 
 from PIL import Image
 
-from askcache.actions import make_tool_use, parse_action
 from askcache.agent.act import ActResult
-from askcache.conversation.loop import SpeakerResult
-from askcache.errors import RecordingNotStoredError
+from askcache.conversation.turns import SpeakerResult
+from askcache.foundation.actions import make_tool_use, parse_action
+from askcache.foundation.errors import RecordingNotStoredError
+from askcache.foundation.messages import (
+    MessageParam,
+    ToolResultBlockParam,
+    ToolUseBlockParam,
+)
+from askcache.foundation.settings import CachingSettings
 from askcache.loop.history import History
 from askcache.loop.results import as_given, parse_result, screenshot_of, text_of
 from askcache.loop.run import LoopRun, LoopStatus, RunEnd
@@ -39,11 +45,6 @@ from askcache.loop.usage_errors import (
     ReplayOverError,
     ToolResultOrderError,
     UnknownToolResultError,
-)
-from askcache.messages import (
-    MessageParam,
-    ToolResultBlockParam,
-    ToolUseBlockParam,
 )
 from askcache.replay.commands import (
     Blind,
@@ -59,8 +60,7 @@ from askcache.replay.commands import (
 )
 from askcache.replay.plan import CAPTURE_ATTEMPTS, CaptureFailedError
 from askcache.replay.screens import POLL_SECONDS
-from askcache.settings import CachingSettings
-from askcache.storage.base import CacheStorage
+from askcache.storage.cache_storage import CacheStorage
 
 __all__ = ["LoopReplay", "LoopStatus", "Steps"]
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from askcache.foundation.settings import CachingSettings
 from askcache.loop.history import MessageLike, parse_messages
 from askcache.loop.run import register_typing
 from askcache.record.recording import CacheManager
 from askcache.replay.executor import goal_of
-from askcache.settings import CachingSettings
-from askcache.storage.base import CacheStorage
+from askcache.storage.cache_storage import CacheStorage
 from askcache.storage.outbox import Outbox
 from askcache.storage.remote import storage_for
 
@@ -31,7 +31,7 @@ def record_messages(
     model: str | None = None,
 ) -> str:
     """Write the run in ``messages`` (your loop's history, dicts in the Messages API's shape
-    or :class:`~askcache.messages.MessageParam`, the first stating the task) as the
+    or :class:`~askcache.foundation.messages.MessageParam`, the first stating the task) as the
     trajectory ``name``; returns the name. A trajectory already stored under it is kept as
     the version before (``settings.keep_versions``). Each model message counts as one model
     call; the run's duration is not known, so none is stored.

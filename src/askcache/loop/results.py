@@ -8,8 +8,8 @@ from typing import Any
 from PIL import Image
 
 from askcache.fingerprint.screenshots import decode_screenshot
+from askcache.foundation.messages import ImageBlockParam, ToolResultBlockParam
 from askcache.loop.usage_errors import InvalidToolResultError, NotAScreenshotError, one_line
-from askcache.messages import ImageBlockParam, ToolResultBlockParam
 
 __all__ = ["as_given", "parse_result", "screenshot_of", "text_of"]
 

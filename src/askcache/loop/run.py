@@ -11,8 +11,8 @@ from typing import Literal
 
 from PIL import Image
 
-from askcache.actions import ToolShape, parse_action
 from askcache.agent.act import ActResult, returned
+from askcache.agent.outbox_sync import RunWriter
 from askcache.agent.prepare import (
     check_heal_destination,
     open_outbox,
@@ -20,18 +20,18 @@ from askcache.agent.prepare import (
     usable,
 )
 from askcache.agent.run_record import finish_run, store_recording
-from askcache.agent.sync import RunWriter
 from askcache.cachefile.format import CacheFile
-from askcache.conversation.loop import ConversationResult
-from askcache.errors import CacheNotFoundError
+from askcache.conversation.turns import ConversationResult
+from askcache.foundation.actions import ToolShape, parse_action
+from askcache.foundation.errors import CacheNotFoundError
+from askcache.foundation.messages import MessageParam, ToolUseBlockParam, Usage
+from askcache.foundation.parameters import TypedTextRedaction
+from askcache.foundation.redaction import register_typed_text
+from askcache.foundation.settings import CacheStrategy, CachingSettings
 from askcache.heal.trajectory import redact_mode
-from askcache.messages import MessageParam, ToolUseBlockParam, Usage
-from askcache.parameters import TypedTextRedaction
 from askcache.record.recording import CacheManager
-from askcache.redaction import register_typed_text
 from askcache.replay.executor import CacheExecutor, goal_of
-from askcache.settings import CacheStrategy, CachingSettings
-from askcache.storage.base import CacheStorage, read_cache_file
+from askcache.storage.cache_storage import CacheStorage, read_cache_file
 from askcache.storage.remote import storage_for
 
 __all__ = ["LoopRun", "LoopStatus", "RunEnd", "register_typing", "shape_of"]

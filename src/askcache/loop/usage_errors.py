@@ -1,14 +1,14 @@
 """What askcache says when your own loop uses it out of order (:mod:`askcache.loop`).
 
 Each error names the problem and, where there is one, the action it concerns; all are
-:class:`~askcache.errors.AskCacheError` and :class:`LoopUsageError`.
+:class:`~askcache.foundation.errors.AskCacheError` and :class:`LoopUsageError`.
 """
 
 from __future__ import annotations
 
 from pydantic import ValidationError
 
-from askcache.errors import AskCacheError
+from askcache.foundation.errors import AskCacheError
 
 __all__ = [
     "InvalidToolResultError",

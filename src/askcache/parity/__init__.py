@@ -7,6 +7,7 @@ gaps and recommendations), retries with exponential backoff within a total time 
 screenshots (headless Chromium, the desktop), and the auto-verify loop (``askcache verify``).
 """
 
+from askcache.parity.auto_verify import IterationRecord, LoopExit, LoopResult, auto_verify, score_of
 from askcache.parity.compare import Comparison, compare_images
 from askcache.parity.config import DEFAULT_CONFIG, ParityConfig, Viewport
 from askcache.parity.evidence import BrowserCapture, EvidenceFolder, capture_desktop, find_chromium
@@ -17,7 +18,6 @@ from askcache.parity.judges import (
     Judgement,
     VisionJudge,
 )
-from askcache.parity.loop import IterationRecord, LoopExit, LoopResult, auto_verify, score_of
 from askcache.parity.models import Gap, ParityReport, ValidationVerdict, VisualDifference
 from askcache.parity.parsing import ParsedAnswer, parse_judge_answer, parse_validation_response
 from askcache.parity.retry import judge_with_retry, log_verdict

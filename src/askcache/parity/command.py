@@ -17,13 +17,13 @@ from pathlib import Path
 
 from PIL import Image
 
-from askcache.errors import AskCacheError, MissingApiKeyError
+from askcache.foundation.errors import AskCacheError, MissingApiKeyError
+from askcache.foundation.screen.png import open_image
 from askcache.parity.config import ParityConfig
 from askcache.parity.evidence import BrowserCapture, EvidenceFolder
 from askcache.parity.judges import DeterministicJudge, Judge, Judgement
 from askcache.parity.models import ValidationVerdict
 from askcache.parity.retry import judge_with_retry
-from askcache.screen.png import open_image
 
 __all__ = ["EXIT_CODES", "add_parity_command", "is_url", "make_judge", "run_parity"]
 

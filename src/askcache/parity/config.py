@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pydantic import AliasChoices, Field
 
-from askcache.settings import SettingsModel
+from askcache.foundation.settings import SettingsModel
 
 __all__ = ["DEFAULT_CONFIG", "ParityConfig", "Viewport"]
 

@@ -14,9 +14,9 @@ from typing import Any, Literal
 
 from PIL import Image
 
-from askcache.errors import AskCacheError
+from askcache.foundation.errors import AskCacheError
+from askcache.foundation.screen.png import open_image
 from askcache.parity.config import DEFAULT_CONFIG, ParityConfig
-from askcache.screen.png import open_image
 
 __all__ = ["BrowserCapture", "EvidenceFolder", "capture_desktop", "find_chromium"]
 
@@ -94,7 +94,7 @@ class BrowserCapture:
         Raises:
             AskCacheError: the page did not load (HTTP error, timeout, unreachable), or its
                 screenshot has more pixels than askcache decodes
-                (:func:`askcache.screen.png.open_image`).
+                (:func:`askcache.foundation.screen.png.open_image`).
         """
         if self._browser is None:
             raise AskCacheError("BrowserCapture is not open; use it in a with block")

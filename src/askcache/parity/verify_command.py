@@ -20,13 +20,13 @@ from pathlib import Path
 
 from PIL import Image
 
-from askcache.errors import AskCacheError
+from askcache.foundation.errors import AskCacheError
+from askcache.foundation.screen.png import open_image
+from askcache.parity.auto_verify import ITERATIONS_FOLDER, IterationRecord, LoopExit, auto_verify
 from askcache.parity.command import is_url, make_judge
 from askcache.parity.config import ParityConfig
 from askcache.parity.evidence import BrowserCapture
-from askcache.parity.loop import ITERATIONS_FOLDER, IterationRecord, LoopExit, auto_verify
 from askcache.parity.models import ParityReport
-from askcache.screen.png import open_image
 
 __all__ = ["VERIFY_EXIT_CODES", "FixCommandError", "add_verify_command", "run_verify"]
 

@@ -5,11 +5,12 @@ A screenshot is one instant. A text caret blinks: the screenshot after a click i
 drawn yet, and the effect recorded from it would be the old caret vanishing alone: a replay
 would check the wrong area before the click and wait for a change that a blink decides.
 So when what an action changed near its point is too faint to tell from a blinking caret
-(:func:`~askcache.screen.state.faint_change`: nothing there changed the way another run's
-screen differs, or nothing changed at all), the recorder looks at the screen a few more
+(:func:`~askcache.foundation.screen.thumbnails.faint_change`: nothing there changed the way another
+run's screen differs, or nothing changed at all), the recorder looks at the screen a few more
 times, for :data:`LOOK_SECONDS`, before the next call runs (nothing acts in between). The
-effect is then every tile that changed in any look (:func:`~askcache.screen.state.effect_of`):
-a caret off in the screenshot shows in a later look.
+effect is then every tile that changed in any look
+(:func:`~askcache.foundation.screen.thumbnails.effect_of`): a caret off in the screenshot shows in a
+later look.
 
 Looking needs the computer tool's screen (``capture``); a history recorded without it
 (:meth:`~askcache.record.recording.CacheManager.build_cache_file` on messages alone) keeps
@@ -23,8 +24,8 @@ from collections.abc import Callable
 
 from PIL import Image
 
-from askcache.geometry import Point
-from askcache.screen.state import ScreenStateConfig, Thumbnail, faint_change
+from askcache.foundation.geometry import Point
+from askcache.foundation.screen.thumbnails import ScreenStateConfig, Thumbnail, faint_change
 
 __all__ = ["LOOK_INTERVAL", "LOOK_SECONDS", "Looks"]
 

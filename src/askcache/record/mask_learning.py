@@ -27,15 +27,15 @@ from pathlib import Path
 
 from PIL import Image
 
-from askcache.actions import action_anchors
 from askcache.cachefile.format import CacheFile
 from askcache.fingerprint.masks import MASK_MARGIN, MASK_TONE_FACTOR, StepMask, mask_bound
 from askcache.fingerprint.screenshots import decode_screenshot
 from askcache.fingerprint.step import StepFingerprint, compute_step_representation
-from askcache.messages import MessageParam
+from askcache.foundation.actions import action_anchors
+from askcache.foundation.messages import MessageParam
+from askcache.foundation.screen.target import TargetFingerprint
+from askcache.foundation.screen.tone import decode_tones, tone_change
 from askcache.record.recording import steps_with_screens
-from askcache.screen.target import TargetFingerprint
-from askcache.screen.tone import decode_tones, tone_change
 
 __all__ = [
     "LeftOutRun",

@@ -9,7 +9,8 @@ Recording under a name that already holds a trajectory keeps the earlier one: bo
 versions of the trajectory (:class:`~askcache.storage.versions.TrajectoryVersions`, the versions a
 heal writes), so ``askcache diff NAME`` shows what changed and ``askcache rollback NAME``
 brings the earlier recording back. With versions off (``keep_versions=0``) such a recording
-is refused before the first model call (:class:`~askcache.errors.CacheOverwriteRefusedError`).
+is refused before the first model call
+(:class:`~askcache.foundation.errors.CacheOverwriteRefusedError`).
 
 Storing the file is :mod:`askcache.record.store`'s: a first recording is created exclusively
 (of two recordings of one name finishing at once, the second becomes a version), and a
@@ -27,7 +28,6 @@ from datetime import UTC, datetime
 
 from PIL import Image
 
-from askcache.actions import ACTING_ACTIONS, CLICK_ACTIONS, action_anchors, parse_action
 from askcache.cachefile.format import (
     CacheFile,
     CacheMetadata,
@@ -37,18 +37,19 @@ from askcache.cachefile.format import (
 )
 from askcache.cachefile.parse import parse_cache_file
 from askcache.cachefile.signing import sign_cache_file
-from askcache.errors import (
-    AskCacheError,
-    CacheOverwriteRefusedError,
-    InvalidScreenshotError,
-)
 from askcache.fingerprint.step import (
     compute_step_representation,
     decode_screenshot,
     validation_config,
 )
-from askcache.messages import ImageBlockParam, MessageParam, ToolUseBlockParam, Usage
-from askcache.parameters import (
+from askcache.foundation.actions import ACTING_ACTIONS, CLICK_ACTIONS, action_anchors, parse_action
+from askcache.foundation.errors import (
+    AskCacheError,
+    CacheOverwriteRefusedError,
+    InvalidScreenshotError,
+)
+from askcache.foundation.messages import ImageBlockParam, MessageParam, ToolUseBlockParam, Usage
+from askcache.foundation.parameters import (
     SECRET_DESCRIPTION,
     TypedTextRedaction,
     parameterize,
@@ -57,15 +58,15 @@ from askcache.parameters import (
     stricter_redaction,
     unsafe_typed_text,
 )
+from askcache.foundation.redaction import register_secrets
+from askcache.foundation.screen.seen import SeenScreens
+from askcache.foundation.screen.thumbnails import ScreenStateConfig
+from askcache.foundation.screen.windows import WindowFrame, window_at
+from askcache.foundation.settings import CacheWritingSettings
 from askcache.record.looks import Looks
 from askcache.record.store import StoredRecording, store_or_keep
 from askcache.record.tracker import StateTracker
-from askcache.redaction import register_secrets
-from askcache.screen.seen import SeenScreens
-from askcache.screen.state import ScreenStateConfig
-from askcache.screen.windows import WindowFrame, window_at
-from askcache.settings import CacheWritingSettings
-from askcache.storage.base import CacheStorage
+from askcache.storage.cache_storage import CacheStorage
 from askcache.storage.outbox import Outbox
 
 __all__ = [
@@ -169,7 +170,7 @@ class CacheManager:
             screen cannot list them). Asked before each acting step: the window under the
             step's point is stored on it (``ToolUseBlockParam.window``), so a replay can find
             the window where it is then; its title without this machine's paths, user and
-            host names (:mod:`askcache.screen.titles`).
+            host names (:mod:`askcache.foundation.screen.titles`).
         clock, sleep: Time, for tests.
         outbox: Where the recording is kept when the storage does not take it (the disk
             full, the server gone); default: the storage's outbox in the default folder
@@ -312,7 +313,7 @@ class CacheManager:
     ) -> CacheFile:
         """The cache file for ``messages``, without writing it. ``seen``: the screens some
         calls really acted on and left, as the run looked at them (a replay's own looks,
-        :class:`~askcache.screen.seen.SeenScreens`); they stand for the history's
+        :class:`~askcache.foundation.screen.seen.SeenScreens`); they stand for the history's
         screenshots of those calls, and for the screenshot a later call (or the end state)
         would take from a result that held no newer one."""
         goal = self._goal

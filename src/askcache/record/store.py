@@ -1,18 +1,19 @@
 """Storing a finished recording: created exclusively, else a version or a proposal; kept in the
 outbox when the storage does not take it.
 
-A first recording of a name is *created* (:meth:`~askcache.storage.base.CacheStorage.create`:
-an exclusive link of a whole file on a folder, a conditional ``PutObject`` with
-``If-None-Match: *`` on S3), never written over whatever is there. Of two recordings of one
-name finishing at once, exactly one creates the trajectory; the other finds it there and is
-recorded over it as any recording of an existing name is: both become versions (the later the
-current one, :class:`~askcache.storage.versions.TrajectoryVersions`), or, when the trajectory
-keeps changing or stays locked, the recording is kept as a proposal. Neither is lost.
+A first recording of a name is *created*
+(:meth:`~askcache.storage.cache_storage.CacheStorage.create`: an exclusive link of a whole file on a
+folder, a conditional ``PutObject`` with ``If-None-Match: *`` on S3), never written over whatever is
+there. Of two recordings of one name finishing at once, exactly one creates the trajectory; the
+other finds it there and is recorded over it as any recording of an existing name is: both become
+versions (the later the current one, :class:`~askcache.storage.versions.TrajectoryVersions`), or,
+when the trajectory keeps changing or stays locked, the recording is kept as a proposal. Neither is
+lost.
 
 A recording is written after the model has done the whole task, so the storage may be gone by
 then (the disk full, the server down, the folder turned read-only). Then the recording is kept
 in the outbox (:mod:`askcache.storage.outbox`, kind ``recording``) and
-:class:`~askcache.errors.RecordingNotStoredError` says in one line where it is and which
+:class:`~askcache.foundation.errors.RecordingNotStoredError` says in one line where it is and which
 command sends it; the next run of the same storage sends it too
 (:func:`send_recording`, idempotent). When the outbox cannot be written either, the error
 says that nothing could be kept and carries the recording's bytes.
@@ -29,7 +30,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from askcache.cachefile.signing import SIGNING_KEY_ENV
-from askcache.errors import (
+from askcache.foundation.errors import (
     AskCacheError,
     CacheExistsError,
     CacheNotFoundError,
@@ -37,7 +38,7 @@ from askcache.errors import (
     RecordingNotStoredError,
     SignatureLossRefusedError,
 )
-from askcache.storage.base import CacheStorage
+from askcache.storage.cache_storage import CacheStorage
 from askcache.storage.index import create_cache_file
 from askcache.storage.outbox import Outbox, default_outbox_dir
 from askcache.storage.versions import TrajectoryVersions

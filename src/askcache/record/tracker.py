@@ -4,8 +4,8 @@ parameter (for the end state's comparison).
 
 :class:`StateTracker` is fed the steps in order by
 :meth:`~askcache.record.recording.CacheManager.build_cache_file`; the thumbnails, levels and
-what is stored are :mod:`askcache.screen.state`'s, the places away from a point
-:mod:`askcache.screen.elsewhere`'s.
+what is stored are :mod:`askcache.foundation.screen.thumbnails`'s, the places away from a point
+:mod:`askcache.foundation.screen.elsewhere`'s.
 """
 
 from __future__ import annotations
@@ -15,9 +15,14 @@ from collections.abc import Sequence
 import numpy as np
 from PIL import Image
 
-from askcache.geometry import Point
-from askcache.screen.elsewhere import ELEMENT_RADIUS, changed_blocks, changes_elsewhere, prune
-from askcache.screen.state import (
+from askcache.foundation.geometry import Point
+from askcache.foundation.screen.elsewhere import (
+    ELEMENT_RADIUS,
+    changed_blocks,
+    changes_elsewhere,
+    prune,
+)
+from askcache.foundation.screen.thumbnails import (
     EndState,
     ScreenStateConfig,
     StartState,
@@ -25,7 +30,7 @@ from askcache.screen.state import (
     Thumbnail,
     effect_of,
 )
-from askcache.settings import CacheWritingSettings
+from askcache.foundation.settings import CacheWritingSettings
 
 __all__ = ["StateTracker"]
 
@@ -39,7 +44,7 @@ class StateTracker:
         self.volatile: set[int] = set()
         self.parameter_tiles: set[int] = set()
         self.volatile_blocks: np.ndarray | None = None
-        """Blocks that changed while nothing acted (:mod:`askcache.screen.elsewhere`)."""
+        """Blocks that changed while nothing acted (:mod:`askcache.foundation.screen.elsewhere`)."""
         self._after_parameter = False
         self.start_state: StartState | None = None
         """The screen before the first acting step (``None``: not recorded, or that step

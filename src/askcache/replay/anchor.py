@@ -2,12 +2,12 @@
 
 A step recorded with its window (``ToolUseBlockParam.window``: the top-level window under its
 point) is looked for among the screen's windows now
-(:func:`askcache.screen.windows.find_window`: same class, same title or else same size, one
-candidate only). When it is found elsewhere, the step is checked on the screen as seen from
+(:func:`askcache.foundation.screen.windows.find_window`: same class, same title or else same size,
+one candidate only). When it is found elsewhere, the step is checked on the screen as seen from
 the window (:meth:`~askcache.replay.screens.Screen.moved`: what the window shows lies where
 it was recorded), so the fingerprint, the area the step changed, its effect and the end state
 are compared region for region with unchanged thresholds, and the step acts at its point
-moved with the window (:func:`askcache.scaling.move_step_input`).
+moved with the window (:func:`askcache.foundation.scaling.move_step_input`).
 
 No window information (none recorded, a screen that cannot list windows, a listing that
 fails), no such window or two candidates, a window that did not move, or a moved point that
@@ -17,11 +17,11 @@ before.
 
 from __future__ import annotations
 
-from askcache.actions import Action
-from askcache.messages import ToolUseBlockParam
+from askcache.foundation.actions import Action
+from askcache.foundation.messages import ToolUseBlockParam
+from askcache.foundation.screen.windows import WindowFrame, find_window
 from askcache.replay.plan import Anchor, Plan
 from askcache.replay.screens import Screen
-from askcache.screen.windows import WindowFrame, find_window
 
 __all__ = ["window_anchor", "window_found", "window_now"]
 

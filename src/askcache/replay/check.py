@@ -22,18 +22,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from askcache.actions import ACTING_ACTIONS, Action, action_anchors, parse_action
-from askcache.errors import InvalidHashError
 from askcache.fingerprint.step import StepFingerprint, check_step_representation
-from askcache.geometry import Point
-from askcache.messages import ToolUseBlockParam
+from askcache.foundation.actions import ACTING_ACTIONS, Action, action_anchors, parse_action
+from askcache.foundation.errors import InvalidHashError
+from askcache.foundation.geometry import Point
+from askcache.foundation.messages import ToolUseBlockParam
+from askcache.foundation.scaling import same_aspect
+from askcache.foundation.screen.thumbnails import Thumbnail, compare_tiles
 from askcache.replay.anchor import window_anchor
 from askcache.replay.plan import Anchor, Plan, other_scale
 from askcache.replay.result import StepRecord
 from askcache.replay.screens import Screen
 from askcache.replay.step_view import StepView
-from askcache.scaling import same_aspect
-from askcache.screen.state import Thumbnail, compare_tiles
 
 __all__ = [
     "START_SCREEN_TOLERANCE",

@@ -2,15 +2,15 @@
 
 A threshold has three sources. The cache file fixes its own when it is recorded
 (``metadata.visual_validation``: the main hash's, the detail hash's); the caller's
-:class:`~askcache.settings.CacheExecutionSettings` may override them
+:class:`~askcache.foundation.settings.CacheExecutionSettings` may override them
 (``visual_validation_threshold``, ``visual_validation_detail_threshold``); and the model may ask
 for a main threshold through the ``execute_cached_trajectory`` tool
 (:class:`~askcache.replay.tools.ExecuteCachedTrajectory`, as the design in seed 002 allows), which
 wins over both. :meth:`CheckPolicy.resolve` reads the three once, holds each to the one rule
-for thresholds (:func:`askcache.limits.threshold_problem`: below the hash's bit count), and
-returns a frozen :class:`CheckPolicy`. The checks (:mod:`.check`, :mod:`.search`, and after a step
-:func:`~askcache.replay.effects.checked_effect`) read the thresholds and the switches that decide
-a verdict from it (``state.policy``), never from the settings.
+for thresholds (:func:`askcache.foundation.limits.threshold_problem`: below the hash's bit count),
+and returns a frozen :class:`CheckPolicy`. The checks (:mod:`.check`, :mod:`.search`, and after a
+step :func:`~askcache.replay.effects.checked_effect`) read the thresholds and the switches that
+decide a verdict from it (``state.policy``), never from the settings.
 
 **What loosens a check** is decided here alone, and each :class:`Loosening` is said in the
 replay's result (:attr:`~askcache.replay.result.ReplayResult.loosened`) and its run-ledger entry
@@ -43,11 +43,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from askcache.actions import ACTING_ACTIONS, parse_action
 from askcache.cachefile.format import CacheFile, CacheMetadata, VisualValidationConfig
-from askcache.errors import AskCacheError
-from askcache.limits import threshold_problem
-from askcache.settings import CacheExecutionSettings
+from askcache.foundation.actions import ACTING_ACTIONS, parse_action
+from askcache.foundation.errors import AskCacheError
+from askcache.foundation.limits import threshold_problem
+from askcache.foundation.settings import CacheExecutionSettings
 
 __all__ = [
     "CheckPolicy",
@@ -73,7 +73,7 @@ _SOURCE_WORDS: dict[ThresholdSource, str] = {
 
 class InvalidThresholdError(AskCacheError, ValueError):
     """A threshold the check policy refuses: at or above its hash's bit count, so it would
-    accept any screen (:func:`askcache.limits.threshold_problem`).
+    accept any screen (:func:`askcache.foundation.limits.threshold_problem`).
 
     Attributes:
         field: The threshold's field (``visual_validation_threshold``,
@@ -203,7 +203,7 @@ class CheckPolicy(BaseModel):
     """No step's screen is checked (only that a typed text reached the screen)."""
     unchecked_steps: Literal["refuse", "hand_back", "run"] = "hand_back"
     """What a step that acts without a fingerprint does (see
-    :attr:`~askcache.settings.CacheExecutionSettings.unchecked_steps`)."""
+    :attr:`~askcache.foundation.settings.CacheExecutionSettings.unchecked_steps`)."""
     check_effects: bool = True
     """The area each action changed when recorded is checked before it, and its effect
     after it."""
@@ -212,7 +212,7 @@ class CheckPolicy(BaseModel):
     off: the step's own checks still decide)."""
     end_state: Literal["report", "hand_back", "off"] = "report"
     """What the final screen's comparison does (see
-    :attr:`~askcache.settings.CacheExecutionSettings.end_state`)."""
+    :attr:`~askcache.foundation.settings.CacheExecutionSettings.end_state`)."""
     loosened: tuple[Loosening, ...] = ()
     """Every way this replay checks less than its file asks, in the order above (empty:
     none)."""

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 from PIL import Image
 
-from askcache.messages import MessageParam, ToolUseBlockParam
+from askcache.foundation.messages import MessageParam, ToolUseBlockParam
+from askcache.foundation.screen.windows import WindowFrame
 from askcache.replay.result import EndStateVerdict
-from askcache.screen.windows import WindowFrame
 
 __all__ = [
     "Ask",
@@ -51,11 +51,11 @@ class Look:
 @dataclass(frozen=True)
 class Quiet:
     """Wait until the screen has had ``period`` seconds without drawing after the look that
-    carried ``mark`` (where the platform reports drawing: :mod:`askcache.screen.damage`), then
-    say whether anything was drawn since that look (:class:`Drawn`)."""
+    carried ``mark`` (where the platform reports drawing: :mod:`askcache.foundation.screen.damage`),
+    then say whether anything was drawn since that look (:class:`Drawn`)."""
 
     mark: object
-    """The look's :class:`~askcache.screen.damage.DamageMark`."""
+    """The look's :class:`~askcache.foundation.screen.damage.DamageMark`."""
     period: float
 
 
@@ -120,7 +120,7 @@ class Seen:
     """When it was taken."""
     mark: object | None = None
     """Where the platform reports drawing: the moment just before the screenshot in its
-    reports (a :class:`~askcache.screen.damage.DamageMark`)."""
+    reports (a :class:`~askcache.foundation.screen.damage.DamageMark`)."""
 
 
 @dataclass(frozen=True)

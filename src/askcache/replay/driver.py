@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 from PIL import Image
 
+from askcache.foundation.screen.damage import DamageMark, DamageSource
+from askcache.foundation.screen.windows import WindowFrame
 from askcache.replay.commands import (
     Blind,
     Command,
@@ -34,8 +36,6 @@ from askcache.replay.commands import (
 )
 from askcache.replay.plan import CAPTURE_ATTEMPTS, CaptureFailedError
 from askcache.replay.screens import POLL_SECONDS
-from askcache.screen.damage import DamageMark, DamageSource
-from askcache.screen.windows import WindowFrame
 
 __all__ = ["ScreenIO", "carry_out", "listed_windows"]
 
@@ -54,8 +54,8 @@ class ScreenIO:
     sleep: Callable[[float], None] = time.sleep
     clock: Callable[[], float] = time.monotonic
     damage: DamageSource | None = None
-    """Where the platform reports drawing (:mod:`askcache.screen.damage`): a look carries a
-    mark, and a step acts once no drawing came for a frame after its passing look."""
+    """Where the platform reports drawing (:mod:`askcache.foundation.screen.damage`): a look carries
+    a mark, and a step acts once no drawing came for a frame after its passing look."""
 
     def mark(self) -> DamageMark | None:
         """A mark in the drawing reports, before a screenshot (``None``: none reported, or

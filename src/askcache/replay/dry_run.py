@@ -18,14 +18,14 @@ from collections.abc import Callable, Mapping
 
 from PIL import Image
 
-from askcache.actions import ACTING_ACTIONS, parse_action
 from askcache.cachefile.format import CacheFile
+from askcache.foundation.actions import ACTING_ACTIONS, parse_action
+from askcache.foundation.scaling import same_aspect
+from askcache.foundation.screen.hashing import region_box
+from askcache.foundation.settings import CacheExecutionSettings
 from askcache.replay.result import StepRecord
 from askcache.replay.session import ReplaySession
 from askcache.replay.step_view import StepView
-from askcache.scaling import same_aspect
-from askcache.screen.hashing import region_box
-from askcache.settings import CacheExecutionSettings
 
 __all__ = ["DryRunStep", "dry_run"]
 

@@ -2,8 +2,8 @@
 
 An action that changed the tiles near its point when recorded but changes nothing now did not
 land; one whose tiles look different after it, or that did not change the places away from
-its point that it changed then (:mod:`askcache.screen.elsewhere`), did something else. The
-screen is watched (:mod:`.wait`) until the effect appears or the screen settles without it.
+its point that it changed then (:mod:`askcache.foundation.screen.elsewhere`), did something else.
+The screen is watched (:mod:`.wait`) until the effect appears or the screen settles without it.
 A step that ran where its window moved (:mod:`.anchor`) is watched as seen from the window.
 
 A typed text must reach the screen: after a ``type`` step whose recorded text was drawn over
@@ -19,19 +19,19 @@ from __future__ import annotations
 
 from PIL import Image
 
-from askcache.actions import parse_action
-from askcache.messages import MessageParam, TextBlockParam, ToolUseBlockParam
-from askcache.redaction import redact
-from askcache.replay.check_policy import CheckPolicy
-from askcache.replay.screens import Screen
-from askcache.screen.elsewhere import check_elsewhere
-from askcache.screen.state import (
+from askcache.foundation.actions import parse_action
+from askcache.foundation.messages import MessageParam, TextBlockParam, ToolUseBlockParam
+from askcache.foundation.redaction import redact
+from askcache.foundation.screen.elsewhere import check_elsewhere
+from askcache.foundation.screen.thumbnails import (
     ScreenStateConfig,
     StepEffect,
     Thumbnail,
     compare_tiles,
     drawn_tiles,
 )
+from askcache.replay.check_policy import CheckPolicy
+from askcache.replay.screens import Screen
 
 __all__ = [
     "DRAWN_TEXT_CHARACTERS",
@@ -127,8 +127,8 @@ def checked_effect(policy: CheckPolicy, step: ToolUseBlockParam) -> StepEffect |
 
 def failed_call(messages: list[MessageParam], call_id: str) -> str | None:
     """The error text when the call ``call_id`` came back with ``is_error``, registered
-    secrets masked (:func:`~askcache.redaction.redact`): a backend's error often quotes the
-    text it failed to type, and this text becomes the replay's reason and the hand-back
+    secrets masked (:func:`~askcache.foundation.redaction.redact`): a backend's error often quotes
+    the text it failed to type, and this text becomes the replay's reason and the hand-back
     message."""
     if not messages:
         return None

@@ -18,13 +18,17 @@ from typing import TYPE_CHECKING
 
 from PIL import Image
 
-from askcache.actions import ToolShape
 from askcache.cachefile.format import CacheFile
-from askcache.conversation.loop import SpeakerResult
 from askcache.conversation.speakers import AGENT_SPEAKER
-from askcache.errors import AskCacheError, CacheInvalidatedError, CacheParameterError
-from askcache.messages import MessageParam, TextBlockParam
-from askcache.parameters import placeholders_in
+from askcache.conversation.turns import SpeakerResult
+from askcache.foundation.actions import ToolShape
+from askcache.foundation.errors import AskCacheError, CacheInvalidatedError, CacheParameterError
+from askcache.foundation.messages import MessageParam, TextBlockParam
+from askcache.foundation.parameters import placeholders_in
+from askcache.foundation.scaling import ScreenProfile
+from askcache.foundation.screen.damage import DamageSource
+from askcache.foundation.screen.windows import WindowFrame
+from askcache.foundation.settings import CacheExecutionSettings
 from askcache.replay.commands import Command, Emit, Finished, HandBack, Turn
 from askcache.replay.guard import check_replayable
 from askcache.replay.handback import finished_text, hand_back_text
@@ -35,14 +39,10 @@ from askcache.replay.screenshot_trim import LatestReplayedScreenshot
 from askcache.replay.session import ReplaySession
 from askcache.replay.step_view import StepView
 from askcache.replay.transcript import secret_values, shown_call
-from askcache.scaling import ScreenProfile
-from askcache.screen.damage import DamageSource
-from askcache.screen.windows import WindowFrame
-from askcache.settings import CacheExecutionSettings
 from askcache.storage.ledger import RunLedger, steps_digest, wait_budget
 
 if TYPE_CHECKING:
-    from askcache.conversation.loop import Conversation
+    from askcache.conversation.turns import Conversation
 
 __all__ = ["CACHE_EXECUTOR", "CacheExecutor"]
 
@@ -297,7 +297,7 @@ class CacheExecutor:
         A call typing a secret is in the message with the secret's placeholder and in
         ``run_as`` with its value (:mod:`.transcript`): the history never holds the value.
         Whoever owns the loop runs the call and appends its result: the
-        :class:`~askcache.conversation.loop.Conversation` of an ``Agent``, or the user's own
+        :class:`~askcache.conversation.turns.Conversation` of an ``Agent``, or the user's own
         loop (:mod:`askcache.loop`)."""
         session = self.session
         if session is None or not self.is_active:

@@ -11,15 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterator, Mapping
 
-from askcache.actions import COMPUTER_TOOL_NAME
 from askcache.cachefile.checks import unchecked_steps
 from askcache.cachefile.format import CacheFile
 from askcache.cachefile.signing import check_signature
-from askcache.errors import CacheFileRefusedError
-from askcache.messages import ToolUseBlockParam
-from askcache.parameters import parameter_value_problem, secret_placeholders_in
-from askcache.redaction import register_secrets
-from askcache.settings import CacheExecutionSettings
+from askcache.foundation.actions import COMPUTER_TOOL_NAME
+from askcache.foundation.errors import CacheFileRefusedError
+from askcache.foundation.messages import ToolUseBlockParam
+from askcache.foundation.parameters import parameter_value_problem, secret_placeholders_in
+from askcache.foundation.redaction import register_secrets
+from askcache.foundation.settings import CacheExecutionSettings
 
 __all__ = ["DEFAULT_OFFERED_TOOLS", "check_replayable"]
 

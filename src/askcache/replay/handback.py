@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from askcache.actions import parse_action
-from askcache.messages import ToolUseBlockParam
+from askcache.foundation.actions import parse_action
+from askcache.foundation.messages import ToolUseBlockParam
 from askcache.replay.result import EndStateVerdict
 
 __all__ = ["end_state_text", "finished_text", "hand_back_text"]

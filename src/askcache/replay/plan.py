@@ -15,17 +15,17 @@ from dataclasses import dataclass, field, replace
 
 from PIL import Image
 
-from askcache.actions import ACTING_ACTIONS, ToolShape, action_anchors, parse_action
 from askcache.cachefile.format import CacheFile, TrajectoryVariant
-from askcache.geometry import Point
-from askcache.messages import ToolUseBlockParam
-from askcache.parameters import substitute
+from askcache.foundation.actions import ACTING_ACTIONS, ToolShape, action_anchors, parse_action
+from askcache.foundation.geometry import Point
+from askcache.foundation.messages import ToolUseBlockParam
+from askcache.foundation.parameters import substitute
+from askcache.foundation.scaling import SAME_SIZE_TOLERANCE, same_size
+from askcache.foundation.screen.thumbnails import EndState, ScreenStateConfig, Thumbnail
+from askcache.foundation.screen.windows import WindowFrame
+from askcache.foundation.settings import CacheExecutionSettings
 from askcache.replay.check_policy import CheckPolicy
 from askcache.replay.profile import ProfileChoice
-from askcache.scaling import SAME_SIZE_TOLERANCE, same_size
-from askcache.screen.state import EndState, ScreenStateConfig, Thumbnail
-from askcache.screen.windows import WindowFrame
-from askcache.settings import CacheExecutionSettings
 from askcache.storage.ledger import FailedCheck
 
 __all__ = [
@@ -128,7 +128,7 @@ class Pending:
     """The screen just before the step, in recorded space."""
     before_image: Image.Image | None = None
     """The same screen at full size, when it was the recorded size (for the places away from
-    the point that the step changed when recorded; :mod:`askcache.screen.elsewhere`)."""
+    the point that the step changed when recorded; :mod:`askcache.foundation.screen.elsewhere`)."""
     started: float = 0.0
     """When the step's observation began (the replay's clock)."""
     anchor: Anchor | None = None
@@ -163,7 +163,8 @@ class StartScreen:
     """The screen before it when recorded (``None``: not recorded)."""
     skip: frozenset[int]
     """Tiles not compared: those that changed by themselves while recorded (a clock), and
-    those a heal found to differ harmlessly (:attr:`~askcache.screen.state.StartState.varying`)."""
+    those a heal found to differ harmlessly
+    (:attr:`~askcache.foundation.screen.thumbnails.StartState.varying`)."""
 
     @classmethod
     def of(cls, cache_file: CacheFile, steps: Sequence[ToolUseBlockParam]) -> StartScreen:
@@ -221,7 +222,8 @@ class Plan:
     """Step index -> the other ways through the trajectory from there (parameters
     filled in); see :class:`~askcache.cachefile.format.TrajectoryVariant`."""
     anchors: tuple[Point | None, ...]
-    """Per step: where the pointer is before it (:func:`~askcache.actions.action_anchors`)."""
+    """Per step: where the pointer is before it
+    (:func:`~askcache.foundation.actions.action_anchors`)."""
     start: StartScreen
     end: Thumbnail | None
     """The recorded end state's thumbnail (``None``: none recorded)."""

@@ -1,13 +1,13 @@
 """Which of a file's trajectories a replay runs: the recorded one, or one learned for this
 screen profile.
 
-A file is recorded on one screen profile (:class:`~askcache.scaling.ScreenProfile`: the
+A file is recorded on one screen profile (:class:`~askcache.foundation.scaling.ScreenProfile`: the
 screenshot size and the display's scale). On the same profile it replays as recorded. On a
 profile it learned (:attr:`~askcache.cachefile.format.CacheFile.profiles`) it replays that
 profile's own trajectory, checked at that profile's density. On any other profile it tries
 the recorded steps, scaled, each under the full check: the run *learns* the profile when a
 step does not pass, the model completes the task and the run is verified (the heal keeps it
-as the profile's trajectory, :mod:`askcache.heal.profile`). When the screen is not known
+as the profile's trajectory, :mod:`askcache.heal.screen_profile`). When the screen is not known
 (no computer tool that knows its size), the recorded trajectory runs as before.
 """
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from askcache.cachefile.format import CacheFile
-from askcache.scaling import ScreenProfile
+from askcache.foundation.scaling import ScreenProfile
 
 __all__ = ["ProfileChoice", "choose_profile"]
 

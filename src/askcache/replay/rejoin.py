@@ -8,8 +8,8 @@ re-joins only when all three conditions hold, checked in this order:
 
 ``model_acted`` (a)
     Since the hand-back the model itself has made at least one call of an action that acts
-    on the application (:data:`~askcache.actions.ACTING_ACTIONS`: the click family, drags,
-    ``left_mouse_down``/``up``, ``type``, ``key``, ``hold_key``, ``scroll``) that did not
+    on the application (:data:`~askcache.foundation.actions.ACTING_ACTIONS`: the click family,
+    drags, ``left_mouse_down``/``up``, ``type``, ``key``, ``hold_key``, ``scroll``) that did not
     come back as an error, or it has asked to resume (``resume_cached_trajectory``).
     Observations are not progress: ``screenshot``, ``wait``, ``zoom``, ``cursor_position``
     and ``mouse_move`` (which only moves the pointer) do not count, nor do calls of other
@@ -38,9 +38,9 @@ from collections.abc import Sequence
 
 from PIL import Image
 
-from askcache.actions import ACTING_ACTIONS, OTHER_ACTIONS, parse_action
 from askcache.fingerprint.step import decode_screenshot, find_recent_screenshot_block
-from askcache.messages import MessageParam, TextBlockParam
+from askcache.foundation.actions import ACTING_ACTIONS, OTHER_ACTIONS, parse_action
+from askcache.foundation.messages import MessageParam, TextBlockParam
 from askcache.replay.check import Refused, check
 from askcache.replay.effects import checked_effect, draws_text, effect_problem, has_effect
 from askcache.replay.plan import Plan, Stopped
@@ -79,7 +79,7 @@ STOP_WORDS = re.compile(
 
 def model_acted(messages: Sequence[MessageParam], since: int) -> bool:
     """True when, in ``messages[since:]``, the model made a call of an acting computer action
-    (:data:`~askcache.actions.ACTING_ACTIONS`) whose result was not an error."""
+    (:data:`~askcache.foundation.actions.ACTING_ACTIONS`) whose result was not an error."""
     failed = {
         result.tool_use_id
         for message in messages[since:]

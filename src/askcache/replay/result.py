@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from askcache.redaction import redact
+from askcache.foundation.redaction import redact
 from askcache.replay.check_policy import Loosening
 from askcache.storage.ledger import RejoinDecision
 
@@ -131,7 +131,7 @@ class ReplayResult(BaseModel):
     handed back."""
     reason: str | None = None
     """Why the replay stopped early, or why its end state is not confirmed. Registered
-    secrets are masked from it whenever it is set (:func:`~askcache.redaction.redact`: a
+    secrets are masked from it whenever it is set (:func:`~askcache.foundation.redaction.redact`: a
     backend's error may quote the text it failed to type)."""
     end_state: EndStateVerdict | None = None
     """The final screen against the recording's, when both exist and the check is on."""

@@ -4,7 +4,7 @@
 calls it emitted and what it saw; every change makes a new value
 (:func:`dataclasses.replace`), so a state never shares a changing object with the next one.
 :class:`SeenLog` is the screens each replayed call was checked on and left (what a trajectory
-built from the run fingerprints it on, :class:`~askcache.screen.seen.SeenScreens`).
+built from the run fingerprints it on, :class:`~askcache.foundation.screen.seen.SeenScreens`).
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from typing import Any
 
 from PIL import Image
 
-from askcache.messages import ToolUseBlockParam
+from askcache.foundation.messages import ToolUseBlockParam
+from askcache.foundation.screen.seen import SeenScreens
 from askcache.replay.plan import Anchor, Pending
 from askcache.replay.result import StepRecord
 from askcache.replay.step_view import StepView
-from askcache.screen.seen import SeenScreens
 from askcache.storage.ledger import RejoinDecision
 
 __all__ = ["Progress", "SeenLog"]
@@ -28,7 +28,7 @@ __all__ = ["Progress", "SeenLog"]
 @dataclass(frozen=True)
 class SeenLog:
     """Per tool call id: the screen before the call and the screen once it had acted, as the
-    run looked at them (see :class:`~askcache.screen.seen.SeenScreens`, which
+    run looked at them (see :class:`~askcache.foundation.screen.seen.SeenScreens`, which
     :meth:`screens` builds)."""
 
     keep: bool = True

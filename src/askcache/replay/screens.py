@@ -16,10 +16,10 @@ from typing import cast
 from PIL import Image
 
 from askcache.fingerprint.step import decode_screenshot, find_recent_screenshot_block
-from askcache.messages import MessageParam
-from askcache.scaling import same_aspect
-from askcache.screen.state import ScreenStateConfig, Thumbnail
-from askcache.screen.windows import WindowFrame
+from askcache.foundation.messages import MessageParam
+from askcache.foundation.scaling import same_aspect
+from askcache.foundation.screen.thumbnails import ScreenStateConfig, Thumbnail
+from askcache.foundation.screen.windows import WindowFrame
 
 __all__ = [
     "BLANK_SPREAD",
@@ -127,7 +127,7 @@ def is_fresh(screenshot_index: int, messages: list[MessageParam]) -> bool:
 
 def latest_screenshot(messages: list[MessageParam]) -> tuple[int, Image.Image] | None:
     """The history's latest screenshot and the index of its message (``None``: there is
-    none). Raises :class:`~askcache.errors.AskCacheError` when it is not an image."""
+    none). Raises :class:`~askcache.foundation.errors.AskCacheError` when it is not an image."""
     found = find_recent_screenshot_block(messages)
     if found is None:
         return None

@@ -13,7 +13,12 @@ is recorded or healed afterwards keeps every screenshot (``keep_replayed_screens
 
 from __future__ import annotations
 
-from askcache.messages import ImageBlockParam, MessageParam, TextBlockParam, ToolResultBlockParam
+from askcache.foundation.messages import (
+    ImageBlockParam,
+    MessageParam,
+    TextBlockParam,
+    ToolResultBlockParam,
+)
 
 __all__ = ["SCREENSHOT_NOT_KEPT", "LatestReplayedScreenshot"]
 

@@ -5,7 +5,8 @@ known (none recorded, the screen cannot list windows, none or two candidates fou
 looked for near the point. No pixels are stored, only hashes, so the search hashes the
 screen at candidate places and compares:
 
-1. **coarse**: the screen within :attr:`~askcache.settings.CacheExecutionSettings.search_radius`
+1. **coarse**: the screen within
+:attr:`~askcache.foundation.settings.CacheExecutionSettings.search_radius`
    pixels of the point (each way) is brought to the hash's own scale once, and the main
    region's pHash is computed at every position of that scale (one DCT over the whole area:
    a position every ``region_size / (4 * hash_size)`` pixels, 3.1 px by default);
@@ -36,15 +37,15 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 from PIL import Image
 
-from askcache.actions import ACTING_ACTIONS, Action
 from askcache.cachefile.format import DetailCheckConfig
 from askcache.fingerprint.step import StepFingerprint
-from askcache.messages import ToolUseBlockParam
+from askcache.foundation.actions import ACTING_ACTIONS, Action
+from askcache.foundation.messages import ToolUseBlockParam
+from askcache.foundation.screen.hashing import hash_bits, region_box, region_distance
 from askcache.replay.anchor import window_found
 from askcache.replay.check import Checked, Refused, check
 from askcache.replay.plan import Anchor, Plan
 from askcache.replay.screens import Screen
-from askcache.screen.hashing import hash_bits, region_box, region_distance
 
 __all__ = ["COARSE_SLACK", "DETAIL_MARGIN", "MAX_PLACES", "REFINE", "SEARCH_MARGIN", "search"]
 

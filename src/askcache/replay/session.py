@@ -17,10 +17,14 @@ from dataclasses import replace
 
 from PIL import Image
 
-from askcache.actions import ToolShape, parse_action
 from askcache.cachefile.blind_spots import blind_spots, override_blind_spots
 from askcache.cachefile.format import CacheFile
-from askcache.messages import MessageParam, ToolUseBlockParam
+from askcache.foundation.actions import ToolShape, parse_action
+from askcache.foundation.messages import MessageParam, ToolUseBlockParam
+from askcache.foundation.screen.damage import DamageSource
+from askcache.foundation.screen.seen import SeenScreens
+from askcache.foundation.screen.windows import WindowFrame
+from askcache.foundation.settings import CacheExecutionSettings
 from askcache.replay.check import Refused, check
 from askcache.replay.commands import (
     Ask,
@@ -41,10 +45,6 @@ from askcache.replay.run_progress import Progress, SeenLog
 from askcache.replay.screens import fresh_screenshot, screen_of
 from askcache.replay.states import Idle, Over, Rejoining, State, Suspended, judge_end
 from askcache.replay.step_view import StepView
-from askcache.screen.damage import DamageSource
-from askcache.screen.seen import SeenScreens
-from askcache.screen.windows import WindowFrame
-from askcache.settings import CacheExecutionSettings
 
 __all__ = ["ReplaySession"]
 
@@ -72,7 +72,8 @@ class ReplaySession:
             the user's own loop looks for it, one :meth:`feed` at a time).
         budgets: Per step index: how long its past waits say an unchanged screen may be
             waited on (:attr:`~askcache.replay.plan.Plan.budgets`).
-        damage: Where the platform reports drawing (:mod:`askcache.screen.damage`): a step
+        damage: Where the platform reports drawing (:mod:`askcache.foundation.screen.damage`): a
+        step
             acts once nothing was drawn for a frame after the look its check passed on,
             instead of a second look ``settle_still_period`` later.
         sleep, clock: Injected for tests.

@@ -46,9 +46,11 @@ from typing import Any, ClassVar, Literal
 
 from PIL import Image
 
-from askcache.actions import Action, make_tool_use, new_tool_use_id, parse_action
-from askcache.errors import AskCacheError
-from askcache.messages import MessageParam, ToolUseBlockParam
+from askcache.foundation.actions import Action, make_tool_use, new_tool_use_id, parse_action
+from askcache.foundation.errors import AskCacheError
+from askcache.foundation.messages import MessageParam, ToolUseBlockParam
+from askcache.foundation.scaling import move_step_input, scale_step_input
+from askcache.foundation.screen.damage import FRAME_PERIOD
 from askcache.replay.anchor import window_now
 from askcache.replay.check import (
     Checked,
@@ -97,8 +99,6 @@ from askcache.replay.run_progress import Progress
 from askcache.replay.screens import Screen, fresh_screenshot, latest_screenshot, screen_of
 from askcache.replay.search import search
 from askcache.replay.watching import Watch, Watched
-from askcache.scaling import move_step_input, scale_step_input
-from askcache.screen.damage import FRAME_PERIOD
 from askcache.storage.ledger import FailedCheck, RejoinCondition, RejoinDecision
 
 __all__ = [

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from PIL import Image
 
-from askcache.geometry import Box, Point
+from askcache.foundation.geometry import Box, Point
 
 __all__ = ["SCREEN_VIEW_WIDTH", "StepView"]
 

@@ -12,16 +12,16 @@ from __future__ import annotations
 from typing import Any
 
 from askcache.cachefile.format import CacheFile
-from askcache.errors import AskCacheError
-from askcache.messages import MessageParam, ToolUseBlockParam
-from askcache.parameters import placeholders_in, secret_placeholders_in
+from askcache.foundation.errors import AskCacheError
+from askcache.foundation.messages import MessageParam, ToolUseBlockParam
+from askcache.foundation.parameters import placeholders_in, secret_placeholders_in
+from askcache.foundation.settings import CacheExecutionSettings
 from askcache.replay.executor import CacheExecutor
 from askcache.replay.rejoin import RESUME_TOOL_NAME
-from askcache.settings import CacheExecutionSettings
-from askcache.storage.base import CacheStorage, load_cache_file
+from askcache.storage.cache_storage import CacheStorage, load_cache_file
 from askcache.storage.index import CacheFileIndex, CacheFileRecord
 from askcache.storage.ledger import RunLedger, TrajectorySummary, open_ledger
-from askcache.tools.base import Tool, ToolOutput
+from askcache.tools.tool import Tool, ToolOutput
 
 __all__ = [
     "ExecuteCachedTrajectory",

@@ -5,10 +5,10 @@ A replay fills a trajectory's ``{{secret:name}}`` placeholders with the values i
 history must not, because after a hand-back every later request to the Messages API carries
 the whole history, and the model never needed the secret. :func:`shown_call` gives the call
 as the history keeps it: a typed text with each secret value put back as its placeholder
-(:func:`~askcache.parameters.parameterize`, longest value first; a value inside other text is
-replaced too, fail closed). The executor puts that call in the history and asks whoever runs
+(:func:`~askcache.foundation.parameters.parameterize`, longest value first; a value inside other
+text is replaced too, fail closed). The executor puts that call in the history and asks whoever runs
 tools to run the call with the value instead (``SpeakerResult.run_as``): the
-:class:`~askcache.conversation.loop.Conversation` of an ``Agent`` and the user's own loop
+:class:`~askcache.conversation.turns.Conversation` of an ``Agent`` and the user's own loop
 (:mod:`askcache.loop`) both take the replay's turns from the executor, so both get it.
 
 A heal rebuilt from that history stores the placeholder again, as the file had it.
@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from askcache.cachefile.format import CacheFile
-from askcache.messages import ToolUseBlockParam
-from askcache.parameters import SECRET_PREFIX, parameterize, secret_placeholders_in
+from askcache.foundation.messages import ToolUseBlockParam
+from askcache.foundation.parameters import SECRET_PREFIX, parameterize, secret_placeholders_in
 
 __all__ = ["secret_values", "shown_call"]
 

@@ -29,8 +29,8 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, replace
 from typing import Generic, TypeVar
 
+from askcache.foundation.screen.thumbnails import ScreenStateConfig, Thumbnail
 from askcache.replay.screens import FIRST_POLL_SECONDS, Screen, poll_pause
-from askcache.screen.state import ScreenStateConfig, Thumbnail
 
 __all__ = ["Watch", "Watched"]
 

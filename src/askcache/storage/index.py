@@ -17,8 +17,8 @@ folder) and uses a record only when it still matches its file: same size, and th
 to the record's MD5 or to the tag it was made from. A file written by an older askcache, by
 hand or by another tool has no matching record: it is opened, and its record written, so the
 listing is the same with or without the index. A storage that cannot tell sizes and tags
-(a third-party :class:`~askcache.storage.base.CacheStorage` without
-:meth:`~askcache.storage.base.CacheStorage.list_info`) has every file opened, as before.
+(a third-party :class:`~askcache.storage.cache_storage.CacheStorage` without
+:meth:`~askcache.storage.cache_storage.CacheStorage.list_info`) has every file opened, as before.
 """
 
 from __future__ import annotations
@@ -32,9 +32,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from askcache.cachefile.format import CacheFile, dump_cache_file
 from askcache.cachefile.parse import parse_cache_file
-from askcache.errors import AskCacheError, CacheFileCorruptError, CacheNotFoundError
-from askcache.parameters import placeholders_in
-from askcache.storage.base import CacheStorage, ObjectInfo
+from askcache.foundation.errors import AskCacheError, CacheFileCorruptError, CacheNotFoundError
+from askcache.foundation.parameters import placeholders_in
+from askcache.storage.cache_storage import CacheStorage, ObjectInfo
 
 __all__ = [
     "INDEX_FOLDER",
@@ -326,16 +326,16 @@ def _parse_record(raw: bytes | None) -> CacheFileRecord | None:
 
 
 def write_cache_file(storage: CacheStorage, name: str, data: bytes) -> None:
-    """Store the cache file ``name`` (:meth:`~askcache.storage.base.CacheStorage.write`) and
-    its index record."""
+    """Store the cache file ``name`` (:meth:`~askcache.storage.cache_storage.CacheStorage.write`)
+    and its index record."""
     storage.write(name, data)
     CacheFileIndex(storage).update(name, data)
 
 
 def create_cache_file(storage: CacheStorage, name: str, data: bytes) -> None:
     """Store the cache file ``name`` where nothing is stored yet
-    (:meth:`~askcache.storage.base.CacheStorage.create`: exclusive, so of two writers creating
-    it at once exactly one succeeds) and its index record.
+    (:meth:`~askcache.storage.cache_storage.CacheStorage.create`: exclusive, so of two writers
+    creating it at once exactly one succeeds) and its index record.
 
     Raises:
         CacheExistsError: something is stored under ``name`` already.
@@ -346,6 +346,6 @@ def create_cache_file(storage: CacheStorage, name: str, data: bytes) -> None:
 
 def save_indexed(storage: CacheStorage, name: str, cache_file: CacheFile) -> None:
     """Serialize and store ``cache_file`` under ``name`` with its index record (as
-    :func:`~askcache.storage.base.save_cache_file`, which leaves the record to the next
+    :func:`~askcache.storage.cache_storage.save_cache_file`, which leaves the record to the next
     listing)."""
     write_cache_file(storage, name, dump_cache_file(cache_file))

@@ -2,8 +2,8 @@
 
 Changing a trajectory (a heal's commit, ``accept``, ``rollback``, ``tune``) holds the lock of
 its versions folder (:mod:`askcache.storage.versions`). The lock needs nothing but what every
-:class:`~askcache.storage.base.CacheStorage` offers (exclusive create, list, delete), so it works
-the same in a local folder, on S3 and across machines:
+:class:`~askcache.storage.cache_storage.CacheStorage` offers (exclusive create, list, delete), so it
+works the same in a local folder, on S3 and across machines:
 
 - Each holder creates its own lock object, ``FOLDER/lock-<random>.json``, holding a
   :class:`LockOwner`: the host, the process id and its start time, and a lease (when the
@@ -36,7 +36,7 @@ the same in a local folder, on S3 and across machines:
   no other live lock object may have been taken before it (one taken after it is a
   contender that steps back at once; one that stays is a process that took the lock
   over, and the holder yields). A holder that finds it lost the lock raises
-  :class:`~askcache.errors.StorageLockLostError` instead of writing. The writes of a
+  :class:`~askcache.foundation.errors.StorageLockLostError` instead of writing. The writes of a
   commit are fenced as well by the storage itself (:mod:`askcache.storage.versions`): its
   version is created exclusively under the number it chose while holding the lock, so of
   two commits only one can ever make that version.
@@ -62,13 +62,13 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from askcache.errors import (
+from askcache.foundation.errors import (
     AskCacheError,
     CacheNotFoundError,
     StorageLockBusyError,
     StorageLockLostError,
 )
-from askcache.storage.base import CacheStorage
+from askcache.storage.cache_storage import CacheStorage
 
 __all__ = [
     "LOCK_LEASE_SECONDS",

@@ -6,10 +6,10 @@ outbox and sent later, on the next run of the same storage or by ``askcache sync
 
 The outbox knows nothing of what it keeps. An item is a *kind* (``heal``,
 ``ledger_entry``), the *destination* it is for (a storage's
-:meth:`~askcache.storage.base.CacheStorage.destination`), a short summary for people, why it was
-not sent, and a JSON *payload* that only the sender of that kind parses
-(:mod:`askcache.agent.sync`). The sender must be idempotent: an item is removed only after it was
-sent, so a crash between the two sends it again.
+:meth:`~askcache.storage.cache_storage.CacheStorage.destination`), a short summary for people, why
+it was not sent, and a JSON *payload* that only the sender of that kind parses
+(:mod:`askcache.agent.outbox_sync`). The sender must be idempotent: an item is removed only after it
+was sent, so a crash between the two sends it again.
 
 Layout: ``<folder>/<key>/<UTC time>-<random>.json``, where ``key`` is the first 16 hex digits
 of the SHA-256 of the destination (one sub-folder per storage, so one outbox folder serves
@@ -18,7 +18,7 @@ and linked into place: a reader sees a whole item or none, and a killed writer l
 half-written one. Items are readable by their owner only (mode 0600): they hold what the
 storage would hold, a heal's trajectory bytes included.
 
-The folder is :attr:`~askcache.settings.CachingSettings.outbox_dir`, by default
+The folder is :attr:`~askcache.foundation.settings.CachingSettings.outbox_dir`, by default
 :func:`default_outbox_dir`.
 """
 
@@ -37,7 +37,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from askcache.errors import OutboxError
+from askcache.foundation.errors import OutboxError
 
 __all__ = ["KeptWrite", "Outbox", "OutboxItem", "default_outbox_dir"]
 

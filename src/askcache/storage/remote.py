@@ -2,7 +2,7 @@
 
 ``CachingSettings(cache_dir="s3://bucket/prefix")`` records once and replays on every machine
 that can read the bucket. :func:`storage_for` turns a ``cache_dir`` into a storage: a plain
-folder (or a ``file://`` URL) gives :class:`~askcache.storage.base.LocalCacheStorage`, the
+folder (or a ``file://`` URL) gives :class:`~askcache.storage.cache_storage.LocalCacheStorage`, the
 zero-configuration default; any other URL (``s3://``, ``memory://``, ...) gives
 :class:`FsspecCacheStorage`, built on fsspec and, for S3, s3fs (``pip install 'askcache[s3]'``).
 
@@ -18,16 +18,16 @@ What each operation does on S3:
   recording is not lost.
 - ``create``: a conditional ``PutObject`` with ``If-None-Match: *``; of two processes (or
   machines) creating the same name, exactly one succeeds and the other gets
-  :class:`~askcache.errors.CacheExistsError`. S3 has honoured this since 2024; a server that
-  ignores the header would let the later write win, which the run ledger does not depend on
+  :class:`~askcache.foundation.errors.CacheExistsError`. S3 has honoured this since 2024; a server
+  that ignores the header would let the later write win, which the run ledger does not depend on
   (its entry names are unique).
 - ``delete``: one ``DeleteObject`` (pruning old versions, releasing the lock of a
   trajectory's versions: :mod:`askcache.storage.lock`); nothing happens when there is no
   such object.
 - ``check_writable`` (the preflight of a recording or of a replay that may heal): an empty
   probe object is created under ``.askcache-probe/`` and deleted; a missing bucket, no
-  permission or no answer is a :class:`~askcache.errors.StorageUnwritableError` before any
-  model call.
+  permission or no answer is a :class:`~askcache.foundation.errors.StorageUnwritableError` before
+  any model call.
 - ``read``: a cache file is kept in a local, content-addressed read-through copy. A read asks
   the server for the object's ETag (a ``HeadObject``) and fetches the bytes only when no copy
   with that content is on disk, so a replay fetches the same file once. Run-ledger entries
@@ -46,7 +46,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from askcache.errors import (
+from askcache.foundation.errors import (
     CacheExistsError,
     CacheNotFoundError,
     CachePathError,
@@ -54,7 +54,7 @@ from askcache.errors import (
     RemoteStorageError,
     StorageUnwritableError,
 )
-from askcache.storage.base import CacheStorage, LocalCacheStorage, ObjectInfo
+from askcache.storage.cache_storage import CacheStorage, LocalCacheStorage, ObjectInfo
 
 if TYPE_CHECKING:
     from fsspec import AbstractFileSystem
@@ -92,7 +92,7 @@ def storage_for(
 
     Args:
         cache_dir: A folder (``.askcache``), a ``file://`` URL (both give
-            :class:`~askcache.storage.base.LocalCacheStorage`), or any URL fsspec knows
+            :class:`~askcache.storage.cache_storage.LocalCacheStorage`), or any URL fsspec knows
             (``s3://bucket/prefix``, ``memory://name``), which gives :class:`FsspecCacheStorage`.
         storage_options: Passed to the fsspec filesystem (for s3fs e.g.
             ``{"endpoint_url": ..., "profile": ...}``); credentials are better left to the
@@ -143,9 +143,9 @@ class FsspecCacheStorage(CacheStorage):
     """Cache files under a URL prefix of an fsspec filesystem (S3 through s3fs, memory, ...).
 
     Names are relative POSIX paths under the prefix, checked as for local storage: ``..``,
-    absolute paths and NUL bytes are refused with :class:`~askcache.errors.CachePathError`.
-    Failures of the server or the network raise :class:`~askcache.errors.RemoteStorageError`
-    naming the URL and the operation.
+    absolute paths and NUL bytes are refused with
+    :class:`~askcache.foundation.errors.CachePathError`. Failures of the server or the network raise
+    :class:`~askcache.foundation.errors.RemoteStorageError` naming the URL and the operation.
 
     Args:
         url: ``s3://bucket/prefix`` or another fsspec URL.

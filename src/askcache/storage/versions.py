@@ -39,8 +39,8 @@ Each write of steps 3 to 6 is fenced: just before it the holder proves it still 
 lock (:meth:`~askcache.storage.lock.StorageLock.check_held`), and the new version's number,
 chosen holding the lock, is created exclusively, so a holder that lost the lock (it stalled
 past its lease and another process took over and committed) cannot make that version, and
-is refused with :class:`~askcache.errors.StorageLockLostError` before writing anything more.
-After step 6 the holder reads its version back: were it no longer its own (a take-over
+is refused with :class:`~askcache.foundation.errors.StorageLockLostError` before writing anything
+more. After step 6 the holder reads its version back: were it no longer its own (a take-over
 between the last check and the write), the trajectory is put back to the newest version and
 the lock counts as lost.
 """
@@ -60,7 +60,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from askcache.cachefile.format import CacheFile
 from askcache.cachefile.signing import SIGNING_KEY_ENV, carries_signature, parse_verified
-from askcache.errors import (
+from askcache.foundation.errors import (
     AskCacheError,
     CacheExistsError,
     CacheNotFoundError,
@@ -68,7 +68,7 @@ from askcache.errors import (
     StorageLockBusyError,
     StorageLockLostError,
 )
-from askcache.storage.base import CacheStorage
+from askcache.storage.cache_storage import CacheStorage
 from askcache.storage.index import CacheFileIndex
 from askcache.storage.lock import LOCK_LEASE_SECONDS, StorageLock
 
@@ -270,7 +270,7 @@ class TrajectoryVersions:
         read). Returns the new version's number, or ``None`` when the trajectory changed
         since ``base`` was read (another healer, a re-recording), another live process
         kept it locked for ``lock_wait`` seconds, or this process lost the lock before it
-        could write (:class:`~askcache.errors.StorageLockLostError`, logged): then the
+        could write (:class:`~askcache.foundation.errors.StorageLockLostError`, logged): then the
         trajectory is not written and the caller keeps ``new`` as a proposal.
 
         A signed trajectory never becomes unsigned here: ``new`` is signed by the caller

@@ -17,7 +17,7 @@ from askcache.testing.messages_api import (
     tool_use_reply,
     validate_request,
 )
-from askcache.testing.postgres import PostgresServer
+from askcache.testing.postgres_server import PostgresServer
 from askcache.testing.simulated import (
     FormFillingScript,
     FormView,

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from askcache.errors import AskCacheError
+from askcache.foundation.errors import AskCacheError
 
 __all__ = ["run_on_display", "stop_process"]
 
@@ -36,7 +36,7 @@ def run_on_display(display: str, *command: str, timeout: float = 180.0) -> Itera
     it when the block ends. ``timeout`` only guards against a program that never draws."""
     from Xlib import X
 
-    from askcache.screen.xserver import connect
+    from askcache.foundation.screen.xserver import connect
 
     connection = connect(display)
     try:

@@ -7,7 +7,7 @@ stand-in. Each mutant is loaded and, when askcache accepts it, replayed on the u
 screen and on a changed one (the form pushed down by a banner), with a speaker that stops
 when handed the turn. The harness records what a hostile or careless file could make happen:
 
-* ``raw``: an exception other than an :class:`~askcache.errors.AskCacheError` escaped;
+* ``raw``: an exception other than an :class:`~askcache.foundation.errors.AskCacheError` escaped;
 * ``hangs``: a case ran over its time bound;
 * ``late``: an error was raised after an action had already run;
 * ``acted_on_changed``: a click, keystroke or save happened on the changed screen;
@@ -28,13 +28,17 @@ from pathlib import Path
 from typing import Any
 
 from askcache.cachefile.parse import parse_cache_file
-from askcache.conversation.loop import Conversation, SpeakerResult
-from askcache.errors import AskCacheError
-from askcache.limits import MAX_WAIT_SECONDS
-from askcache.parameters import placeholders_in
+from askcache.conversation.turns import Conversation, SpeakerResult
+from askcache.foundation.errors import AskCacheError
+from askcache.foundation.limits import MAX_WAIT_SECONDS
+from askcache.foundation.parameters import placeholders_in
+from askcache.foundation.settings import (
+    CacheExecutionSettings,
+    CacheWritingSettings,
+    CachingSettings,
+)
 from askcache.replay import CacheExecutor
-from askcache.settings import CacheExecutionSettings, CacheWritingSettings, CachingSettings
-from askcache.storage.base import LocalCacheStorage, load_cache_file
+from askcache.storage.cache_storage import LocalCacheStorage, load_cache_file
 from askcache.testing.messages_api import MessagesApiStandIn
 from askcache.testing.simulated import FormFillingScript, SimulatedFormApp
 from askcache.tools import ComputerTool, ToolCollection

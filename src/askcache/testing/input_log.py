@@ -11,8 +11,8 @@ import threading
 import time
 from typing import Any
 
-from askcache.errors import AskCacheError
-from askcache.screen.xserver import connect
+from askcache.foundation.errors import AskCacheError
+from askcache.foundation.screen.xserver import connect
 
 __all__ = ["InputLog"]
 

@@ -18,7 +18,7 @@ from typing import Any, Literal, Protocol
 
 from PIL import Image, ImageDraw, ImageFont
 
-from askcache.geometry import Point
+from askcache.foundation.geometry import Point
 from askcache.testing.messages_api import Reply, text_reply, tool_use_reply
 
 __all__ = ["FormFillingScript", "FormView", "Layout", "SimulatedFormApp", "Widget"]

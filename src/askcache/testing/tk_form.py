@@ -40,8 +40,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from askcache.errors import AskCacheError
-from askcache.geometry import Point
+from askcache.foundation.errors import AskCacheError
+from askcache.foundation.geometry import Point
 from askcache.testing._process import stop_process
 from askcache.testing.simulated import Layout, SimulatedFormApp, Widget
 

@@ -1,7 +1,7 @@
 """A simulated form shown as a window on a larger simulated screen, which can be moved.
 
 :class:`WindowedFormApp` is a :class:`~askcache.tools.computer.ComputerBackend` and a
-:class:`~askcache.screen.windows.WindowSource`: the :class:`SimulatedFormApp` is drawn at
+:class:`~askcache.foundation.screen.windows.WindowSource`: the :class:`SimulatedFormApp` is drawn at
 :attr:`WindowedFormApp.at` on a plain desktop, and input is passed to it in its own
 coordinates. Offline tests of window-anchored replay move it between runs.
 """
@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 
 from PIL import Image
 
-from askcache.geometry import Point
-from askcache.screen.windows import WindowFrame
+from askcache.foundation.geometry import Point
+from askcache.foundation.screen.windows import WindowFrame
 from askcache.testing.simulated import SimulatedFormApp
 
 __all__ = ["WindowedFormApp"]

@@ -14,7 +14,7 @@ import subprocess
 import time
 from collections.abc import Sequence
 
-from askcache.errors import AskCacheError
+from askcache.foundation.errors import AskCacheError
 from askcache.testing._process import stop_process
 
 __all__ = ["VirtualDisplay", "accepts_connections"]

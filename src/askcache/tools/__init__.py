@@ -4,8 +4,8 @@ in :mod:`askcache.replay.tools`).
 The desktop backend lives in :mod:`askcache.tools.desktop` (needs ``askcache[desktop]``).
 """
 
-from askcache.tools.base import Tool, ToolCollection, ToolOutput
 from askcache.tools.computer import ComputerBackend, ComputerTool, ToolVersion, encode_png
+from askcache.tools.tool import Tool, ToolCollection, ToolOutput
 
 __all__ = [
     "ComputerBackend",

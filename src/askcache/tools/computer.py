@@ -8,10 +8,10 @@ clear text: never a crash, never a silent no-op.
 
 Backends implement :class:`ComputerBackend`: :mod:`askcache.testing` ships a simulated
 screen rendered with Pillow; a real desktop backend (pyautogui + mss) plugs in the same way.
-A backend that also lists its windows (a :class:`~askcache.screen.windows.WindowSource`) lets
-recording store the window each step acted in, and a replay find it where it is now; one that
-reports where its screen was drawn (a :class:`~askcache.screen.damage.DamageReporter`) lets a
-replay act as soon as the screen is still (:meth:`ComputerTool.screen_damage`).
+A backend that also lists its windows (a :class:`~askcache.foundation.screen.windows.WindowSource`)
+lets recording store the window each step acted in, and a replay find it where it is now; one that
+reports where its screen was drawn (a :class:`~askcache.foundation.screen.damage.DamageReporter`)
+lets a replay act as soon as the screen is still (:meth:`ComputerTool.screen_damage`).
 """
 
 from __future__ import annotations
@@ -22,20 +22,26 @@ from typing import Any, Literal, Protocol
 
 from PIL import Image
 
-from askcache.actions import COMPUTER_TOOL_NAME, Action, ToolShape, as_point, parse_action
-from askcache.geometry import Point
-from askcache.messages import (
+from askcache.foundation.actions import (
+    COMPUTER_TOOL_NAME,
+    Action,
+    ToolShape,
+    as_point,
+    parse_action,
+)
+from askcache.foundation.geometry import Point
+from askcache.foundation.messages import (
     Base64ImageSource,
     ImageBlockParam,
     TextBlockParam,
     ToolResultContent,
     ToolUseBlockParam,
 )
-from askcache.scaling import Size, api_resolution, scale_point
-from askcache.screen.damage import DamageReporter, DamageSource, ScaledDamage
-from askcache.screen.png import encode_png
-from askcache.screen.windows import WindowFrame, WindowSource
-from askcache.tools.base import Tool, ToolOutput
+from askcache.foundation.scaling import Size, api_resolution, scale_point
+from askcache.foundation.screen.damage import DamageReporter, DamageSource, ScaledDamage
+from askcache.foundation.screen.png import encode_png
+from askcache.foundation.screen.windows import WindowFrame, WindowSource
+from askcache.tools.tool import Tool, ToolOutput
 
 __all__ = ["ComputerBackend", "ComputerTool", "ToolVersion", "encode_png"]
 
@@ -149,16 +155,16 @@ class ComputerTool(Tool):
     def windows(self) -> list[WindowFrame] | None:
         """The screen's top-level windows in model coordinates, bottom first; ``None`` when
         the backend cannot list windows (it is not a
-        :class:`~askcache.screen.windows.WindowSource`)."""
+        :class:`~askcache.foundation.screen.windows.WindowSource`)."""
         if not isinstance(self.backend, WindowSource):
             return None
         api, screen = self.api_size, self.screen_size
         return [frame.scaled(screen, api) for frame in self.backend.windows()]
 
     def screen_damage(self) -> DamageSource | None:
-        """Where and when the screen was drawn (:mod:`askcache.screen.damage`), its boxes in
-        model coordinates (the space of :meth:`capture`'s images); ``None`` when the backend
-        cannot tell (it is not a :class:`~askcache.screen.damage.DamageReporter`, or its
+        """Where and when the screen was drawn (:mod:`askcache.foundation.screen.damage`), its boxes
+        in model coordinates (the space of :meth:`capture`'s images); ``None`` when the backend
+        cannot tell (it is not a :class:`~askcache.foundation.screen.damage.DamageReporter`, or its
         platform reports no drawing): a replay then samples the screen to see it still."""
         if not isinstance(self.backend, DamageReporter):
             return None
@@ -218,7 +224,7 @@ class ComputerTool(Tool):
     def observe(self, summary: str) -> ToolOutput:
         """A tool output with ``summary`` and a fresh screenshot (its image kept with its
         text: a replay reading the result back needs no decoding,
-        :func:`askcache.screen.png.decode_png`)."""
+        :func:`askcache.foundation.screen.png.decode_png`)."""
         data = encode_png(self.capture(), keep=True)
         content: list[ToolResultContent] = [
             TextBlockParam(text=summary),

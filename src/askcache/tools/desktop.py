@@ -1,9 +1,9 @@
 """The real desktop: a :class:`~askcache.tools.computer.ComputerBackend` on pyautogui and mss.
 
 pyautogui moves the mouse and presses keys through the X server's XTEST extension; mss takes
-screenshots; the windows are listed (:mod:`askcache.tools.windows`) and the screen's drawing is
-reported (:mod:`askcache.screen.damage`, the DAMAGE extension) through python-xlib. All are
-optional dependencies, imported only when a backend is created::
+screenshots; the windows are listed (:mod:`askcache.tools.xlib_windows`) and the screen's drawing is
+reported (:mod:`askcache.foundation.screen.damage`, the DAMAGE extension) through python-xlib. All
+are optional dependencies, imported only when a backend is created::
 
     pip install 'askcache[desktop]'
 
@@ -29,12 +29,12 @@ from typing import Any
 
 from PIL import Image
 
-from askcache.errors import AskCacheError
-from askcache.geometry import Point
-from askcache.screen.damage import ScreenDamage
-from askcache.screen.windows import WindowFrame
-from askcache.screen.xserver import connect, ensure_xauthority, quiet_xlib
-from askcache.tools.windows import list_windows
+from askcache.foundation.errors import AskCacheError
+from askcache.foundation.geometry import Point
+from askcache.foundation.screen.damage import ScreenDamage
+from askcache.foundation.screen.windows import WindowFrame
+from askcache.foundation.screen.xserver import connect, ensure_xauthority, quiet_xlib
+from askcache.tools.xlib_windows import list_windows
 
 __all__ = ["DesktopBackend", "translate_key"]
 
@@ -236,12 +236,12 @@ class DesktopBackend:
         return (int(data["root_x"]), int(data["root_y"]))
 
     def windows(self) -> list[WindowFrame]:
-        """The visible top-level windows, bottom first (:mod:`askcache.tools.windows`)."""
+        """The visible top-level windows, bottom first (:mod:`askcache.tools.xlib_windows`)."""
         return list_windows(self._xdisplay)
 
     def screen_damage(self) -> ScreenDamage | None:
         """Where and when the X server drew on the screen, in screen pixels
-        (:mod:`askcache.screen.damage`), opened at the first call and kept until
+        (:mod:`askcache.foundation.screen.damage`), opened at the first call and kept until
         :meth:`close`; ``None`` when the server has no DAMAGE extension."""
         if not self._damage_asked:
             self._damage_asked = True

@@ -21,15 +21,16 @@ import numpy as np
 from PIL import Image
 from pydantic import BaseModel
 
-from askcache.actions import make_tool_use
 from askcache.cachefile.format import CacheFile
-from askcache.messages import (
+from askcache.foundation.actions import make_tool_use
+from askcache.foundation.messages import (
     ImageBlockParam,
     MessageParam,
     TextBlockParam,
     ToolResultBlockParam,
     ToolUseBlockParam,
 )
+from askcache.foundation.settings import CacheExecutionSettings, CacheWritingSettings
 from askcache.record.recording import CacheManager
 from askcache.replay.commands import (
     Blind,
@@ -45,8 +46,7 @@ from askcache.replay.plan import CaptureFailedError, Plan, Stopped
 from askcache.replay.run_progress import Progress
 from askcache.replay.screens import FIRST_POLL_SECONDS, POLL_SECONDS
 from askcache.replay.states import TRANSITIONS, Idle, State, Suspended
-from askcache.settings import CacheExecutionSettings, CacheWritingSettings
-from askcache.storage.base import CacheStorage, load_cache_file
+from askcache.storage.cache_storage import CacheStorage, load_cache_file
 from askcache.testing import SimulatedFormApp, WindowedFormApp
 from askcache.testing.simulated import Widget
 from askcache.tools import ComputerTool, ToolCollection

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from askcache.cachefile.format import CacheFile
-from askcache.storage.base import LocalCacheStorage
+from askcache.storage.cache_storage import LocalCacheStorage
 from tests.unit.replay_states._build import recorded
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from askcache.cachefile.format import CacheFile
-from askcache.messages import ToolUseBlockParam
+from askcache.foundation.messages import ToolUseBlockParam
 from askcache.replay.commands import Emit, Finished, HandBack, Look, Sleep, Turn
 from askcache.replay.states import (
     AwaitingResult,

@@ -9,7 +9,7 @@ for is never past the last one (``Ending`` and ``Over`` come from a constructed 
 from __future__ import annotations
 
 from askcache.cachefile.format import CacheFile
-from askcache.messages import ToolUseBlockParam
+from askcache.foundation.messages import ToolUseBlockParam
 from askcache.replay.commands import Emit, Finished, HandBack, Look, Sleep, Turn
 from askcache.replay.plan import Pending
 from askcache.replay.states import (

@@ -15,10 +15,10 @@ import pytest
 from PIL import Image
 
 from askcache.cachefile.format import CacheFile
+from askcache.foundation.screen.damage import FRAME_PERIOD, DamageMark
 from askcache.replay.commands import Drawn, Emit, HandBack, Look, Quiet, Seen
 from askcache.replay.states import AwaitingResult, Checking, Observing, State, Suspended
-from askcache.screen.damage import FRAME_PERIOD, DamageMark
-from askcache.storage.base import LocalCacheStorage
+from askcache.storage.cache_storage import LocalCacheStorage
 from askcache.testing import SimulatedFormApp, WindowedFormApp
 from tests.unit.replay_states._build import (
     CLICK_NAME,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from askcache.cachefile.format import CacheFile
-from askcache.errors import AskCacheError
+from askcache.foundation.errors import AskCacheError
 from askcache.replay.commands import Ask, Finished, Observation, Turn, Woke
 from askcache.replay.states import TRANSITIONS, Idle, Over
 from tests.unit.replay_states._build import History, blind, form, plan_of, progress_at, seen

@@ -11,10 +11,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
-from askcache.errors import AskCacheError, CacheNotFoundError
-from askcache.parameters import secret_placeholders_in
-from askcache.redaction import redact, redact_value, register_secrets
-from askcache.storage.base import CacheStorage, LocalCacheStorage
+from askcache.foundation.errors import AskCacheError, CacheNotFoundError
+from askcache.foundation.parameters import secret_placeholders_in
+from askcache.foundation.redaction import redact, redact_value, register_secrets
+from askcache.storage.cache_storage import CacheStorage, LocalCacheStorage
 from askcache.storage.ledger import RunLedger, open_ledger
 from askcache.storage.remote import is_url, storage_for
 
@@ -152,7 +152,7 @@ def parameter_argument(text: str) -> tuple[str, str]:
 
 def register_given_secrets(cache_file: CacheFile, values: dict[str, str]) -> None:
     """Register the values given for ``cache_file``'s secret parameters, so that no output
-    of this process shows them (:mod:`askcache.redaction`)."""
+    of this process shows them (:mod:`askcache.foundation.redaction`)."""
     secrets = secret_placeholders_in(
         [cache_file.metadata.goal, *(step.input for step in cache_file.trajectory)]
     )
@@ -161,7 +161,7 @@ def register_given_secrets(cache_file: CacheFile, values: dict[str, str]) -> Non
 
 def emit_json(value: Any) -> None:
     """Print ``value`` as JSON on stdout (the ``--json`` output), registered secrets
-    redacted from its strings (:func:`~askcache.redaction.redact`)."""
+    redacted from its strings (:func:`~askcache.foundation.redaction.redact`)."""
     json.dump(redact_value(value), sys.stdout, indent=2, default=str)
     sys.stdout.write("\n")
 

@@ -22,10 +22,10 @@ from PIL import Image
 
 from askcache.cachefile.format import CacheFile
 from askcache.cli.commands.common import EXIT_OK, emit_json, open_storage, resolve_name
-from askcache.cli.report import write_page
-from askcache.errors import AskCacheError, InvalidHashError
+from askcache.cli.html_report import write_page
 from askcache.fingerprint.masks import StepMask
-from askcache.messages import ToolUseBlockParam
+from askcache.foundation.errors import AskCacheError, InvalidHashError
+from askcache.foundation.messages import ToolUseBlockParam
 from askcache.storage.versions import TrajectoryVersions
 
 __all__ = ["add_heal_commands", "diff_lines"]
@@ -129,7 +129,7 @@ def _bits_png(hex_hash: str | None) -> str:
 
 
 def _html(labels: tuple[str, str], a: CacheFile, b: CacheFile) -> list[str]:
-    """The body of the side-by-side page (:func:`askcache.cli.report.write_page` writes it)."""
+    """The body of the side-by-side page (:func:`askcache.cli.html_report.write_page` writes it)."""
 
     def cell(step: ToolUseBlockParam | None) -> str:
         if step is None:

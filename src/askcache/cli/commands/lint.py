@@ -12,7 +12,7 @@ from askcache.cli.commands.common import (
     open_storage,
     resolve_name,
 )
-from askcache.cli.lint import lint_stored
+from askcache.cli.lint_rules import lint_stored
 
 __all__ = ["add_lint_command", "run_lint"]
 

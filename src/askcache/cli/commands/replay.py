@@ -27,10 +27,10 @@ from askcache.cli.commands.common import (
     register_given_secrets,
     resolve_name,
 )
-from askcache.errors import AskCacheError
 from askcache.fingerprint.step import decode_screenshot
+from askcache.foundation.errors import AskCacheError
 from askcache.replay.dry_run import dry_run
-from askcache.storage.base import load_cache_file
+from askcache.storage.cache_storage import load_cache_file
 
 __all__ = ["add_replay_command", "read_screen"]
 

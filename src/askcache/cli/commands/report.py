@@ -29,7 +29,6 @@ from pathlib import Path
 
 from PIL import Image
 
-from askcache.actions import ACTING_ACTIONS, action_anchors, parse_action
 from askcache.cachefile.blind_spots import blind_spots
 from askcache.cachefile.format import CacheFile
 from askcache.cli.commands.common import (
@@ -45,7 +44,7 @@ from askcache.cli.commands.common import (
 from askcache.cli.commands.replay import read_screen
 from askcache.cli.commands.show import describe_validation
 from askcache.cli.commands.stats import stats_line, stats_of
-from askcache.cli.report import (
+from askcache.cli.html_report import (
     StepRow,
     TrajectoryReport,
     effect_figure,
@@ -53,10 +52,11 @@ from askcache.cli.report import (
     view_figures,
     write_trajectory_report,
 )
-from askcache.errors import AskCacheError
+from askcache.foundation.actions import ACTING_ACTIONS, action_anchors, parse_action
+from askcache.foundation.errors import AskCacheError
 from askcache.replay.dry_run import DryRunStep, dry_run
 from askcache.replay.step_view import StepView
-from askcache.storage.base import load_cache_file
+from askcache.storage.cache_storage import load_cache_file
 from askcache.storage.ledger import RunRecord, TrajectorySummary
 from askcache.storage.ledger.summary import fold_all
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from askcache.actions import ACTING_ACTIONS, parse_action
 from askcache.cachefile.blind_spots import blind_spots
 from askcache.cachefile.format import CacheFile, VisualValidationConfig
 from askcache.cli.commands.common import (
@@ -15,8 +14,9 @@ from askcache.cli.commands.common import (
     open_storage,
     resolve_name,
 )
-from askcache.messages import ToolUseBlockParam
-from askcache.storage.base import load_cache_file
+from askcache.foundation.actions import ACTING_ACTIONS, parse_action
+from askcache.foundation.messages import ToolUseBlockParam
+from askcache.storage.cache_storage import load_cache_file
 from askcache.storage.ledger import RunRecord, TrajectorySummary
 
 __all__ = ["add_show_command", "describe_validation", "run_show"]

@@ -14,7 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from askcache.agent.sync import sync_outbox
+from askcache.agent.outbox_sync import sync_outbox
 from askcache.cli.commands.common import (
     EXIT_ERROR,
     EXIT_OK,

@@ -26,7 +26,7 @@ from PIL import Image
 from askcache.cachefile.signing import parse_verified
 from askcache.cli.commands.common import EXIT_OK, emit_json, open_storage, resolve_name
 from askcache.cli.commands.replay import read_screen
-from askcache.errors import AskCacheError
+from askcache.foundation.errors import AskCacheError
 from askcache.heal.trajectory import healed_bytes
 from askcache.record.mask_learning import learn_mask_report
 from askcache.storage.versions import TrajectoryVersions

@@ -1,7 +1,7 @@
 """The folder engine: one JSON object per entry under ``.ledger/<trajectory>/``, askcache 0.1's
 format.
 
-Each entry is stored with :meth:`~askcache.storage.base.CacheStorage.create` as
+Each entry is stored with :meth:`~askcache.storage.cache_storage.CacheStorage.create` as
 ``.ledger/<trajectory name>/<UTC time>-<id>.json``; entries are created, never rewritten, so
 any number of processes append at once without locks. There is no index: every read lists
 and parses the entries, and a summary is the :func:`~askcache.storage.ledger.summary.fold` of
@@ -18,8 +18,8 @@ from datetime import UTC, datetime
 
 from pydantic import ValidationError
 
-from askcache.errors import AskCacheError, CacheExistsError, CacheNotFoundError
-from askcache.storage.base import CacheStorage
+from askcache.foundation.errors import AskCacheError, CacheExistsError, CacheNotFoundError
+from askcache.storage.cache_storage import CacheStorage
 from askcache.storage.ledger.engine import LEDGER_FOLDER, RunLedger
 from askcache.storage.ledger.records import RunRecord, newest_records
 from askcache.storage.ledger.summary import TrajectorySummary, fold_all

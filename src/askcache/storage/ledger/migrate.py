@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from askcache.storage.base import CacheStorage
+from askcache.storage.cache_storage import CacheStorage
 from askcache.storage.ledger.folder import FolderLedger, entry_id_of
 from askcache.storage.ledger.sqlite import SqliteLedger
 

@@ -21,9 +21,9 @@ import logging
 import os
 import re
 
-from askcache.errors import LedgerUnavailableError, LedgerUrlError
-from askcache.settings import DEFAULT_LEDGER_RETENTION_DAYS
-from askcache.storage.base import CacheStorage, LocalCacheStorage
+from askcache.foundation.errors import LedgerUnavailableError, LedgerUrlError
+from askcache.foundation.settings import DEFAULT_LEDGER_RETENTION_DAYS
+from askcache.storage.cache_storage import CacheStorage, LocalCacheStorage
 from askcache.storage.ledger.engine import RunLedger
 from askcache.storage.ledger.folder import FolderLedger
 from askcache.storage.ledger.migrate import Progress, migrate_folder

@@ -11,8 +11,8 @@ are kept for the retention period (:meth:`prune`), summaries for ever. The table
 A ledger write must never hold up a replay: connecting and every statement are bounded
 (:class:`PostgresTimeouts`), and once the server failed to answer, the ledger fails at once for
 :attr:`PostgresTimeouts.retry_after` seconds instead of waiting again. A failure raises
-:class:`~askcache.errors.LedgerUnavailableError` (an ``OSError``): the run's writer keeps the
-entry in the outbox, and ``askcache sync`` or the next run sends it (the entry id makes sending
+:class:`~askcache.foundation.errors.LedgerUnavailableError` (an ``OSError``): the run's writer keeps
+the entry in the outbox, and ``askcache sync`` or the next run sends it (the entry id makes sending
 it again harmless).
 
 Needs ``pip install 'askcache[postgres]'`` (psycopg 3 and psycopg_pool).
@@ -30,7 +30,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from askcache.errors import LedgerUnavailableError, LedgerUrlError, MissingDependencyError
+from askcache.foundation.errors import (
+    LedgerUnavailableError,
+    LedgerUrlError,
+    MissingDependencyError,
+)
 from askcache.storage.ledger.engine import RunLedger
 from askcache.storage.ledger.records import RunRecord
 from askcache.storage.ledger.summary import TrajectorySummary, fold

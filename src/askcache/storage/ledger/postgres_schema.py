@@ -29,7 +29,7 @@ from typing import Any, LiteralString
 
 from psycopg import Connection, sql
 
-from askcache.errors import LedgerUnavailableError
+from askcache.foundation.errors import LedgerUnavailableError
 
 __all__ = ["SCHEMA_VERSION", "SELECT_WAITS", "create", "select_entries"]
 

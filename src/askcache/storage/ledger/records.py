@@ -14,8 +14,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
-from askcache.messages import Usage
-from askcache.redaction import redact
+from askcache.foundation.messages import Usage
+from askcache.foundation.redaction import redact
 
 __all__ = [
     "FailedCheck",
@@ -77,7 +77,7 @@ class RejoinDecision(BaseModel):
     """The first condition that did not hold (``None`` when it re-joined)."""
     reason: str
     """Why, in words. Registered secrets are redacted from it whenever it is serialized
-    (:func:`~askcache.redaction.redact`)."""
+    (:func:`~askcache.foundation.redaction.redact`)."""
     requested: bool = False
     """True when the model asked for it (``resume_cached_trajectory``)."""
     after_message: int = 0
@@ -130,7 +130,7 @@ class RunRecord(BaseModel):
     """Index of the step that was not executed (or whose effect failed), when handed back."""
     reason: str | None = None
     """Why it stopped or was not confirmed. Registered secrets are redacted from it whenever
-    the entry is serialized, wherever it is written (:func:`~askcache.redaction.redact`;
+    the entry is serialized, wherever it is written (:func:`~askcache.foundation.redaction.redact`;
     the other fields are names, numbers and statuses askcache sets)."""
     rejoins: int = 0
     """Times the replay took over again after the model had put the screen back."""
@@ -163,8 +163,8 @@ class RunRecord(BaseModel):
     """Who ran it (the login name, when known)."""
     profile: str | None = None
     """The screen profile the run was on (``1280x800@2x``: the screenshot size and the
-    display's scale, :class:`~askcache.scaling.ScreenProfile`); with ``event="healed"`` or
-    ``"proposed"``, the learned profile whose trajectory was written. ``None``: not known,
+    display's scale, :class:`~askcache.foundation.scaling.ScreenProfile`); with ``event="healed"``
+    or ``"proposed"``, the learned profile whose trajectory was written. ``None``: not known,
     or (for a heal) the recorded trajectory (entries written before this field)."""
     healed_steps: list[int] = Field(default_factory=list)
     """With ``event="healed"`` or ``"proposed"``: indexes of the new trajectory's steps that

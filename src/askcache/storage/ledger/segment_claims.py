@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from askcache.errors import CacheExistsError
-from askcache.storage.base import CacheStorage
+from askcache.foundation.errors import CacheExistsError
+from askcache.storage.cache_storage import CacheStorage
 from askcache.storage.ledger.segment_objects import (
     Claim,
     TrajectoryObjects,

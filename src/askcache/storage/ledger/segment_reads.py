@@ -19,7 +19,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from askcache.storage.base import CacheStorage
+from askcache.storage.cache_storage import CacheStorage
 from askcache.storage.ledger.engine import LEDGER_FOLDER
 from askcache.storage.ledger.records import RunRecord
 from askcache.storage.ledger.segment_objects import (

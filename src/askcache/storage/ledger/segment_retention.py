@@ -12,8 +12,8 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
-from askcache.errors import CacheExistsError
-from askcache.storage.base import CacheStorage
+from askcache.foundation.errors import CacheExistsError
+from askcache.storage.cache_storage import CacheStorage
 from askcache.storage.ledger.segment_grace import expiry
 from askcache.storage.ledger.segment_objects import (
     Segment,

@@ -38,7 +38,7 @@ Why nothing is lost or counted twice with many machines appending and compacting
   deleted.
 
 Reads cost a listing of the trajectory's loose entries and generations and a few object reads
-(concurrent, :meth:`~askcache.storage.base.CacheStorage.read_many`); ``summaries()`` one
+(concurrent, :meth:`~askcache.storage.cache_storage.CacheStorage.read_many`); ``summaries()`` one
 listing of each folder for all trajectories. Retention: each compaction drops the segments
 whose entries are all older than ``retention_days`` from its table (deleted after the grace
 period, as above); :meth:`SegmentLedger.prune` does it for every trajectory. Generations
@@ -54,8 +54,8 @@ import zlib
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
-from askcache.errors import AskCacheError, CacheExistsError, InvalidSettingsError
-from askcache.storage.base import CacheStorage
+from askcache.foundation.errors import AskCacheError, CacheExistsError, InvalidSettingsError
+from askcache.storage.cache_storage import CacheStorage
 from askcache.storage.ledger.engine import RunLedger
 from askcache.storage.ledger.folder import create_entry
 from askcache.storage.ledger.records import RunRecord, newest_records

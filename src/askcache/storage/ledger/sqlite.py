@@ -11,7 +11,7 @@ ledger's end, closes them.
 
 Reads of a ledger that does not exist yet return nothing and create nothing; a database on a
 read-only folder is read as immutable. Any SQLite failure is a
-:class:`~askcache.errors.LedgerUnavailableError` (an ``OSError``), so a run's entry that
+:class:`~askcache.foundation.errors.LedgerUnavailableError` (an ``OSError``), so a run's entry that
 cannot be written waits in the outbox. The database must be on a local disk (SQLite's locks do
 not hold on network file systems): a ledger shared between machines belongs in PostgreSQL.
 """
@@ -32,8 +32,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from askcache.errors import LedgerUnavailableError
-from askcache.settings import DEFAULT_LEDGER_RETENTION_DAYS
+from askcache.foundation.errors import LedgerUnavailableError
+from askcache.foundation.settings import DEFAULT_LEDGER_RETENTION_DAYS
 from askcache.storage.ledger.engine import LEDGER_FOLDER, RunLedger
 from askcache.storage.ledger.records import RunRecord
 from askcache.storage.ledger.summary import TrajectorySummary, fold_all

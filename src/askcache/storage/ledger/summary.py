@@ -17,7 +17,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from askcache.messages import Usage
+from askcache.foundation.messages import Usage
 from askcache.storage.ledger.records import RunRecord
 
 __all__ = ["ModelTotals", "TrajectorySummary", "fold", "fold_all", "merge"]

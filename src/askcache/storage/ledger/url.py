@@ -5,8 +5,8 @@ A driver's message about a URL it could not read or connect to may quote any par
 password with an ``@`` in it). Every message a ledger engine raises about its URL goes
 through :func:`hide_password`: each way the password may be read from the URL, and each
 piece a parser may cut it into at a URL delimiter (:func:`url_passwords`), is masked in
-every rendered form (:func:`askcache.redaction.mask_values`), and a message that still holds
-half of it in a row is not shown at all; so does every record of the driver's own loggers
+every rendered form (:func:`askcache.foundation.redaction.mask_values`), and a message that still
+holds half of it in a row is not shown at all; so does every record of the driver's own loggers
 (:class:`PasswordFilter`).
 """
 
@@ -17,8 +17,8 @@ import re
 from collections.abc import Iterable
 from urllib.parse import parse_qsl, quote, unquote, urlsplit, urlunsplit
 
-from askcache.parameters import SECRET_FRAGMENT_CHARS
-from askcache.redaction import mask_values
+from askcache.foundation.parameters import SECRET_FRAGMENT_CHARS
+from askcache.foundation.redaction import mask_values
 
 __all__ = ["HIDDEN", "PasswordFilter", "hide_password", "redact_url", "url_passwords"]
 
@@ -75,7 +75,7 @@ def hide_password(text: str, url: str, *, instead: str) -> str:
     """``text`` (a driver's message, or a URL shown in one) with ``url``'s password, and
     each piece of it, masked as ``***`` in every rendered form (:func:`url_passwords`);
     ``instead`` when ``text`` would still hold half of it in a row (at least
-    :data:`~askcache.parameters.SECRET_FRAGMENT_CHARS` characters): fail closed."""
+    :data:`~askcache.foundation.parameters.SECRET_FRAGMENT_CHARS` characters): fail closed."""
     passwords = url_passwords(url)
     if not passwords:
         return text

@@ -36,7 +36,7 @@ from collections.abc import Iterable, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from askcache.messages import ToolUseBlockParam
+from askcache.foundation.messages import ToolUseBlockParam
 from askcache.storage.ledger.records import RunRecord
 
 __all__ = [

@@ -1,8 +1,8 @@
 """A heal on a screen profile other than the recorded one: kept as that profile's trajectory.
 
 A run on a screen the file was not recorded on (another screenshot size or display scale,
-:class:`~askcache.scaling.ScreenProfile`) replays either the trajectory the file learned for
-that profile or, the first time, the recorded one scaled
+:class:`~askcache.foundation.scaling.ScreenProfile`) replays either the trajectory the file learned
+for that profile or, the first time, the recorded one scaled
 (:func:`~askcache.replay.profile.choose_profile`). When such a run hands back and the model
 completes the task, the verified run becomes **that profile's trajectory**
 (:attr:`~askcache.cachefile.format.CacheFile.profiles`), fingerprinted on this profile's own

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from askcache.geometry import Point
+from askcache.foundation.geometry import Point
 
 __all__ = [
     "ASPECT_TOLERANCE",

@@ -16,7 +16,7 @@ The checks, by ``check`` name:
 - ``parameters``: a ``{{name}}`` used in the goal or a step that the file does not declare
   (the replay cannot fill it in), or a declared parameter no step uses.
 - ``threshold``: a threshold that accepts any screen (at or above the hash's bit count:
-  :func:`askcache.limits.threshold_problem`, the rule every threshold is held to), or one
+  :func:`askcache.foundation.limits.threshold_problem`, the rule every threshold is held to), or one
   above a quarter of the bits (it accepts large changes).
 - ``screen``: no screen size recorded (a replay on another screen cannot be scaled), or an
   action point outside the recorded screen.
@@ -35,16 +35,20 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from askcache.actions import ACTING_ACTIONS, parse_action
 from askcache.cachefile.blind_spots import blind_spots
 from askcache.cachefile.format import CacheFile, VisualValidationConfig
-from askcache.errors import CacheFileCorruptError, InvalidHashError, UnsupportedCacheVersionError
 from askcache.fingerprint.masks import MASK_TONE_FACTOR, StepMask
-from askcache.limits import threshold_problem
-from askcache.messages import ToolUseBlockParam
-from askcache.parameters import placeholders_in
-from askcache.screen.target import TargetFingerprint
-from askcache.storage.base import CacheStorage, load_cache_file
+from askcache.foundation.actions import ACTING_ACTIONS, parse_action
+from askcache.foundation.errors import (
+    CacheFileCorruptError,
+    InvalidHashError,
+    UnsupportedCacheVersionError,
+)
+from askcache.foundation.limits import threshold_problem
+from askcache.foundation.messages import ToolUseBlockParam
+from askcache.foundation.parameters import placeholders_in
+from askcache.foundation.screen.target import TargetFingerprint
+from askcache.storage.cache_storage import CacheStorage, load_cache_file
 
 __all__ = ["LintProblem", "lint_cache_file", "lint_stored"]
 
@@ -302,7 +306,7 @@ def lint_stored(storage: CacheStorage, name: str) -> list[LintProblem]:
     """:func:`lint_cache_file` of a stored file. A file the strict loader refuses is a
     ``schema`` error (the loader's first problem); when its structure still reads, every
     other problem is listed too, so one lint shows all there is to fix. A missing file
-    raises :class:`~askcache.errors.CacheNotFoundError`."""
+    raises :class:`~askcache.foundation.errors.CacheNotFoundError`."""
     try:
         return lint_cache_file(load_cache_file(storage, name))
     except (CacheFileCorruptError, UnsupportedCacheVersionError) as exc:

@@ -9,8 +9,8 @@ Anthropic's computer tool comes in two shapes, and askcache reads both:
 
 The user's design speaks of validating "click" and "text_entry" steps: here that means the
 click family and keyboard entry, in either shape. Which actions are validated is a setting
-(:attr:`askcache.settings.CacheWritingSettings.validated_actions`), which accepts the design's
-words ``click`` and ``text_entry`` as aliases (:data:`ACTION_ALIASES`).
+(:attr:`askcache.foundation.settings.CacheWritingSettings.validated_actions`), which accepts the
+design's words ``click`` and ``text_entry`` as aliases (:data:`ACTION_ALIASES`).
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Literal
 
-from askcache.geometry import Point
-from askcache.messages import ToolUseBlockParam
+from askcache.foundation.geometry import Point
+from askcache.foundation.messages import ToolUseBlockParam
 
 __all__ = [
     "ACTING_ACTIONS",

@@ -15,8 +15,8 @@ from askcache.cachefile.signing import (
     verify_cache_file,
 )
 from askcache.cli.commands.common import EXIT_OK, emit_json, open_storage, resolve_name
-from askcache.errors import AskCacheError
-from askcache.storage.base import CacheStorage, load_cache_file
+from askcache.foundation.errors import AskCacheError
+from askcache.storage.cache_storage import CacheStorage, load_cache_file
 from askcache.storage.index import save_indexed
 from askcache.storage.versions import TrajectoryVersions
 

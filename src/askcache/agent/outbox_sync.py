@@ -30,7 +30,7 @@ from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from askcache.errors import (
+from askcache.foundation.errors import (
     AskCacheError,
     CacheExistsError,
     CacheNotFoundError,
@@ -44,7 +44,7 @@ from askcache.record.store import (
     StoredRecording,
     send_recording,
 )
-from askcache.storage.base import CacheStorage
+from askcache.storage.cache_storage import CacheStorage
 from askcache.storage.ledger import RunLedger, RunRecord, open_ledger
 from askcache.storage.outbox import KeptWrite, Outbox, OutboxItem
 

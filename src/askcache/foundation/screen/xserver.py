@@ -5,7 +5,7 @@ python-xlib (an optional dependency: ``pip install 'askcache[desktop]'``) fails 
 authority file even when the server needs none (as Xvfb started without ``-auth``), prints
 its authority warnings to stdout and leaves the authority file open (a ResourceWarning).
 :func:`connect` opens a connection with all three taken care of; the desktop backend, the
-screen's damage stream (:mod:`askcache.screen.damage`) and the testing helpers connect
+screen's damage stream (:mod:`askcache.foundation.screen.damage`) and the testing helpers connect
 through it.
 """
 

@@ -13,12 +13,12 @@ calls it:
   bodies at DEBUG), in the message and in the formatted exception (:class:`RedactingFilter`,
   on each such logger and in the record factory, so a logger made after a secret was
   registered is covered too);
-* the message of every :class:`~askcache.errors.AskCacheError`;
+* the message of every :class:`~askcache.foundation.errors.AskCacheError`;
 * every cache file written, its versions and proposals
   (:func:`~askcache.cachefile.format.dump_cache_file`: goal, typed text, variants, failure and
   invalidation reasons);
 * every run-ledger entry, however it is written (:class:`~askcache.storage.ledger.RunRecord`);
-* the HTML pages (:func:`~askcache.cli.report.write_page`) and everything the ``askcache``
+* the HTML pages (:func:`~askcache.cli.html_report.write_page`) and everything the ``askcache``
   command prints (:func:`~askcache.cli.commands.common.emit_json` and the command's output
   streams).
 
@@ -39,7 +39,7 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import quote, quote_plus
 
-from askcache.parameters import redacts, replace_values, secret_fragment
+from askcache.foundation.parameters import redacts, replace_values, secret_fragment
 
 __all__ = [
     "TYPED_SECRET_NAME",
@@ -86,8 +86,8 @@ def register_secrets(values: Mapping[str, str]) -> None:
 
 def register_typed_text(text: object, mode: str) -> bool:
     """Register ``text`` (about to be typed) as a secret when ``redact_typed_text=mode``
-    says such text is secret (:func:`askcache.parameters.redacts`), or when it holds part
-    of a declared or given secret (:func:`askcache.parameters.secret_fragment`: a secret
+    says such text is secret (:func:`askcache.foundation.parameters.redacts`), or when it holds part
+    of a declared or given secret (:func:`askcache.foundation.parameters.secret_fragment`: a secret
     typed in pieces); True when it did. Call it before the text is typed, so that no log or error
     of the typing shows it."""
     if not isinstance(text, str) or not text:
@@ -117,7 +117,7 @@ def known_secret_count() -> int:
 def redact(text: str, *, typed: bool = True) -> str:
     """``text`` with every registered secret value, in every form a writer renders it
     (:func:`rendered_forms`), replaced by ``[secret:name]`` (the longest first;
-    placeholders kept whole: :func:`askcache.parameters.replace_values`).
+    placeholders kept whole: :func:`askcache.foundation.parameters.replace_values`).
     The one redaction function: every writer calls it.
 
     ``typed=False`` leaves typed text registered as a secret (:func:`register_typed_text`,

@@ -3,7 +3,7 @@
 A cache file is input: users share it, commit it, pull it from shared storage. These limits
 keep a careless or hostile file from exhausting memory or time, and every one of them is
 checked when the file is loaded, before any action runs (docs/cache-format.md lists them).
-Breaking one raises :class:`~askcache.errors.CacheFileLimitError` naming the field.
+Breaking one raises :class:`~askcache.foundation.errors.CacheFileLimitError` naming the field.
 
 One rule holds wherever a threshold is given (the writing settings, a file, a replay's
 override, the model's request, ``askcache lint``): :func:`threshold_problem`.
@@ -91,7 +91,7 @@ MAX_IMAGE_PIXELS = MAX_SCREEN_PIXELS
 """Largest image askcache decodes from outside: a screenshot in a tool result or a message
 history (askcache's own loop and the user's), an image file given to the ``askcache``
 command. Its header is read first; a larger image is refused, naming it, before a pixel is
-decoded (:func:`askcache.screen.png.open_image`)."""
+decoded (:func:`askcache.foundation.screen.png.open_image`)."""
 
 
 def threshold_problem(threshold: int, hash_size: int) -> str | None:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from PIL import Image
 
-from askcache.errors import InvalidHashError
+from askcache.foundation.errors import InvalidHashError
 
 __all__ = [
     "TargetFingerprint",

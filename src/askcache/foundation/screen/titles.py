@@ -5,7 +5,7 @@ Editor``), a terminal after the user, the host and the folder (``ada@build-07: ~
 Stored as they are, such titles put a user's home path, user name and host name into a cache
 file shared with a fleet, and a replay on another machine could never find the window by
 them. :func:`neutral_title` is what is stored instead, and what a replay compares a live
-title as (:func:`askcache.screen.windows.find_window`):
+title as (:func:`askcache.foundation.screen.windows.find_window`):
 
 - every absolute path (``/...``, ``~/...``, ``~user/...``, ``file:///...``, ``C:\\...``) is
   cut to its last part, the document's name: ``plan.txt - Editor``; also right after a

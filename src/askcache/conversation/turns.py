@@ -16,9 +16,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-from askcache.errors import AskCacheError
-from askcache.messages import MessageParam, ToolUseBlockParam, Usage
-from askcache.tools.base import ToolCollection
+from askcache.foundation.errors import AskCacheError
+from askcache.foundation.messages import MessageParam, ToolUseBlockParam, Usage
+from askcache.tools.tool import ToolCollection
 
 BeforeTool = Callable[[ToolUseBlockParam, Sequence[MessageParam]], None]
 """Called with a tool call and the history before the call runs."""
@@ -61,7 +61,7 @@ class SpeakerResult:
 
 
 class Speaker(Protocol):
-    """Anything that can take a turn in a :class:`~askcache.conversation.loop.Conversation`."""
+    """Anything that can take a turn in a :class:`~askcache.conversation.turns.Conversation`."""
 
     name: str
     """Unique name within the conversation."""

@@ -14,13 +14,13 @@ import imagehash
 import numpy as np
 from PIL import Image, ImageFilter
 
-from askcache.errors import InvalidHashError
-from askcache.geometry import Box, Point
+from askcache.foundation.errors import InvalidHashError
+from askcache.foundation.geometry import Box, Point
 
 if (
     TYPE_CHECKING
-):  # not at run time: askcache.screen.elsewhere, which the messages import, uses this
-    from askcache.geometry import Point
+):  # not at run time: askcache.foundation.screen.elsewhere, which the messages import, uses this
+    from askcache.foundation.geometry import Point
 
 __all__ = [
     "check_hash_size",

@@ -25,7 +25,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from askcache.errors import AskCacheError
+from askcache.foundation.errors import AskCacheError
 
 __all__ = ["PostgresServer", "postgres_binaries"]
 

@@ -18,7 +18,7 @@ the result.
 
 Every image askcache decodes from outside (a screenshot in a tool result or a message
 history, a file given to the ``askcache`` command) goes through :func:`open_image`: a PNG or
-JPEG whose header declares more than :data:`askcache.limits.MAX_IMAGE_PIXELS` pixels is
+JPEG whose header declares more than :data:`askcache.foundation.limits.MAX_IMAGE_PIXELS` pixels is
 refused before a pixel is decoded, with one line naming it (Pillow's own limit is more than
 twice as large and only warns below four times it).
 """
@@ -36,8 +36,8 @@ from collections.abc import Callable
 import numpy as np
 from PIL import Image, ImageFile, JpegImagePlugin, PngImagePlugin
 
-from askcache.errors import InvalidScreenshotError, ScreenshotTooLargeError
-from askcache.limits import MAX_IMAGE_PIXELS
+from askcache.foundation.errors import InvalidScreenshotError, ScreenshotTooLargeError
+from askcache.foundation.limits import MAX_IMAGE_PIXELS
 
 __all__ = ["KEPT", "decode_png", "encode_png", "forget_images", "open_image", "png_bytes"]
 
@@ -131,7 +131,7 @@ def open_image(raw: bytes, where: str) -> Image.Image:
 
     Raises:
         ScreenshotTooLargeError: its header declares more than
-            :data:`~askcache.limits.MAX_IMAGE_PIXELS` pixels (nothing was decoded).
+            :data:`~askcache.foundation.limits.MAX_IMAGE_PIXELS` pixels (nothing was decoded).
         InvalidScreenshotError: not a PNG or JPEG file, or a broken one.
     """
     reader = next((kind for start, kind in _READERS if raw.startswith(start)), None)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from pathlib import PurePath
 
-from askcache.redaction import redact
+from askcache.foundation.redaction import redact
 
 __all__ = [
     "AskCacheError",
@@ -46,7 +46,7 @@ __all__ = [
 
 class AskCacheError(Exception):
     """Base class of every error raised by askcache. Its message never shows a registered
-    secret (:func:`askcache.redaction.redact`)."""
+    secret (:func:`askcache.foundation.redaction.redact`)."""
 
     def __str__(self) -> str:
         return redact(super().__str__())
@@ -396,7 +396,7 @@ class InvalidScreenshotError(AskCacheError, ValueError):
 
 class ScreenshotTooLargeError(InvalidScreenshotError):
     """An image from outside declares more pixels than askcache decodes
-    (:data:`askcache.limits.MAX_IMAGE_PIXELS`); nothing of it was decoded.
+    (:data:`askcache.foundation.limits.MAX_IMAGE_PIXELS`); nothing of it was decoded.
 
     Attributes:
         where: Which file, message or tool result held it.
@@ -413,7 +413,7 @@ class ScreenshotTooLargeError(InvalidScreenshotError):
         AskCacheError.__init__(
             self,
             f"screenshot in {where} is {width}x{height} pixels, more than the {limit:,} "
-            "askcache decodes (askcache.limits.MAX_IMAGE_PIXELS)",
+            "askcache decodes (askcache.foundation.limits.MAX_IMAGE_PIXELS)",
         )
 
 

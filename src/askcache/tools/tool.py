@@ -3,8 +3,8 @@
 A :class:`Tool` turns one tool_use block into a :class:`ToolOutput`; the
 :class:`ToolCollection` finds the tool for a block, runs it, and turns every failure into an
 ``is_error`` tool result the model can read: a tool never crashes the conversation. The text
-of every result has registered secrets masked (:func:`~askcache.redaction.redact`): an input
-backend's error often quotes the text it failed to type, and the result goes to the model.
+of every result has registered secrets masked (:func:`~askcache.foundation.redaction.redact`): an
+input backend's error often quotes the text it failed to type, and the result goes to the model.
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from askcache.messages import (
+from askcache.foundation.messages import (
     TextBlockParam,
     ToolResultBlockParam,
     ToolResultContent,
     ToolUseBlockParam,
 )
-from askcache.redaction import redact
+from askcache.foundation.redaction import redact
 
 __all__ = ["Tool", "ToolCollection", "ToolOutput"]
 

@@ -25,9 +25,9 @@ from pydantic import (
     model_serializer,
 )
 
-from askcache.errors import AskCacheError
-from askcache.screen.state import StepEffect
-from askcache.screen.windows import WindowFrame
+from askcache.foundation.errors import AskCacheError
+from askcache.foundation.screen.thumbnails import StepEffect
+from askcache.foundation.screen.windows import WindowFrame
 
 __all__ = [
     "Base64ImageSource",
@@ -121,7 +121,7 @@ class ToolUseBlockParam(ApiModel):
 
     Both shapes of Anthropic's computer tool arrive here: the single ``computer`` tool puts
     the action in ``input["action"]``; the computer toolset puts it in ``name`` and sets
-    ``toolset_name="computer"``. :mod:`askcache.actions` reads either.
+    ``toolset_name="computer"``. :mod:`askcache.foundation.actions` reads either.
     """
 
     cache_only_fields: ClassVar[frozenset[str]] = frozenset(
@@ -157,21 +157,22 @@ class ToolUseBlockParam(ApiModel):
     file's validation has one (format version 2 on)."""
     effect: StepEffect | None = None
     """Cache-only: the tiles this action changed near its point when recorded, before and
-    after (format version 3 on; :mod:`askcache.screen.state`)."""
+    after (format version 3 on; :mod:`askcache.foundation.screen.thumbnails`)."""
     replayed: bool = Field(False, exclude=True)
     """Set on calls a replay emits (never stored or sent): the computer tool then skips its
     fixed settle delay, because the replay waits for the screen itself."""
     visual_tone: str | None = None
     """Cache-only: mean and contrast of the main and detail regions' grey levels, as hex
-    (:mod:`askcache.screen.tone`), when the file's validation checks tone (format version 3 on)."""
+    (:mod:`askcache.foundation.screen.tone`), when the file's validation checks tone (format version
+    3 on)."""
     visual_target: str | None = None
     """Cache-only: the box of the element under the point, when it is larger than the main
-    region, with its background level and ink map (:mod:`askcache.screen.target`); format version 3
-    on."""
+    region, with its background level and ink map (:mod:`askcache.foundation.screen.target`); format
+    version 3 on."""
     visual_weak: str | None = None
     """Cache-only: the hashes' bits that noise decided on the recorded screen,
-    ``"<main hex>;<detail hex>"`` (:func:`askcache.screen.hashing.weak_bits`), when the file's check
-    has noise floors: only these may be forgiven at replay."""
+    ``"<main hex>;<detail hex>"`` (:func:`askcache.foundation.screen.hashing.weak_bits`), when the
+    file's check has noise floors: only these may be forgiven at replay."""
     visual_other_density: str | None = None
     """Cache-only: the hash of a region around the point (its own size) for screens drawn at
     another pixel density and
@@ -184,7 +185,7 @@ class ToolUseBlockParam(ApiModel):
     """Cache-only: the top-level window under the step's point (its anchor, for a step
     without one) when recorded: frame, class and title, in the screenshot's pixels; the
     point relative to the window is the point minus the frame's origin. A replay finds the
-    window where it is now and checks the step there (:mod:`askcache.screen.windows`).
+    window where it is now and checks the step there (:mod:`askcache.foundation.screen.windows`).
     Optional: absent where no window information was available."""
 
 

@@ -33,16 +33,16 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageDraw
 
-from askcache.actions import ACTING_ACTIONS, action_anchors, parse_action
 from askcache.cachefile.format import CacheFile
 from askcache.cli.savings import saving_words
 from askcache.fingerprint.step import decode_screenshot, region_box
-from askcache.messages import MessageParam, TextBlockParam
+from askcache.foundation.actions import ACTING_ACTIONS, action_anchors, parse_action
+from askcache.foundation.messages import MessageParam, TextBlockParam
+from askcache.foundation.redaction import redact
+from askcache.foundation.screen.thumbnails import Thumbnail
 from askcache.record.recording import steps_with_screens
-from askcache.redaction import redact
 from askcache.replay import ReplayResult
 from askcache.replay.step_view import StepView
-from askcache.screen.state import Thumbnail
 from askcache.storage.ledger import RejoinDecision, RunRecord
 from askcache.tools.computer import encode_png
 

@@ -1,6 +1,6 @@
 """Settings objects: frozen, validated on construction, unknown fields rejected.
 
-A wrong value or an unknown field raises :class:`~askcache.errors.InvalidSettingsError`
+A wrong value or an unknown field raises :class:`~askcache.foundation.errors.InvalidSettingsError`
 naming the field, listing the valid ones and suggesting the closest::
 
     >>> CacheWritingSettings(filenme="login.json")
@@ -29,10 +29,10 @@ from pydantic import (
     model_validator,
 )
 
-from askcache import limits
-from askcache.actions import ACTION_ALIASES, DEFAULT_VALIDATED_ACTIONS, KNOWN_ACTIONS
-from askcache.errors import InvalidSettingsError
-from askcache.parameters import PARAMETER_NAME, parameter_value_problem
+from askcache.foundation import limits
+from askcache.foundation.actions import ACTION_ALIASES, DEFAULT_VALIDATED_ACTIONS, KNOWN_ACTIONS
+from askcache.foundation.errors import InvalidSettingsError
+from askcache.foundation.parameters import PARAMETER_NAME, parameter_value_problem
 
 __all__ = [
     "DEFAULT_DETAIL_BLUR",
@@ -389,10 +389,11 @@ class CacheWritingSettings(SettingsModel):
     (``type``, ``key``, ``hold_key``)."""
     record_screen_state: bool = True
     """Also record, per acting step, the tiles near its point that it changed (before and
-    after) and the final screen, as 1/8-scale grey thumbnails (:mod:`askcache.screen.state`):
-    replays then check that the area an action affects looks as recorded before acting, that
-    the action had its effect, and that the run ended as recorded. The thumbnails show layout,
-    not readable text; ``False`` stores none of them (and the replay skips those checks)."""
+    after) and the final screen, as 1/8-scale grey thumbnails
+    (:mod:`askcache.foundation.screen.thumbnails`): replays then check that the area an action
+    affects looks as recorded before acting, that the action had its effect, and that the run ended
+    as recorded. The thumbnails show layout, not readable text; ``False`` stores none of them (and
+    the replay skips those checks)."""
     parameters: dict[str, str] = Field(default_factory=dict, repr=False)
     """Cache parameters: name -> the value used in this recording. Every occurrence of the
     value in the goal and in typed text is stored as ``{{name}}``, to be filled in at
@@ -649,8 +650,8 @@ class CachingSettings(SettingsModel):
     """Versions of a trajectory kept in ``.versions/NAME/`` (older ones are deleted when a
     new version is written). A heal or a recording over an existing trajectory adds one.
     0: versions are off: recording over an existing trajectory is refused
-    (:class:`~askcache.errors.CacheOverwriteRefusedError`) and a heal is only proposed, so
-    nothing recorded earlier is ever replaced without a version."""
+    (:class:`~askcache.foundation.errors.CacheOverwriteRefusedError`) and a heal is only proposed,
+    so nothing recorded earlier is ever replaced without a version."""
     outbox_dir: Path | None = None
     """A local folder where heals and run-ledger entries wait when ``cache_dir`` cannot be
     written (the server is down, the disk full, the folder read-only); they are sent on the

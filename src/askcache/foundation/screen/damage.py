@@ -69,10 +69,11 @@ when the manager paints them, which is then what is reported (not measured). An 
 without DAMAGE (``Xvfb -extension DAMAGE``), no X display, or no python-xlib:
 :meth:`ScreenDamage.open` returns ``None`` and the caller keeps sampling.
 
-Boxes are ``(left, top, right, bottom)`` in the screen's pixels (:data:`askcache.geometry.Box`,
-right and bottom exclusive); :class:`ScaledDamage` takes them in another space, such as the
-computer tool's scaled screenshots (:meth:`askcache.tools.computer.ComputerTool.screen_damage`).
-A :class:`ScreenDamage` is used from one thread at a time.
+Boxes are ``(left, top, right, bottom)`` in the screen's pixels
+(:data:`askcache.foundation.geometry.Box`, right and bottom exclusive); :class:`ScaledDamage` takes
+them in another space, such as the computer tool's scaled screenshots
+(:meth:`askcache.tools.computer.ComputerTool.screen_damage`). A :class:`ScreenDamage` is used from
+one thread at a time.
 """
 
 from __future__ import annotations
@@ -86,9 +87,9 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any, Protocol, runtime_checkable
 
-from askcache.errors import AskCacheError
-from askcache.geometry import Box
-from askcache.screen.xserver import connect
+from askcache.foundation.errors import AskCacheError
+from askcache.foundation.geometry import Box
+from askcache.foundation.screen.xserver import connect
 
 __all__ = [
     "FRAME_PERIOD",

@@ -30,8 +30,8 @@ its values moved further than a level. Two levels serve two questions:
 
 What is stored: for each acting step, the tiles near its point that it changed (their values
 before and after) and, hashed, the places away from it that it changed
-(:mod:`askcache.screen.elsewhere`), and for the file, the thumbnails of the screen before the
-first acting step (:class:`StartState`) and of the final screen (:class:`EndState`). A
+(:mod:`askcache.foundation.screen.elsewhere`), and for the file, the thumbnails of the screen before
+the first acting step (:class:`StartState`) and of the final screen (:class:`EndState`). A
 1/8-scale grey thumbnail shows the layout but no readable text at ordinary font sizes (a
 16 px line becomes 2 pixels); recording it is the ``record_screen_state`` setting (on by
 default, documented in docs/caching.md).
@@ -48,7 +48,7 @@ import numpy as np
 from PIL import Image
 from pydantic import BaseModel, ConfigDict, Field
 
-from askcache.screen.elsewhere import MAX_PLACES, ChangeElsewhere
+from askcache.foundation.screen.elsewhere import MAX_PLACES, ChangeElsewhere
 
 __all__ = [
     "DEFAULT_BLOCK",
@@ -130,8 +130,9 @@ class StepEffect(_Model):
     parameter_after: list[int] = Field(default_factory=list)
     """Tiles whose ``after`` values show a typed parameter's value: not compared after it."""
     elsewhere: list[ChangeElsewhere] = Field(default_factory=list, max_length=MAX_PLACES)
-    """Places away from the point that the action changed (:mod:`askcache.screen.elsewhere`): each
-    must look as recorded after the replayed action. Empty in files recorded before."""
+    """Places away from the point that the action changed
+    (:mod:`askcache.foundation.screen.elsewhere`): each must look as recorded after the replayed
+    action. Empty in files recorded before."""
 
 
 class ScreenThumbnail(_Model):

@@ -1,6 +1,6 @@
 """The X11 windows of a display: the only module that asks the X server about windows.
 
-:func:`list_windows` answers :meth:`askcache.screen.windows.WindowSource.windows` for an
+:func:`list_windows` answers :meth:`askcache.foundation.screen.windows.WindowSource.windows` for an
 open python-xlib ``Display``. Under a window manager that keeps EWMH's
 ``_NET_CLIENT_LIST_STACKING`` (or ``_NET_CLIENT_LIST``), its client windows; without one (a
 bare Xvfb), the root's mapped children, each taken as itself or, when it has no class (a
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from askcache.screen.windows import WindowFrame
+from askcache.foundation.screen.windows import WindowFrame
 
 __all__ = ["list_windows"]
 

@@ -1,7 +1,7 @@
 """What an action changed away from its point: a calculator's display, a status line.
 
-:mod:`askcache.screen.state` keeps, per step, the tiles *near* the action point that the
-action changed, at 1/8 scale. Two things escape it:
+:mod:`askcache.foundation.screen.thumbnails` keeps, per step, the tiles *near* the action point that
+the action changed, at 1/8 scale. Two things escape it:
 
 * changes further away than the effect radius (a calculator key at the bottom of the window
   writes its digit on the display at the top);
@@ -40,8 +40,8 @@ import numpy as np
 from PIL import Image
 from pydantic import BaseModel, ConfigDict, Field
 
-from askcache.geometry import Box, Point
-from askcache.screen.hashing import compute_hash, hamming_distance
+from askcache.foundation.geometry import Box, Point
+from askcache.foundation.screen.hashing import compute_hash, hamming_distance
 
 __all__ = [
     "BLOCK",

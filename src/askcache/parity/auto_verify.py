@@ -24,7 +24,7 @@ from pathlib import Path
 from PIL import Image
 from pydantic import BaseModel, ConfigDict, Field
 
-from askcache.errors import AskCacheError
+from askcache.foundation.errors import AskCacheError
 from askcache.parity.config import DEFAULT_CONFIG, ParityConfig
 from askcache.parity.judges import DeterministicJudge, Judge, Judgement
 from askcache.parity.models import ParityReport, ValidationVerdict

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 from PIL import Image
 
-from askcache.errors import InvalidHashError
+from askcache.foundation.errors import InvalidHashError
 
 __all__ = ["Tone", "decode_tones", "encode_tones", "tone_change", "tone_of"]
 

@@ -2,12 +2,12 @@
 
 Recording stores, per acting step, the frame of the top-level window under the step's point
 (:class:`WindowFrame`: position, size, class and title, in the screenshot's pixels; the title
-without the machine's paths, user and host names, :mod:`askcache.screen.titles`); the
+without the machine's paths, user and host names, :mod:`askcache.foundation.screen.titles`); the
 action point relative to the window is the point minus the frame's origin. A replay lists
 the windows again and finds that window (:func:`find_window`); when it moved, the step is
 checked and acted on where the window is now (:mod:`askcache.replay.anchor`).
 
-Windows come from a :class:`WindowSource`: on X11, :mod:`askcache.tools.windows` (EWMH's
+Windows come from a :class:`WindowSource`: on X11, :mod:`askcache.tools.xlib_windows` (EWMH's
 ``_NET_CLIENT_LIST_STACKING`` under a window manager, the root's mapped children without
 one); :mod:`askcache.testing`'s simulated screen has its own. Platforms without one have no
 window information and replay as before (the check at the recorded point).
@@ -20,8 +20,8 @@ from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from askcache.geometry import Point
-from askcache.screen.titles import neutral_title
+from askcache.foundation.geometry import Point
+from askcache.foundation.screen.titles import neutral_title
 
 __all__ = ["WindowFrame", "WindowSource", "find_window", "window_at"]
 
@@ -31,8 +31,8 @@ _TITLE_CHARS = 500
 
 
 def _stored_title(title: str | None) -> str | None:
-    """``title`` as stored (:func:`~askcache.screen.titles.neutral_title`, which may lengthen
-    it: a host name's placeholder is longer than a short name), cut to the longest kept."""
+    """``title`` as stored (:func:`~askcache.foundation.screen.titles.neutral_title`, which may
+    lengthen it: a host name's placeholder is longer than a short name), cut to the longest kept."""
     neutral = neutral_title(title)
     return None if neutral is None else neutral[:_TITLE_CHARS]
 
@@ -65,7 +65,7 @@ class WindowFrame(BaseModel):
 
     def stored(self) -> WindowFrame:
         """The frame as a cache file stores it: its title without this machine's paths, user
-        and host names (:func:`~askcache.screen.titles.neutral_title`)."""
+        and host names (:func:`~askcache.foundation.screen.titles.neutral_title`)."""
         return self.model_copy(update={"title": _stored_title(self.title)})
 
     def scaled(self, source: tuple[int, int], target: tuple[int, int]) -> WindowFrame:

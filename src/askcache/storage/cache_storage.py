@@ -7,7 +7,7 @@ in :func:`load_cache_file` and :func:`save_cache_file`.
 a directory where a file should be is a clear error, never a blocked read), never reads more
 than the file size limit, keeps a file's permissions when it replaces it, removes the
 temporary files of writes that were killed (after an hour), and turns every operating
-system error into a :class:`~askcache.errors.CacheStorageError` naming the path.
+system error into a :class:`~askcache.foundation.errors.CacheStorageError` naming the path.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from pathlib import Path, PurePosixPath
 
 from askcache.cachefile.format import CacheFile, dump_cache_file
 from askcache.cachefile.parse import parse_cache_file
-from askcache.errors import (
+from askcache.foundation.errors import (
     CacheExistsError,
     CacheFileCorruptError,
     CacheFileLimitError,
@@ -34,7 +34,7 @@ from askcache.errors import (
     CacheStorageError,
     StorageUnwritableError,
 )
-from askcache.limits import MAX_FILE_BYTES
+from askcache.foundation.limits import MAX_FILE_BYTES
 
 __all__ = [
     "STALE_TEMP_SECONDS",

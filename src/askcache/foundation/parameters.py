@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Mapping
 from functools import lru_cache
 from typing import Any, Literal, TypeGuard
 
-from askcache.limits import MAX_PARAMETER_CHARS
+from askcache.foundation.limits import MAX_PARAMETER_CHARS
 
 __all__ = [
     "PARAMETER_NAME",
@@ -101,7 +101,7 @@ def parameter_value_problem(value: object) -> str | None:
 
 def replace_values(text: str, marks: Mapping[str, str]) -> str:
     """``text`` with each occurrence of a key of ``marks`` replaced by its value: the one
-    replacement behind :func:`parameterize` and :func:`askcache.redaction.redact`.
+    replacement behind :func:`parameterize` and :func:`askcache.foundation.redaction.redact`.
 
     The longest key first, so a value holding a shorter one is replaced whole. Placeholders
     (``{{name}}``, ``{{secret:name}}``), redaction marks (``[secret:name]``) and inline

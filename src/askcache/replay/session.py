@@ -266,9 +266,11 @@ class ReplaySession:
         """Bring :attr:`result` up to the new state's progress; log what changed."""
         progress, result = self.progress, self.result
         old = before.progress
+        if progress is old:  # a look or a pause that changed nothing the result shows
+            return
         for index in progress.variants_used[len(old.variants_used) :]:
             logger.info("replay of %s takes a variant at step %d", self.name, index)
-        if progress.records != old.records and progress.steps_run > old.steps_run:
+        if progress.steps_run > old.steps_run:  # a step was emitted: its record is the last
             record = progress.records[-1]
             if not record.validated:
                 logger.info(

@@ -1,0 +1,150 @@
+"""Elements: what the platform says is at an action point, beside its pixels.
+
+Recording stores, per acting step, the element under the step's point as the platform's
+accessibility tree describes it (:class:`Element`: role, name, the states that say what it
+is and not where the pointer is, its ancestors up to its window, its box, and for a text
+element the character offset at the point). A replay asks again (:class:`ElementSource`):
+which element is at this point now, and where are the elements that look like the recorded
+one. The replay's checks compare the two (:mod:`askcache.replay.element_check`).
+
+Coordinates are the screenshot's pixels (the model's, once a
+:class:`~askcache.tools.computer.ComputerTool` scaled them), as for windows
+(:mod:`.windows`). On Linux the source is AT-SPI over D-Bus
+(:mod:`askcache.tools.atspi`); Windows UIA and macOS AX can be added behind the same
+protocol. A platform, toolkit or application without one gives no element information: the
+step is checked by its pixels alone, as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from askcache.foundation.geometry import Point
+
+__all__ = [
+    "STABLE_STATES",
+    "Element",
+    "ElementRef",
+    "ElementSource",
+    "element_center",
+]
+
+
+STABLE_STATES = frozenset(
+    {
+        "checked",
+        "collapsed",
+        "editable",
+        "enabled",
+        "expandable",
+        "expanded",
+        "indeterminate",
+        "multi_line",
+        "pressed",
+        "read_only",
+        "selectable",
+        "selected",
+        "sensitive",
+        "single_line",
+    }
+)
+"""The states an element's identity includes: what it is and what an action on it does
+(enabled, checked, expanded, selected, editable). States that follow the pointer, the focus
+or the window's place (``focused``, ``armed``, ``showing``, ``visible``, ``active``) are left
+out: they differ between two looks at the same screen."""
+
+_NAME_CHARS = 300
+"""The longest name stored."""
+
+
+class ElementRef(BaseModel):
+    """One ancestor of an element: its role and name."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    role: str = Field(max_length=80)
+    """Its role (AT-SPI's role name: ``push button``, ``panel``, ``frame``)."""
+    name: str | None = Field(None, max_length=_NAME_CHARS)
+    """Its accessible name (``None`` or empty: unnamed)."""
+
+
+class Element(BaseModel):
+    """An element of an application's accessibility tree, as the platform describes it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    role: str = Field(max_length=80)
+    """Its role (AT-SPI's role name: ``push button``, ``menu item``, ``text``)."""
+    name: str | None = Field(None, max_length=_NAME_CHARS)
+    """Its accessible name (a button's label, a field's label); ``None``: unnamed."""
+    states: tuple[str, ...] = ()
+    """Its states among :data:`STABLE_STATES`, sorted."""
+    ancestors: tuple[ElementRef, ...] = ()
+    """Its parent first, up to and including its window (the application is left out)."""
+    box: tuple[int, int, int, int]
+    """Where it is (``x``, ``y``, width, height) in the screenshot's pixels."""
+    window_box: tuple[int, int, int, int] | None = None
+    """Where its window is, the same way (``None``: not known)."""
+    text_offset: int | None = None
+    """For a text element, the character offset at the point asked about (``None``: not a
+    text element, or the toolkit does not say)."""
+    toolkit: str | None = Field(None, max_length=80)
+    """The toolkit that drew it, as it names itself (``GTK``, ``Qt``, ``Chromium``)."""
+
+    def identity(self) -> tuple[object, ...]:
+        """What must be equal for two descriptions to be of the same element: role, name,
+        states and the ancestors' roles and names below the window (whose title may carry a
+        document's name), and the window's role."""
+        inner = tuple((a.role, a.name or "") for a in self.ancestors[:-1])
+        window = self.ancestors[-1].role if self.ancestors else None
+        return (self.role, self.name or "", tuple(sorted(self.states)), inner, window)
+
+    def scaled(self, source: tuple[int, int], target: tuple[int, int]) -> Element:
+        """The element measured in ``source`` pixels, expressed in ``target`` pixels."""
+        if source == target:
+            return self
+        return self.model_copy(
+            update={
+                "box": _scaled_box(self.box, source, target),
+                "window_box": None
+                if self.window_box is None
+                else _scaled_box(self.window_box, source, target),
+            }
+        )
+
+
+def _scaled_box(
+    box: tuple[int, int, int, int], source: tuple[int, int], target: tuple[int, int]
+) -> tuple[int, int, int, int]:
+    fx, fy = target[0] / source[0], target[1] / source[1]
+    x, y, width, height = box
+    return (
+        round(x * fx),
+        round(y * fy),
+        max(1, round(width * fx)),
+        max(1, round(height * fy)),
+    )
+
+
+def element_center(element: Element) -> Point:
+    """The centre of ``element``'s box."""
+    x, y, width, height = element.box
+    return (x + width // 2, y + height // 2)
+
+
+@runtime_checkable
+class ElementSource(Protocol):
+    """Says what element is where (see the module docstring). Each call may fail (raise):
+    the replay then has no element information for that look, and pixels decide."""
+
+    def element_at(self, point: Point) -> Element | None:
+        """The innermost element that an action at ``point`` reaches (``None``: none, or
+        the application there has no accessibility)."""
+
+    def elements_like(self, element: Element, window_point: Point) -> Sequence[Element] | None:
+        """The elements showing now with ``element``'s role and name (any states, any
+        ancestors: the caller compares), inside the top-level window that contains
+        ``window_point`` (``None``: the source cannot search)."""

@@ -375,7 +375,7 @@ def _screen(plan: Plan, seen: Seen, image: Image.Image | None = None) -> Screen:
     picture = seen.image if seen.image is not None else image
     if picture is None:
         raise AskCacheError("a look without a screenshot")
-    return screen_of(plan.space, picture, seen.windows, seen.mark)
+    return screen_of(plan.space, picture, seen.windows, seen.mark, seen.elements)
 
 
 def _watch(

@@ -39,6 +39,7 @@ from askcache.foundation.messages import (
 )
 from askcache.foundation.scaling import Size, api_resolution, scale_point
 from askcache.foundation.screen.damage import DamageReporter, DamageSource, ScaledDamage
+from askcache.foundation.screen.elements import ElementReporter, ElementSource, ScaledElements
 from askcache.foundation.screen.png import encode_png
 from askcache.foundation.screen.windows import WindowFrame, WindowSource
 from askcache.tools.tool import Tool, ToolOutput
@@ -173,6 +174,20 @@ class ComputerTool(Tool):
         if source is None or api == screen:
             return source
         return ScaledDamage(source, screen=screen, space=api)
+
+    def elements(self) -> ElementSource | None:
+        """What element is where (:mod:`askcache.foundation.screen.elements`), in model
+        coordinates; ``None`` when the backend cannot tell (it is not an
+        :class:`~askcache.foundation.screen.elements.ElementReporter`, or the session has no
+        accessibility): steps are then recorded and checked with their label's text and
+        pixels alone."""
+        if not isinstance(self.backend, ElementReporter):
+            return None
+        source = self.backend.element_source()
+        api, screen = self.api_size, self.screen_size
+        if source is None or api == screen:
+            return source
+        return ScaledElements(source, screen=screen, space=api)
 
     def capture(self) -> Image.Image:
         """A screenshot as the model sees it (scaled to :attr:`api_size`)."""

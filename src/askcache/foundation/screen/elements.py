@@ -28,7 +28,9 @@ __all__ = [
     "STABLE_STATES",
     "Element",
     "ElementRef",
+    "ElementReporter",
     "ElementSource",
+    "ScaledElements",
     "StepElement",
     "element_center",
 ]
@@ -182,3 +184,37 @@ class ElementSource(Protocol):
         """The elements showing now with ``element``'s role and name (any states, any
         ancestors: the caller compares), inside the top-level window that contains
         ``window_point`` (``None``: the source cannot search)."""
+
+
+@runtime_checkable
+class ElementReporter(Protocol):
+    """A screen backend that can say what element is where
+    (:meth:`askcache.tools.desktop.DesktopBackend.element_source`)."""
+
+    def element_source(self) -> ElementSource | None:
+        """The platform's element source in the backend's own pixels; ``None`` where the
+        session has none (no accessibility bus, no binding installed)."""
+
+
+class ScaledElements:
+    """An :class:`ElementSource` in one space (the real screen's pixels) seen from another
+    (the model's)."""
+
+    def __init__(self, source: ElementSource, *, screen: tuple[int, int], space: tuple[int, int]):
+        self.source = source
+        self.screen = screen
+        self.space = space
+
+    def _in(self, point: Point) -> Point:
+        (sw, sh), (aw, ah) = self.screen, self.space
+        return (round(point[0] * sw / aw), round(point[1] * sh / ah))
+
+    def element_at(self, point: Point) -> Element | None:
+        found = self.source.element_at(self._in(point))
+        return None if found is None else found.scaled(self.screen, self.space)
+
+    def elements_like(self, element: Element, window_point: Point) -> Sequence[Element] | None:
+        found = self.source.elements_like(
+            element.scaled(self.space, self.screen), self._in(window_point)
+        )
+        return None if found is None else [e.scaled(self.screen, self.space) for e in found]

@@ -10,12 +10,14 @@ events, its saved contacts). The real trees (AT-SPI on GTK, Qt and Chromium) are
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from askcache import ActResult, Agent, CacheExecutionSettings, CacheWritingSettings, CachingSettings
+from askcache.cli.app import main
 from askcache.storage.cache_storage import LocalCacheStorage, load_cache_file
 from askcache.testing import FormFillingScript, MessagesApiStandIn, SimulatedFormApp, text_reply
 from askcache.tools.computer import ComputerTool
@@ -164,3 +166,22 @@ def test_an_inaccessible_form_at_twice_the_density_is_left_to_its_pixels(tmp_pat
     result = _replay(tmp_path, app)
     assert result.replay is not None
     assert all(d in (None, "pixels") for d in _decided(result).values())
+
+
+def test_show_and_the_ledger_say_what_decided_each_step(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _record(tmp_path)
+    _replay(tmp_path, SimulatedFormApp(names={"save": "Delete contact"}))
+    capsys.readouterr()
+    assert main(["show", "form", "--cache-dir", str(tmp_path), "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["replays"][-1]["step_deciders"] == {
+        str(CLICK_NAME): "pixels+element",
+        str(CLICK_SAVE): "element",
+    }
+    assert main(["show", "form", "--cache-dir", str(tmp_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    save = next(line for line in lines if line.strip().startswith(f"{CLICK_SAVE} "))
+    assert "element push button 'Save'" in save
+    assert "last replay decided by element" in save

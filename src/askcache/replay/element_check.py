@@ -21,6 +21,10 @@ pixels (:func:`~askcache.replay.check.check`):
   - elsewhere in its window (a reordered list, a taller banner): the full pixel check runs
     at its new place, and decides.
 
+  In a text element, the action must reach the recorded character: the toolkit's character
+  offset at the place found is the recorded one (where the toolkit gives offsets: GTK), or the
+  screen is of another density (the same text scaled: Qt gives no offsets).
+
   Without a tree (Tk, X Athena programs), the label's text may stand in for it on a screen
   of another density only: the label under the point must read as recorded *and* the look
   of its box must pass. OCR alone never allows a step.
@@ -49,11 +53,15 @@ from askcache.replay.plan import Anchor, Plan
 from askcache.replay.screens import Screen
 from askcache.replay.verdicts import Checked, Refused
 
-__all__ = ["PLACE_TOLERANCE", "PixelsAt", "with_element"]
+__all__ = ["PLACE_TOLERANCE", "TEXT_ROLES", "PixelsAt", "with_element"]
 
 PixelsAt = Callable[[Anchor], Checked | Refused]
 """Runs a step's full pixel check as seen from an anchor (given by the caller:
 :func:`askcache.replay.check.check`)."""
+
+TEXT_ROLES = frozenset({"text", "entry", "password text", "document text", "paragraph", "terminal"})
+"""Roles whose place under the point is a character: a re-drawn screen (another font size)
+may put another character there."""
 
 PLACE_TOLERANCE = 0.03
 """How far (a share of its window's width and height, at least 6 recorded pixels) an element
@@ -189,6 +197,8 @@ def _by_identity(case: _Case, tree: Element, outcome: Refused) -> Checked | Refu
     reached = elements.at(target)
     if reached is None or reached.identity() != tree.identity():
         return None  # something else (a dialog, a popup) is over it
+    if not _same_character(tree, reached, other_density=outcome.other_density):
+        return None
     if stored.label is not None:
         reading = _read(screen, target, found.box)
         if reading is not None and not same_label(stored.label, reading.text):
@@ -276,6 +286,18 @@ def _look_passes(
     except InvalidHashError:
         return None
     return distance if distance <= plan.policy.element_look_threshold else None
+
+
+def _same_character(recorded: Element, now: Element, *, other_density: bool) -> bool:
+    """In a text element, whether an action at the place found reaches the recorded character:
+    the toolkit's offset at that point is the recorded one; where the toolkit gives no
+    offsets, only a screen of another density (the same text, scaled: the same share of the
+    box is the same character) is trusted. Not a text element: always."""
+    if recorded.text_offset is not None:
+        return now.text_offset == recorded.text_offset
+    if recorded.role in TEXT_ROLES:
+        return other_density
+    return True
 
 
 def _place(recorded: Element, now: Element, point: Point) -> Point:

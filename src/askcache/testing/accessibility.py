@@ -58,6 +58,21 @@ _EVENTS = ("object:children-changed", "object:state-changed", "object:property-c
 """The events the session asks applications to send while it waits (through the registry:
 toolkits send only the events some listener asked for)."""
 
+_NOT_PASSED = frozenset(
+    {
+        "NO_AT_BRIDGE",
+        "AT_SPI_BUS_ADDRESS",
+        "DBUS_SESSION_BUS_PID",
+        # set by Python packages that bundle a Qt of their own (opencv, which pyautogui may
+        # import): the system's Qt applications would load that Qt's plugins and abort
+        "QT_QPA_PLATFORM_PLUGIN_PATH",
+        "QT_QPA_FONTDIR",
+        "QT_PLUGIN_PATH",
+        "LD_LIBRARY_PATH",
+    }
+)
+"""Variables of this process that the session's applications do not get."""
+
 T = TypeVar("T")
 
 _CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
@@ -123,11 +138,7 @@ class AccessibilitySession:
     def env(self) -> dict[str, str]:
         """The environment for an application of this session."""
         assert self.folder is not None, "the session is not started"
-        env = {
-            key: value
-            for key, value in os.environ.items()
-            if key not in ("NO_AT_BRIDGE", "AT_SPI_BUS_ADDRESS", "DBUS_SESSION_BUS_PID")
-        }
+        env = {key: value for key, value in os.environ.items() if key not in _NOT_PASSED}
         env.update(
             DISPLAY=self.display,
             DBUS_SESSION_BUS_ADDRESS=self.address,
@@ -313,19 +324,25 @@ class AccessibilitySession:
         """Run ``command`` in this session and wait until its application registered and
         shows a window (``ready``: until its showing windows, as ``(role, name)`` pairs,
         satisfy it); stop it when the block ends."""
-        process = subprocess.Popen(
-            list(command),
-            env={**self.env, **(env or {})},
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        assert self.folder is not None, "the session is not started"
+        log = self.folder / f"{Path(command[0]).name}-{time.monotonic_ns()}.log"
+        with log.open("wb") as output:
+            process = subprocess.Popen(
+                list(command),
+                env={**self.env, **(env or {})},
+                stdin=subprocess.DEVNULL,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+            )
         try:
             check = ready or bool
 
             def registered() -> list[tuple[str, str]] | None:
                 if process.poll() is not None:
-                    raise AskCacheError(f"{command[0]} exited at start ({process.returncode})")
+                    said = log.read_text(errors="replace")[-2000:]
+                    raise AskCacheError(
+                        f"{command[0]} exited at start ({process.returncode}): {said}"
+                    )
                 frames = self.frames(process.pid) if self.accessibility else []
                 return frames if check(frames) else None
 

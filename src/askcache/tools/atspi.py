@@ -343,11 +343,20 @@ class AtspiElements:
                     [self._at_point_call(child, here), self._offset_call(child, here)],
                 )
                 node = nodes[0]
-                inside = (
-                    None if node is None or not node.visible else _unit_inside(node, point, unit)
-                )
+                inside = None
+                if node is not None and node.visible:
+                    inside = _unit_inside(node, point, units.below(node, unit))
                 if node is not None and inside is not None:
                     chain.append(node)
+                    if inside == 1.0 and asked != 1.0:
+                        # content counted in the screen's pixels (Chromium's page) is asked
+                        # in them too
+                        asked = 1.0
+                        self._screen_points.add(app)
+                        answer_, offset_ = self._bus.exchange(
+                            [self._at_point_call(child, point), self._offset_call(child, point)],
+                            deadline,
+                        )
                     unit = inside
                     answer = () if isinstance(answer_, AtspiError) else answer_
                     offset = offset_

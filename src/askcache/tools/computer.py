@@ -11,7 +11,10 @@ screen rendered with Pillow; a real desktop backend (pyautogui + mss) plugs in t
 A backend that also lists its windows (a :class:`~askcache.foundation.screen.windows.WindowSource`)
 lets recording store the window each step acted in, and a replay find it where it is now; one that
 reports where its screen was drawn (a :class:`~askcache.foundation.screen.damage.DamageReporter`)
-lets a replay act as soon as the screen is still (:meth:`ComputerTool.screen_damage`).
+lets a replay act as soon as the screen is still (:meth:`ComputerTool.screen_damage`); one that
+says what element is where (an :class:`~askcache.foundation.screen.elements.ElementReporter`)
+lets recording and replay compare the element under each action
+(:meth:`ComputerTool.elements`).
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from askcache.foundation.messages import (
 )
 from askcache.foundation.scaling import Size, api_resolution, scale_point
 from askcache.foundation.screen.damage import DamageReporter, DamageSource, ScaledDamage
+from askcache.foundation.screen.elements import ElementReporter, ElementSource, ScaledElements
 from askcache.foundation.screen.png import encode_png
 from askcache.foundation.screen.windows import WindowFrame, WindowSource
 from askcache.tools.tool import Tool, ToolOutput
@@ -173,6 +177,20 @@ class ComputerTool(Tool):
         if source is None or api == screen:
             return source
         return ScaledDamage(source, screen=screen, space=api)
+
+    def elements(self) -> ElementSource | None:
+        """What element is where (:mod:`askcache.foundation.screen.elements`), its points and
+        boxes in model coordinates (the space of :meth:`capture`'s images); ``None`` when the
+        backend cannot tell (it is not an
+        :class:`~askcache.foundation.screen.elements.ElementReporter`, or its platform has no
+        accessibility tree to ask)."""
+        if not isinstance(self.backend, ElementReporter):
+            return None
+        source = self.backend.elements()
+        api, screen = self.api_size, self.screen_size
+        if source is None or api == screen:
+            return source
+        return ScaledElements(source, screen=screen, space=api)
 
     def capture(self) -> Image.Image:
         """A screenshot as the model sees it (scaled to :attr:`api_size`)."""

@@ -28,7 +28,9 @@ __all__ = [
     "STABLE_STATES",
     "Element",
     "ElementRef",
+    "ElementReporter",
     "ElementSource",
+    "ScaledElements",
     "element_center",
 ]
 
@@ -148,3 +150,43 @@ class ElementSource(Protocol):
         """The elements showing now with ``element``'s role and name (any states, any
         ancestors: the caller compares), inside the top-level window that contains
         ``window_point`` (``None``: the source cannot search)."""
+
+
+@runtime_checkable
+class ElementReporter(Protocol):
+    """A screen backend that can say what element is where
+    (:meth:`askcache.tools.desktop.DesktopBackend.elements`)."""
+
+    def elements(self) -> ElementSource | None:
+        """Its elements in its screen's pixels; ``None`` where the platform gives none."""
+        ...
+
+
+class ScaledElements:
+    """An :class:`ElementSource` measured in ``space`` pixels (a scaled screenshot's, the
+    model's) instead of the ``screen``'s own: points are taken to the screen, boxes brought
+    back."""
+
+    def __init__(
+        self, source: ElementSource, screen: tuple[int, int], space: tuple[int, int]
+    ) -> None:
+        self.source = source
+        self.screen = screen
+        self.space = space
+
+    def _to_screen(self, point: Point) -> Point:
+        x = round(point[0] * self.screen[0] / self.space[0])
+        y = round(point[1] * self.screen[1] / self.space[1])
+        return (min(max(x, 0), self.screen[0] - 1), min(max(y, 0), self.screen[1] - 1))
+
+    def element_at(self, point: Point) -> Element | None:
+        found = self.source.element_at(self._to_screen(point))
+        return None if found is None else found.scaled(self.screen, self.space)
+
+    def elements_like(self, element: Element, window_point: Point) -> Sequence[Element] | None:
+        found = self.source.elements_like(
+            element.scaled(self.space, self.screen), self._to_screen(window_point)
+        )
+        if found is None:
+            return None
+        return [each.scaled(self.screen, self.space) for each in found]

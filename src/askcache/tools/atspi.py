@@ -41,6 +41,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from askcache.foundation.geometry import Point
@@ -73,6 +74,10 @@ MAX_NODES = 5000
 """The most nodes :meth:`AtspiElements.elements_like` looks at in one window."""
 MAX_CHILDREN = 400
 """The most children looked at when a toolkit's answer for a point was wrong."""
+
+_DESCRIBED_WHOLE = 8
+"""Up to this many children, a level the toolkit answered wrongly for is described whole in
+one round trip; more are glanced at first."""
 
 _SCALES = (1.0, 2.0, 1.5, 1.25, 1.75, 3.0, 2.5, 4.0)
 """The scales a toolkit's logical pixels may have (the common first)."""
@@ -163,6 +168,8 @@ class AtspiElements:
         self._pids: dict[str, int | None] = {}
         self._toolkits: dict[str, str | None] = {}
         self._frame_refs: dict[str, list[Ref]] = {}
+        self._scales: dict[Ref, float] = {}
+        """The scale each frame was found at, last time."""
         self._screen_points: set[str] = set()
         """Applications that take points in the screen's pixels at a scale (Chromium)."""
         self._known: dict[int, list[tuple[Ref, list[Ref]]]] = {}
@@ -174,12 +181,12 @@ class AtspiElements:
         """The element an action at ``point`` (screen pixels) reaches; ``None``: no window
         there, or its application has no accessibility tree."""
         deadline = time.monotonic() + self.timeout
-        found = self._window(point, deadline)
-        if found is None:
+        window = self._window(point, deadline)
+        if window is None:
             return None
-        frame, scale, box = found
+        frame, scale, box = window.frame, window.scale, window.box
         units = _Units(frame, scale, box)
-        chain, offset, leaf_unit = self._descend(frame, point, units, deadline)
+        chain, offsets, leaf_unit = self._descend(frame, point, units, deadline, window.answer)
         ancestry = self._ancestry(chain, frame, deadline)
         target = _target(ancestry)
         node, ancestors = ancestry[target], ancestry[target + 1 :]
@@ -190,11 +197,12 @@ class AtspiElements:
         unit = units.of(node, ancestors)
         if target == 0 and unit != leaf_unit:
             return None  # the node was found in pixels its ancestors do not say it uses
-        if node.role not in _TEXT_ROLES:
-            offset = None
-        elif target > 0:
-            asked = 1.0 if node.ref[0] in self._screen_points else scale
-            offset = self._offset(node, _logical(point, asked), deadline)
+        offset = None
+        if node.role in _TEXT_ROLES:
+            offset = offsets.get(node.ref, -1)
+            if offset == -1:  # not asked on the way down
+                asked = self._asked_unit(node.ref[0], scale)
+                offset = self._offset(node, _logical(point, asked), deadline)
         return self._element(node, ancestors, unit, window=box, offset=offset, deadline=deadline)
 
     def elements_like(self, element: Element, window_point: Point) -> list[Element] | None:
@@ -202,10 +210,10 @@ class AtspiElements:
         ``window_point``; ``None``: no window there with a tree, or a tree too large to
         search whole."""
         deadline = time.monotonic() + self.search_timeout
-        found = self._window(window_point, deadline)
-        if found is None:
+        window = self._window(window_point, deadline)
+        if window is None:
             return None
-        frame, scale, box = found
+        frame, scale, box = window.frame, window.scale, window.box
         units = _Units(frame, scale, box)
         matches = self._walk(frame, element.role, element.name or "", units, deadline)
         if matches is None:
@@ -225,21 +233,23 @@ class AtspiElements:
 
     # --- the window ---------------------------------------------------------------------
 
-    def _window(
-        self, point: Point, deadline: float
-    ) -> tuple[Node, float, tuple[int, int, int, int] | None] | None:
-        """The frame on top at ``point``, its scale, and its window's box in screen pixels
-        (``None``: from the frame's extents)."""
+    def _window(self, point: Point, deadline: float) -> _Window | None:
+        """The frame on top at ``point``, its scale, its window's box in screen pixels
+        (``None``: from the frame's extents), and, when it came with the frames, the frame's
+        answer for the point."""
         top = self._top_window(point)
         if top is None:
             if self.display is not None or self._windows is not None:
                 return None  # no window there
-            return _only_frame(self._frames(self._applications(deadline), deadline), point)
+            found = _only_frame(self._frames(self._applications(deadline), deadline), point)
+            return None if found is None else _Window(found, 1.0, None)
         cached = self._known.get(top.pid) if top.pid is not None else None
         if cached is not None:
-            found = _matching(self._cached_frames(cached, deadline), top)
-            if found is not None:
-                return found[0], found[1], top.box
+            frames, answers = self._cached_frames(cached, point, deadline)
+            match = _matching(frames, top)
+            if match is not None:
+                self._scales[match[0].ref] = match[1]
+                return _Window(match[0], match[1], top.box, answers.get(match[0].ref))
         apps = self._applications(deadline)
         if top.pid is not None:
             self._learn_pids([ref[0] for ref in apps], deadline)
@@ -248,27 +258,46 @@ class AtspiElements:
         frames = self._frames(apps, deadline)
         if top.pid is not None:
             self._known[top.pid] = [(app, self._frame_refs[app[0]]) for app in apps]
-        found = _matching(frames, top)
-        return None if found is None else (found[0], found[1], top.box)
+        match = _matching(frames, top)
+        if match is None:
+            return None
+        self._scales[match[0].ref] = match[1]
+        return _Window(match[0], match[1], top.box)
 
     def _applications(self, deadline: float) -> list[Ref]:
         reply = self._call(_REGISTRY, "GetChildren", deadline)
         return [ref for ref in (as_ref(r) for r in (reply[0] if reply else ())) if ref is not None]
 
     def _cached_frames(
-        self, known: list[tuple[Ref, list[Ref]]], deadline: float
-    ) -> list[Node] | None:
-        """The frames of the applications a process had at the last look, described again;
-        ``None`` when an application's number of windows changed since (or it is gone)."""
+        self, known: list[tuple[Ref, list[Ref]]], point: Point, deadline: float
+    ) -> tuple[list[Node] | None, dict[Ref, tuple[float, tuple[Any, ...]]]]:
+        """The frames of the applications a process had at the last look, described again
+        (``None`` when an application's number of windows changed since, or it is gone),
+        with each frame's answer for ``point`` asked at its last scale (the descent's first
+        step, in the same round trip)."""
         refs = [frame for _, frames in known for frame in frames]
         counts = [
             Call(app, PROPERTIES, "Get", "ss", (ACCESSIBLE, "ChildCount")) for app, _ in known
         ]
-        nodes, replies = describe_all(self._bus, refs, deadline, counts)
-        for (_, frames), reply in zip(known, replies, strict=True):
+        asked = [self._asked_unit(ref[0], self._scales.get(ref, 1.0)) for ref in refs]
+        probes = [
+            self._at_point_call(ref, _logical(point, unit))
+            for ref, unit in zip(refs, asked, strict=True)
+        ]
+        nodes, replies = describe_all(self._bus, refs, deadline, [*counts, *probes])
+        for (_, frames), reply in zip(known, replies[: len(counts)], strict=True):
             if isinstance(reply, AtspiError) or not reply or _value(reply[0]) != len(frames):
-                return None
-        return [node for node in nodes if node is not None and node.visible]
+                return None, {}
+        answers = {
+            ref: (unit, reply)
+            for ref, unit, reply in zip(refs, asked, replies[len(counts) :], strict=True)
+            if not isinstance(reply, AtspiError)
+        }
+        return [node for node in nodes if node is not None and node.visible], answers
+
+    def _asked_unit(self, app: str, scale: float) -> float:
+        """The unit of the points ``app`` is asked about at ``scale``."""
+        return 1.0 if app in self._screen_points else scale
 
     def _top_window(self, point: Point) -> StackedWindow | None:
         if self._windows is not None:
@@ -314,10 +343,16 @@ class AtspiElements:
     # --- the element --------------------------------------------------------------------
 
     def _descend(
-        self, frame: Node, point: Point, units: _Units, deadline: float
-    ) -> tuple[list[Node], int | None, float]:
+        self,
+        frame: Node,
+        point: Point,
+        units: _Units,
+        deadline: float,
+        first: tuple[float, tuple[Any, ...]] | None = None,
+    ) -> tuple[list[Node], dict[Ref, int | None], float]:
         """The nodes from ``frame`` down to the deepest one at ``point`` (screen pixels)
-        that is showing and contains it, the character offset there when it is text, and
+        that is showing and contains it, the character offsets there (of the nodes that
+        were asked with their description), and
         the unit of the deepest one's extents. One round trip per level: the next level's
         answer is asked with each description.
 
@@ -328,10 +363,13 @@ class AtspiElements:
         app = frame.ref[0]
         chain = [frame]
         unit = units.scale  # the unit of the last node's extents
-        asked = 1.0 if app in self._screen_points else units.scale  # the unit of the points
+        asked = self._asked_unit(app, units.scale)  # the unit of the points
         retried = units.scale == 1.0
-        answer = self._at_point(frame.ref, _logical(point, asked), deadline)
-        offset: tuple[Any, ...] | AtspiError = ()
+        if first is not None and first[0] == asked:
+            answer = first[1]  # asked with the frames
+        else:
+            answer = self._at_point(frame.ref, _logical(point, asked), deadline)
+        offsets: dict[Ref, int | None] = {}
         for _ in range(MAX_DEPTH):
             child = as_ref(answer[0]) if answer else None
             if child is not None and all(child != node.ref for node in chain):
@@ -359,7 +397,7 @@ class AtspiElements:
                         )
                     unit = inside
                     answer = () if isinstance(answer_, AtspiError) else answer_
-                    offset = offset_
+                    offsets[node.ref] = _offset_of(offset_)
                     continue
                 if not retried:  # a wrong answer: ask in the other pixels, once
                     retried = True
@@ -380,8 +418,7 @@ class AtspiElements:
                 break
             chain.extend(found)
             answer = self._at_point(found[-1].ref, _logical(point, asked), deadline)
-            offset = ()
-        return chain, _offset_of(offset), unit
+        return chain, offsets, unit
 
     def _offset_call(self, ref: Ref, point: tuple[float, float]) -> Call:
         x, y = round(point[0]), round(point[1])
@@ -401,9 +438,32 @@ class AtspiElements:
         self, parent: Node, point: tuple[float, float], deadline: float, through: int = 1
     ) -> list[Node] | None:
         """The last showing child of ``parent`` that contains ``point``, or the path to one
-        through up to ``through`` showing children with no extents; ``None``: none. The
-        children are glanced at (extents and states) before the chosen one is described."""
+        through up to ``through`` levels of showing children with no extents (GTK's notebook
+        page when its tab is hidden); ``None``: none. A few children are described whole at
+        once; many are glanced at (extents and states) before the chosen one is described."""
         refs = self._children(parent.ref, deadline)[:MAX_CHILDREN]
+        if len(refs) <= _DESCRIBED_WHOLE:
+            nodes = [n for n in describe_all(self._bus, refs, deadline)[0] if n is not None]
+        else:
+            nodes = self._glance_all(refs, deadline)
+        inside = [n for n in nodes if n.visible and n.contains(point)]
+        if inside:
+            chosen = inside[-1]
+            if not chosen.complete:
+                described = describe_all(self._bus, [chosen.ref], deadline)[0][0]
+                return None if described is None else [described]
+            return [chosen]
+        hollow = [n for n in nodes if "showing" in n.states and n.extents is None]
+        for each in reversed(hollow[-3:] if through > 0 else []):
+            node = each if each.complete else describe_all(self._bus, [each.ref], deadline)[0][0]
+            below = None if node is None else self._child_at(node, point, deadline, through - 1)
+            if node is not None and below is not None:
+                return [node, *below]
+        return None
+
+    def _glance_all(self, refs: Sequence[Ref], deadline: float) -> list[Node]:
+        """``refs`` known by their extents and states only (one round trip, two calls each);
+        those not showing left out."""
         calls = [
             call
             for ref in refs
@@ -413,28 +473,15 @@ class AtspiElements:
             )
         ]
         replies = self._bus.exchange(calls, deadline)
-        inside: list[Ref] = []
-        hollow: list[Ref] = []
+        found = []
         for index, ref in enumerate(refs):
             extents, state = replies[2 * index], replies[2 * index + 1]
             if isinstance(extents, AtspiTimeoutError) or isinstance(state, AtspiTimeoutError):
                 raise AtspiTimeoutError("no answer in time")
             glance = _glance(ref, extents, state)
-            if glance is None:
-                continue
-            if glance.contains(point):
-                inside.append(ref)
-            elif glance.extents is None:
-                hollow.append(ref)
-        if inside:
-            node = describe_all(self._bus, [inside[-1]], deadline)[0][0]
-            return None if node is None else [node]
-        for ref in reversed(hollow[:through]):
-            node = describe_all(self._bus, [ref], deadline)[0][0]
-            below = None if node is None else self._child_at(node, point, deadline, through - 1)
-            if node is not None and below is not None:
-                return [node, *below]
-        return None
+            if glance is not None:
+                found.append(glance)
+        return found
 
     def _ancestry(self, chain: list[Node], frame: Node, deadline: float) -> list[Node]:
         """The deepest node of ``chain`` and its ancestors up to ``frame``, parent first
@@ -576,6 +623,18 @@ class AtspiElements:
         return () if isinstance(reply, AtspiError) else reply
 
 
+@dataclass(frozen=True)
+class _Window:
+    """The frame on top at a point (:meth:`AtspiElements._window`)."""
+
+    frame: Node
+    scale: float
+    box: tuple[int, int, int, int] | None
+    answer: tuple[float, tuple[Any, ...]] | None = None
+    """The frame's answer for the point and the unit it was asked in, when it came with
+    the frames."""
+
+
 class _Units:
     """How many screen pixels make one of a toolkit's, node by node.
 
@@ -705,11 +764,11 @@ def _scale_of(extents: tuple[int, int, int, int], window: StackedWindow) -> floa
     return None
 
 
-def _only_frame(frames: list[Node], point: Point) -> tuple[Node, float, None] | None:
+def _only_frame(frames: list[Node], point: Point) -> Node | None:
     inside = [frame for frame in frames if frame.contains(point)]
     if len(inside) > 1:
         inside = [frame for frame in inside if "active" in frame.states]
-    return (inside[0], 1.0, None) if len(inside) == 1 else None
+    return inside[0] if len(inside) == 1 else None
 
 
 def _scaled(extents: tuple[int, int, int, int], scale: float) -> tuple[int, int, int, int]:

@@ -122,42 +122,70 @@ def _title_of(display: Any, window: Any) -> str | None:
 def window_at(display: Any, point: Point) -> StackedWindow | None:
     """The topmost viewable window of ``display`` (python-xlib) whose frame contains ``point``,
     described by its client (the window inside a window manager's frame); ``None``: none, or
-    the point is on the frame's decoration, outside the client."""
+    the point is on the frame's decoration, outside the client. The X server names it
+    (``TranslateCoordinates``' child: one round trip, whatever the number of windows); past
+    an input-only window there, the root's children are looked at from the top."""
     from Xlib import X
     from Xlib.error import XError
 
     root = display.screen().root
-    x, y = point
+    try:
+        child = root.translate_coords(root, point[0], point[1]).child
+        if not child:
+            return None
+        attributes = child.get_attributes()
+        if attributes.map_state == X.IsViewable and attributes.win_class != X.InputOnly:
+            geometry = child.get_geometry()
+            if _outer(geometry, point) is not None:
+                return _described(display, child, geometry, attributes, point)
+    except XError:
+        pass
     for window in reversed(root.query_tree().children):
         try:
             attributes = window.get_attributes()
             if attributes.map_state != X.IsViewable or attributes.win_class == X.InputOnly:
                 continue
             geometry = window.get_geometry()
-            left, top = int(geometry.x), int(geometry.y)
-            outer = 2 * int(geometry.border_width)
-            width, height = int(geometry.width) + outer, int(geometry.height) + outer
-            if not (left <= x < left + width and top <= y < top + height):
-                continue
-            client = _named(display, window) or window
-            if client.id == window.id:
-                box = (left, top, int(geometry.width), int(geometry.height))
-            else:
-                inner = client.get_geometry()
-                origin = client.translate_coords(root, 0, 0)
-                box = (-int(origin.x), -int(origin.y), int(inner.width), int(inner.height))
-            if not (box[0] <= x < box[0] + box[2] and box[1] <= y < box[1] + box[3]):
-                return None
-            return StackedWindow(
-                box=box,
-                outer=(left, top, width, height),
-                pid=_pid_of(display, client),
-                title=_title_of(display, client),
-                popup=bool(attributes.override_redirect),
-            )
+            if _outer(geometry, point) is not None:
+                return _described(display, window, geometry, attributes, point)
         except XError:
             continue
     return None
+
+
+def _outer(geometry: Any, point: Point) -> tuple[int, int, int, int] | None:
+    """A root child's box, borders included, when it contains ``point``."""
+    left, top = int(geometry.x), int(geometry.y)
+    border = 2 * int(geometry.border_width)
+    width, height = int(geometry.width) + border, int(geometry.height) + border
+    inside = left <= point[0] < left + width and top <= point[1] < top + height
+    return (left, top, width, height) if inside else None
+
+
+def _described(
+    display: Any, window: Any, geometry: Any, attributes: Any, point: Point
+) -> StackedWindow | None:
+    """``window`` (a child of the root, containing ``point``) described by its client;
+    ``None``: the point is on the decoration a window manager drew around the client."""
+    outer = _outer(geometry, point)
+    assert outer is not None
+    client = _named(display, window) or window
+    if client.id == window.id:
+        box = (outer[0], outer[1], int(geometry.width), int(geometry.height))
+    else:
+        inner = client.get_geometry()
+        origin = client.translate_coords(display.screen().root, 0, 0)
+        box = (-int(origin.x), -int(origin.y), int(inner.width), int(inner.height))
+    x, y = point
+    if not (box[0] <= x < box[0] + box[2] and box[1] <= y < box[1] + box[3]):
+        return None
+    return StackedWindow(
+        box=box,
+        outer=outer,
+        pid=_pid_of(display, client),
+        title=_title_of(display, client),
+        popup=bool(attributes.override_redirect),
+    )
 
 
 def _pid_of(display: Any, window: Any) -> int | None:

@@ -310,6 +310,43 @@ def test_a_translated_application_names_its_controls_otherwise(
     assert names == ["File", "Datei"]
 
 
+def test_of_two_overlapping_windows_the_one_on_top_answers(
+    screen: tuple[str, AccessibilitySession],
+) -> None:
+    from Xlib import X
+
+    display, session = screen
+    source = AtspiElements(display, session_address=session.address, timeout=10)
+    point = (300, 300)  # in both windows: mousepad's 640x480 and FeatherPad's 700x500
+    try:
+        with (
+            session.launch(
+                "mousepad", ready=lambda f: ("frame", "Untitled 1 - Mousepad") in f
+            ) as gtk,
+            session.launch("featherpad", ready=lambda f: ("frame", "Untitled") in f),
+        ):
+            found = source.element_at(point)
+            assert found is not None
+            assert found.toolkit == "Qt"  # mapped last: on top
+            connection = connect(display)
+            try:
+                pid = connection.get_atom("_NET_WM_PID")
+                for window in connection.screen().root.query_tree().children:
+                    owner = window.get_full_property(pid, 0)
+                    viewable = window.get_attributes().map_state == X.IsViewable
+                    if owner is not None and owner.value[0] == gtk.pid and viewable:
+                        window.configure(stack_mode=X.Above)
+                connection.sync()
+            finally:
+                connection.close()
+            found = source.element_at(point)
+            assert found is not None
+            assert found.toolkit == "gtk"
+            assert (found.role, found.ancestors[-1].name) == ("text", "Untitled 1 - Mousepad")
+    finally:
+        source.close()
+
+
 def test_without_an_accessibility_bus_a_query_fails_at_once() -> None:
     with (
         VirtualDisplay(320, 240) as display,
@@ -323,7 +360,7 @@ def test_without_an_accessibility_bus_a_query_fails_at_once() -> None:
             source.close()
 
 
-def test_a_bus_that_went_away_fails_and_no_session_gives_no_source(
+def test_a_bus_that_went_away_fails_then_comes_back_and_no_session_gives_no_source(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     with VirtualDisplay(320, 240) as display:
@@ -332,7 +369,11 @@ def test_a_bus_that_went_away_fails_and_no_session_gives_no_source(
         source = AtspiElements(session_address=session.address, timeout=5)
         try:
             assert source.element_at((10, 10)) is None  # no application: nothing there
-            session.stop()
+            session.stop_bus()  # the accessibility bus crashed
+            with pytest.raises(AtspiUnavailableError):
+                source.element_at((10, 10))
+            assert source.element_at((10, 10)) is None  # a new bus, found again
+            session.stop()  # the whole session went away
             with pytest.raises(AtspiUnavailableError):
                 source.element_at((10, 10))
         finally:

@@ -210,6 +210,34 @@ class AccessibilitySession:
                 self._atspi().close()  # activation under way: ask again on a new connection
                 time.sleep(0.05)
 
+    def stop_bus(self, timeout: float = 10.0) -> None:
+        """Stop the accessibility bus (its launcher, which takes the bus with it), as a
+        desktop whose accessibility service crashed; the next question for it starts a new
+        one. Returns once the launcher is gone."""
+        from jeepney import DBusAddress, new_method_call
+        from jeepney.io.blocking import open_dbus_connection
+
+        with open_dbus_connection(self.address, auth_timeout=5.0) as session:
+            bus = DBusAddress(
+                "/org/freedesktop/DBus", "org.freedesktop.DBus", "org.freedesktop.DBus"
+            )
+            reply = session.send_and_get_reply(
+                new_method_call(bus, "GetConnectionUnixProcessID", "s", ("org.a11y.Bus",)),
+                timeout=5.0,
+            )
+        if not reply.body or not isinstance(reply.body[0], int):
+            return  # not running
+        pid = int(reply.body[0])
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while _running(pid):
+            if time.monotonic() > deadline:
+                raise AskCacheError(f"the accessibility bus launcher ({pid}) did not stop")
+            time.sleep(0.02)
+        if self._bus is not None:
+            self._bus.close()
+
     def _atspi(self) -> AtspiBus:
         if self._bus is None:
             self._bus = AtspiBus(self.address)
@@ -347,7 +375,15 @@ class AccessibilitySession:
                 return frames if check(frames) else None
 
             if self.accessibility:
-                self.wait_for(registered, timeout, f"{command[0]}'s window")
+                try:
+                    self.wait_for(registered, timeout, f"{command[0]}'s window")
+                except AskCacheError as exc:
+                    try:
+                        shown: object = self.frames(process.pid)
+                    except AtspiError as error:
+                        shown = error
+                    said = log.read_text(errors="replace")[-2000:]
+                    raise AskCacheError(f"{exc}; its windows: {shown!r}; it said: {said}") from exc
             yield process
         finally:
             stop_process(process)
@@ -374,6 +410,15 @@ class AccessibilitySession:
         if self.folder is not None:
             shutil.rmtree(self.folder, ignore_errors=True)
             self.folder = None
+
+
+def _running(pid: int) -> bool:
+    """True while process ``pid`` runs (a zombie does not)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return False
+    return fields[0] not in ("Z", "X")
 
 
 def _group_alive(group: int) -> bool:

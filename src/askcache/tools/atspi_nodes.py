@@ -114,7 +114,7 @@ def _node(ref: Ref, replies: Sequence[tuple[Any, ...] | AtspiError]) -> Node | N
     node = Node(
         ref=ref,
         role=role_name(role[0]) or f"role {role[0]}",
-        name=named[:_NAME_CHARS] if isinstance(named, str) else "",
+        name=named.strip()[:_NAME_CHARS] if isinstance(named, str) else "",
         parent=as_ref(_variant(parent)),
     )
     if len(replies) == 3:

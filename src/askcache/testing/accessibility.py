@@ -13,9 +13,12 @@ An application may start before or after the accessibility bus:
 
 - GTK asks the session bus for the accessibility bus when it starts, which starts it (D-Bus
   activation of the launcher);
-- Qt 5 watches the session bus for the launcher's name and registers once it appears (it
-  reads the address from the X root window's ``AT_SPI_BUS`` only when it starts, so an
-  application started before the launcher registers later, asynchronously);
+- Qt 5 reads the bus's address from the X root window's ``AT_SPI_BUS`` when it starts (the
+  launcher puts it on its display; :meth:`AccessibilitySession.launch` puts it on any other
+  display an application is started on) and registers at once; without it, Qt asks the
+  session bus asynchronously, which sometimes never registers the application (measured
+  here: one FeatherPad of two); an application started before the launcher waits for the
+  launcher's name on the session bus and registers when it appears;
 - Chromium with ``--force-renderer-accessibility`` does as GTK does.
 
 Whichever it is, :meth:`AccessibilitySession.launch` and :meth:`AccessibilitySession.wait_for`
@@ -353,6 +356,9 @@ class AccessibilitySession:
         shows a window (``ready``: until its showing windows, as ``(role, name)`` pairs,
         satisfy it); stop it when the block ends."""
         assert self.folder is not None, "the session is not started"
+        display = (env or {}).get("DISPLAY", self.display)
+        if display != self.display and self.accessibility:
+            self._publish_bus(display)
         log = self.folder / f"{Path(command[0]).name}-{time.monotonic_ns()}.log"
         with log.open("wb") as output:
             process = subprocess.Popen(
@@ -387,6 +393,24 @@ class AccessibilitySession:
             yield process
         finally:
             stop_process(process)
+
+    def _publish_bus(self, display: str) -> None:
+        """Put the accessibility bus's address on ``display``'s root window (``AT_SPI_BUS``),
+        as the launcher does on the session's own display: Qt 5 connects through it at once,
+        where its other way (asking the session bus, asynchronously) sometimes never
+        registers the application."""
+        from Xlib import Xatom
+
+        from askcache.foundation.screen.xserver import connect
+
+        address = self._atspi_address().encode()
+        connection = connect(display)
+        try:
+            root = connection.screen().root
+            root.change_property(connection.intern_atom("AT_SPI_BUS"), Xatom.STRING, 8, address)
+            connection.sync()
+        finally:
+            connection.close()
 
     def stop(self, timeout: float = 10.0) -> None:
         """End every process of the session (the bus daemon, the launcher, the accessibility

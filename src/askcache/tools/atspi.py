@@ -13,7 +13,11 @@ What is at a point (:meth:`AtspiElements.element_at`):
    the window (two windows overlapping: the one on top, not the first the tree lists). The
    scale is the toolkit's: at ``GDK_SCALE=2`` or ``QT_SCALE_FACTOR=2`` the tree speaks
    logical pixels, half the screen's, so every point asked is divided by it and every box
-   answered multiplied by it. Without an X display, the one frame that contains the point.
+   answered multiplied by it (Chromium counts its page in the screen's pixels and takes
+   points in them while its window speaks logical ones: the descent finds out which, node by
+   node). Without an X display, the one frame that contains the point. A window that no
+   frame matches (a popup menu, a window of an application with no tree) gives ``None``:
+   nothing is said rather than something about the window below it.
 2. The element. From the frame down, ``Component.GetAccessibleAtPoint`` one level at a time;
    each answer must be showing and contain the point, else the level's showing children are
    looked at instead (a toolkit may answer with a hidden notebook page, whose extents are
@@ -37,6 +41,7 @@ is reconnected at the next query.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import threading
 import time
@@ -46,7 +51,14 @@ from typing import Any
 
 from askcache.foundation.geometry import Point
 from askcache.foundation.screen.elements import STABLE_STATES, Element, ElementRef
-from askcache.tools.atspi_bus import AtspiBus, AtspiError, AtspiTimeoutError, Call, Ref
+from askcache.tools.atspi_bus import (
+    AtspiBus,
+    AtspiError,
+    AtspiTimeoutError,
+    AtspiUnavailableError,
+    Call,
+    Ref,
+)
 from askcache.tools.atspi_nodes import (
     ACCESSIBLE,
     APPLICATION,
@@ -305,11 +317,20 @@ class AtspiElements:
         if self.display is None:
             return None
         with self._x_lock:
-            if self._xdisplay is None:
-                from askcache.foundation.screen.xserver import connect
+            try:
+                if self._xdisplay is None:
+                    from askcache.foundation.screen.xserver import connect
 
-                self._xdisplay = connect(self.display)
-            return window_at(self._xdisplay, point)
+                    self._xdisplay = connect(self.display)
+                return window_at(self._xdisplay, point)
+            except Exception as exc:  # python-xlib's errors: the display went away
+                if self._xdisplay is not None:
+                    with contextlib.suppress(Exception):
+                        self._xdisplay.close()
+                    self._xdisplay = None  # opened again at the next query
+                raise AtspiUnavailableError(
+                    f"cannot ask {self.display!r} for its windows: {exc}"
+                ) from exc
 
     def _learn_pids(self, names: Sequence[str], deadline: float) -> None:
         unknown = [name for name in names if name not in self._pids]

@@ -1,7 +1,7 @@
 """How long one accessibility query takes, by client: askcache's AT-SPI source against
 Debian's pyatspi, on a GTK, a Qt and a Chromium application.
 
-    /work/main/.venv/bin/python bench/atspi_query.py [REPEATS]
+    bash scripts/bench.sh atspi_query [REPEATS]
 
 Starts Xvfb, a private accessibility session (askcache.testing.accessibility) and, one at a
 time, mousepad and FeatherPad (each on a small text file) and Chromium (a local page), at
@@ -37,6 +37,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -151,7 +152,9 @@ def _codec(name: str) -> Iterator[None]:
 
         def encode(serial: int, **call: Any) -> bytes:
             address = DBusAddress(call["path"], call["destination"], call["interface"])
-            message = new_method_call(address, call["member"], call["signature"] or None, call["args"])
+            message = new_method_call(
+                address, call["member"], call["signature"] or None, call["args"]
+            )
             return bytes(message.serialise(serial=serial))
 
         def decode(data: Any) -> atspi_wire.Message:
@@ -270,8 +273,11 @@ def _bench_app(name: str, repeats: int, folder: Path) -> dict[str, Any]:
             sources["via bus"]._bus.direct = False
             askcache = sources["askcache"]
             role, control_name = APPS[name]["control"]
-            control = askcache.elements_like(Element(role=role, name=control_name, box=(0, 0, 1, 1)), (450, 300))
-            assert control is not None and len(control) == 1, control
+            control = askcache.elements_like(
+                Element(role=role, name=control_name, box=(0, 0, 1, 1)), (450, 300)
+            )
+            assert control is not None, name
+            assert len(control) == 1, control
             centre = element_center(control[0])
             text = (60, 115) if not name.startswith("chromium") else (175, 291)
             middle = (320, 300)
@@ -287,8 +293,10 @@ def _bench_app(name: str, repeats: int, folder: Path) -> dict[str, Any]:
                     source = sources[codec]
                     with _codec(codec if codec in ("jeepney", "dbus-fast") else "askcache"):
                         for p in points:
-                            at[codec].append(_measure(lambda: source.element_at(p)))
-                        like[codec].append(_measure(lambda: source.elements_like(control[0], centre)))
+                            at[codec].append(_measure(partial(source.element_at, p)))
+                        like[codec].append(
+                            _measure(partial(source.elements_like, control[0], centre))
+                        )
             for source in sources.values():
                 source.close()
             result["element_at"], result["elements_like"] = at, like
@@ -298,7 +306,12 @@ def _bench_app(name: str, repeats: int, folder: Path) -> dict[str, Any]:
             )
             if probe.returncode == 0:
                 run = subprocess.run(
-                    [debian, "-c", PYATSPI, json.dumps([process.pid, points, repeats, role, control_name])],
+                    [
+                        debian,
+                        "-c",
+                        PYATSPI,
+                        json.dumps([process.pid, points, repeats, role, control_name]),
+                    ],
                     env=session.env,
                     capture_output=True,
                     text=True,

@@ -12,10 +12,19 @@
 #     (askcache.testing.postgres_server; as root, it runs as nobody)
 #   util-linux: unshare, which runs two lock holders in two PID namespaces sharing a host
 #     name (tests/s3/test_lock_namespaces.py; essential on Debian, so normally present)
+#   dbus, at-spi2-core: a private D-Bus session bus (dbus-daemon) with the AT-SPI accessibility
+#     bus and its registry (/usr/libexec/at-spi-bus-launcher), which the element tests start
+#     (askcache.testing.accessibility)
+#   mousepad, featherpad: a GTK 3 and a Qt 5 application whose accessibility trees the element
+#     tests read (Qt's bridge is in libqt5gui5, which featherpad brings; mousepad carries the
+#     German translation a test starts it in)
 # and, for the accuracy benchmark (ASKCACHE_BENCH_PACKAGES=1), besides the tests' packages:
 #   python3-doc, valgrind, nodejs, debian-reference-en: the HTML manuals those pages are
 #     (Sphinx, DocBook, Node's own generator, DocBook with its own stylesheet)
-#   mousepad, xterm, vim-tiny: applications no test was built around (the drift benchmark)
+#   xterm, vim-tiny: applications no test was built around (the drift benchmark, which also
+#     drives mousepad, a test package)
+#   python3-pyatspi: Debian's AT-SPI binding, which bench/atspi_query.py measures beside
+#     askcache's own client (Debian's python3 only)
 set -euo pipefail
 missing=()
 command -v Xvfb >/dev/null 2>&1 || missing+=(xvfb)
@@ -25,6 +34,10 @@ if [ "${ASKCACHE_TEST_PACKAGES:-0}" = 1 ]; then
     command -v chromium >/dev/null 2>&1 || missing+=(chromium)
     compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || missing+=(postgresql)
     command -v unshare >/dev/null 2>&1 || missing+=(util-linux)
+    command -v dbus-daemon >/dev/null 2>&1 || missing+=(dbus)
+    [ -x /usr/libexec/at-spi-bus-launcher ] || missing+=(at-spi2-core)
+    command -v mousepad >/dev/null 2>&1 || missing+=(mousepad)
+    command -v featherpad >/dev/null 2>&1 || missing+=(featherpad)
 fi
 if [ "${ASKCACHE_BENCH_PACKAGES:-0}" = 1 ]; then
     [ -e /usr/share/doc/python3/html/library/json.html ] || missing+=(python3-doc)
@@ -33,6 +46,7 @@ if [ "${ASKCACHE_BENCH_PACKAGES:-0}" = 1 ]; then
     [ -e /usr/share/debian-reference/index.en.html ] || missing+=(debian-reference-en)
     command -v mousepad >/dev/null 2>&1 || missing+=(mousepad)
     command -v xterm >/dev/null 2>&1 || missing+=(xterm)
+    [ -e /usr/lib/python3/dist-packages/pyatspi/__init__.py ] || missing+=(python3-pyatspi)
     command -v vi >/dev/null 2>&1 || missing+=(vim-tiny)
 fi
 [ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || missing+=(fonts-dejavu-core)

@@ -2,7 +2,7 @@
 pixels and checked with them (:mod:`askcache.replay.element_check`).
 
 The form answers what element is where as an accessibility tree would
-(:meth:`~askcache.testing.SimulatedFormApp.element_source`); the real ``anthropic`` client speaks
+(:meth:`~askcache.testing.SimulatedFormApp.elements`); the real ``anthropic`` client speaks
 over HTTP to the local stand-in. What the form received is read from the form itself (its
 events, its saved contacts). The real trees (AT-SPI on GTK, Qt and Chromium) are tested in
 ``test_atspi_elements.py``.

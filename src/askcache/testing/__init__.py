@@ -1,11 +1,13 @@
-"""Helpers to test agents offline: a local Messages API stand-in, a simulated screen, and a
-PostgreSQL server of its own (for the run ledger).
+"""Helpers to test agents offline: a local Messages API stand-in, a simulated screen, a
+PostgreSQL server of its own (for the run ledger), and a private D-Bus session with the AT-SPI
+accessibility bus (for the element anchors).
 
 Nothing here talks to the internet: the stand-in serves the Messages API on 127.0.0.1 to a
 real ``anthropic`` client, and the simulated form app renders real PNG screenshots.
 """
 
 from askcache.testing._process import run_on_display
+from askcache.testing.accessibility import AccessibilitySession
 from askcache.testing.input_log import InputLog
 from askcache.testing.messages_api import (
     MessagesApiStandIn,
@@ -30,6 +32,7 @@ from askcache.testing.windowed import WindowedFormApp
 from askcache.testing.xvfb import VirtualDisplay
 
 __all__ = [
+    "AccessibilitySession",
     "FormFillingScript",
     "FormView",
     "InputLog",

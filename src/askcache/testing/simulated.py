@@ -73,7 +73,7 @@ class SimulatedFormApp:
     """Drawn labels that differ from the original ones, by button (an update that relabelled
     it)."""
     accessible: bool = True
-    """The form answers what element is where (:meth:`element_source`), as an application
+    """The form answers what element is where (:meth:`elements`), as an application
     with an accessibility tree does; ``False``: as one without (Tk, X Athena)."""
     names: dict[str, str] = field(default_factory=dict)
     """Accessible names that differ from the drawn labels, by widget (an update that renamed
@@ -125,7 +125,7 @@ class SimulatedFormApp:
 
     # ElementReporter: what an accessibility tree would say -------------------------------
 
-    def element_source(self) -> SimulatedFormApp | None:
+    def elements(self) -> SimulatedFormApp | None:
         """The form itself, when it is :attr:`accessible`."""
         return self if self.accessible else None
 

@@ -53,7 +53,7 @@ class WindowedFormApp:
         )
         return [*self.others, form]
 
-    def element_source(self) -> WindowedFormApp | None:
+    def elements(self) -> WindowedFormApp | None:
         """The window itself, when its form is accessible."""
         return self if self.app.accessible else None
 

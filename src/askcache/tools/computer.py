@@ -11,7 +11,10 @@ screen rendered with Pillow; a real desktop backend (pyautogui + mss) plugs in t
 A backend that also lists its windows (a :class:`~askcache.foundation.screen.windows.WindowSource`)
 lets recording store the window each step acted in, and a replay find it where it is now; one that
 reports where its screen was drawn (a :class:`~askcache.foundation.screen.damage.DamageReporter`)
-lets a replay act as soon as the screen is still (:meth:`ComputerTool.screen_damage`).
+lets a replay act as soon as the screen is still (:meth:`ComputerTool.screen_damage`); one that
+says what element is where (an :class:`~askcache.foundation.screen.elements.ElementReporter`)
+lets recording and replay compare the element under each action
+(:meth:`ComputerTool.elements`).
 """
 
 from __future__ import annotations
@@ -176,14 +179,14 @@ class ComputerTool(Tool):
         return ScaledDamage(source, screen=screen, space=api)
 
     def elements(self) -> ElementSource | None:
-        """What element is where (:mod:`askcache.foundation.screen.elements`), in model
-        coordinates; ``None`` when the backend cannot tell (it is not an
-        :class:`~askcache.foundation.screen.elements.ElementReporter`, or the session has no
-        accessibility): steps are then recorded and checked with their label's text and
-        pixels alone."""
+        """What element is where (:mod:`askcache.foundation.screen.elements`), its points and
+        boxes in model coordinates (the space of :meth:`capture`'s images); ``None`` when the
+        backend cannot tell (it is not an
+        :class:`~askcache.foundation.screen.elements.ElementReporter`, or its platform has no
+        accessibility tree to ask)."""
         if not isinstance(self.backend, ElementReporter):
             return None
-        source = self.backend.element_source()
+        source = self.backend.elements()
         api, screen = self.api_size, self.screen_size
         if source is None or api == screen:
             return source

@@ -7,6 +7,10 @@ are optional dependencies, imported only when a backend is created::
 
     pip install 'askcache[desktop]'
 
+The applications' accessibility trees say what element is where (:meth:`DesktopBackend.elements`,
+AT-SPI over the session's D-Bus, :mod:`askcache.tools.atspi`), with ``jeepney`` installed
+(``pip install 'askcache[anchors]'``).
+
 Key names follow the computer tool's convention (xdotool keysyms such as ``Return``,
 ``ctrl+s``, ``Page_Down``) and are translated to pyautogui's; a key or character pyautogui
 cannot produce is an error, never silently dropped.
@@ -22,19 +26,24 @@ only for the length of one action, then both are put back.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 from collections.abc import Iterator
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PIL import Image
 
 from askcache.foundation.errors import AskCacheError
 from askcache.foundation.geometry import Point
 from askcache.foundation.screen.damage import ScreenDamage
+from askcache.foundation.screen.elements import ElementSource
 from askcache.foundation.screen.windows import WindowFrame
 from askcache.foundation.screen.xserver import connect, ensure_xauthority, quiet_xlib
 from askcache.tools.xlib_windows import list_windows
+
+if TYPE_CHECKING:
+    from askcache.tools.atspi import AtspiElements
 
 __all__ = ["DesktopBackend", "translate_key"]
 
@@ -140,6 +149,8 @@ class DesktopBackend:
             raise AskCacheError(f"cannot open the X display {chosen!r}: {exc}") from exc
         self._damage: ScreenDamage | None = None
         self._damage_asked = False
+        self._elements: AtspiElements | None = None
+        self._elements_asked = False
         self._keys = {  # what the X11 layer can really press: names and characters
             key
             for key, code in self._gui._pyautogui_x11.keyboardMapping.items()
@@ -248,8 +259,29 @@ class DesktopBackend:
             self._damage = ScreenDamage.open(self.display)
         return self._damage
 
+    def elements(self) -> ElementSource | None:
+        """What element is where, from the applications' accessibility trees (AT-SPI,
+        :class:`askcache.tools.atspi.AtspiElements`), in screen pixels; made at the first
+        call and kept until :meth:`close`. ``None`` when there is no session bus
+        (``DBUS_SESSION_BUS_ADDRESS``) or ``jeepney`` is not installed (``pip install
+        'askcache[anchors]'``). A session bus with no accessibility bus on it, or an
+        application that does not answer, makes each query raise: the caller goes on
+        without the element."""
+        if not self._elements_asked:
+            self._elements_asked = True
+            from askcache.tools.atspi_bus import session_bus_address
+
+            address = session_bus_address()
+            if address is not None and importlib.util.find_spec("jeepney") is not None:
+                from askcache.tools.atspi import AtspiElements
+
+                self._elements = AtspiElements(self.display, session_address=address)
+        return self._elements
+
     def close(self) -> None:
-        """Release the X connections."""
+        """Release the X connections and the accessibility bus's."""
+        if self._elements is not None:
+            self._elements.close()
         if self._damage is not None:
             self._damage.close()
         self._grabber.close()

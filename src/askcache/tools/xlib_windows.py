@@ -7,15 +7,38 @@ bare Xvfb), the root's mapped children, each taken as itself or, when it has no 
 frame a window manager drew around it), as its first child that has one. Frames are client
 areas in root coordinates. A window that goes away while it is asked about is left out. Atoms
 are looked up once per connection (``get_atom``), not at every listing.
+
+:func:`window_at` answers another question: which window is on top at a point, whatever
+kind it is (a popup menu, which no window manager lists, included), and which process drew
+it (``_NET_WM_PID``): what an action at that point reaches.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
+from askcache.foundation.geometry import Point
 from askcache.foundation.screen.windows import WindowFrame
 
-__all__ = ["list_windows"]
+__all__ = ["StackedWindow", "list_windows", "window_at"]
+
+
+@dataclass(frozen=True)
+class StackedWindow:
+    """The window on top at a point (:func:`window_at`)."""
+
+    box: tuple[int, int, int, int]
+    """Its client area (``x``, ``y``, width, height) in root coordinates."""
+    outer: tuple[int, int, int, int]
+    """The same of the window around it that a window manager drew (the client's own box
+    without one)."""
+    pid: int | None
+    """The process that drew it (``_NET_WM_PID``); ``None``: not set."""
+    title: str | None
+    """Its title (``None``: not set)."""
+    popup: bool
+    """True for a window no window manager manages (override-redirect: a menu, a tooltip)."""
 
 
 def list_windows(display: Any) -> list[WindowFrame]:
@@ -94,3 +117,79 @@ def _title_of(display: Any, window: Any) -> str | None:
             return None
         text = name.decode("latin-1") if isinstance(name, bytes) else str(name)
     return text[:500] or None
+
+
+def window_at(display: Any, point: Point) -> StackedWindow | None:
+    """The topmost viewable window of ``display`` (python-xlib) whose frame contains ``point``,
+    described by its client (the window inside a window manager's frame); ``None``: none, or
+    the point is on the frame's decoration, outside the client. The X server names it
+    (``TranslateCoordinates``' child: one round trip, whatever the number of windows); past
+    an input-only window there, the root's children are looked at from the top."""
+    from Xlib import X
+    from Xlib.error import XError
+
+    root = display.screen().root
+    try:
+        child = root.translate_coords(root, point[0], point[1]).child
+        if not child:
+            return None
+        attributes = child.get_attributes()
+        if attributes.map_state == X.IsViewable and attributes.win_class != X.InputOnly:
+            geometry = child.get_geometry()
+            if _outer(geometry, point) is not None:
+                return _described(display, child, geometry, attributes, point)
+    except XError:
+        pass
+    for window in reversed(root.query_tree().children):
+        try:
+            attributes = window.get_attributes()
+            if attributes.map_state != X.IsViewable or attributes.win_class == X.InputOnly:
+                continue
+            geometry = window.get_geometry()
+            if _outer(geometry, point) is not None:
+                return _described(display, window, geometry, attributes, point)
+        except XError:
+            continue
+    return None
+
+
+def _outer(geometry: Any, point: Point) -> tuple[int, int, int, int] | None:
+    """A root child's box, borders included, when it contains ``point``."""
+    left, top = int(geometry.x), int(geometry.y)
+    border = 2 * int(geometry.border_width)
+    width, height = int(geometry.width) + border, int(geometry.height) + border
+    inside = left <= point[0] < left + width and top <= point[1] < top + height
+    return (left, top, width, height) if inside else None
+
+
+def _described(
+    display: Any, window: Any, geometry: Any, attributes: Any, point: Point
+) -> StackedWindow | None:
+    """``window`` (a child of the root, containing ``point``) described by its client;
+    ``None``: the point is on the decoration a window manager drew around the client."""
+    outer = _outer(geometry, point)
+    assert outer is not None
+    client = _named(display, window) or window
+    if client.id == window.id:
+        box = (outer[0], outer[1], int(geometry.width), int(geometry.height))
+    else:
+        inner = client.get_geometry()
+        origin = client.translate_coords(display.screen().root, 0, 0)
+        box = (-int(origin.x), -int(origin.y), int(inner.width), int(inner.height))
+    x, y = point
+    if not (box[0] <= x < box[0] + box[2] and box[1] <= y < box[1] + box[3]):
+        return None
+    return StackedWindow(
+        box=box,
+        outer=outer,
+        pid=_pid_of(display, client),
+        title=_title_of(display, client),
+        popup=bool(attributes.override_redirect),
+    )
+
+
+def _pid_of(display: Any, window: Any) -> int | None:
+    prop = window.get_full_property(display.get_atom("_NET_WM_PID"), 0)  # 0: AnyPropertyType
+    if prop is None or not len(prop.value):
+        return None
+    return int(prop.value[0])

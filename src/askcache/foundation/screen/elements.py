@@ -189,32 +189,38 @@ class ElementSource(Protocol):
 @runtime_checkable
 class ElementReporter(Protocol):
     """A screen backend that can say what element is where
-    (:meth:`askcache.tools.desktop.DesktopBackend.element_source`)."""
+    (:meth:`askcache.tools.desktop.DesktopBackend.elements`)."""
 
-    def element_source(self) -> ElementSource | None:
-        """The platform's element source in the backend's own pixels; ``None`` where the
-        session has none (no accessibility bus, no binding installed)."""
+    def elements(self) -> ElementSource | None:
+        """Its elements in its screen's pixels; ``None`` where the platform gives none."""
+        ...
 
 
 class ScaledElements:
-    """An :class:`ElementSource` in one space (the real screen's pixels) seen from another
-    (the model's)."""
+    """An :class:`ElementSource` measured in ``space`` pixels (a scaled screenshot's, the
+    model's) instead of the ``screen``'s own: points are taken to the screen, boxes brought
+    back."""
 
-    def __init__(self, source: ElementSource, *, screen: tuple[int, int], space: tuple[int, int]):
+    def __init__(
+        self, source: ElementSource, screen: tuple[int, int], space: tuple[int, int]
+    ) -> None:
         self.source = source
         self.screen = screen
         self.space = space
 
-    def _in(self, point: Point) -> Point:
-        (sw, sh), (aw, ah) = self.screen, self.space
-        return (round(point[0] * sw / aw), round(point[1] * sh / ah))
+    def _to_screen(self, point: Point) -> Point:
+        x = round(point[0] * self.screen[0] / self.space[0])
+        y = round(point[1] * self.screen[1] / self.space[1])
+        return (min(max(x, 0), self.screen[0] - 1), min(max(y, 0), self.screen[1] - 1))
 
     def element_at(self, point: Point) -> Element | None:
-        found = self.source.element_at(self._in(point))
+        found = self.source.element_at(self._to_screen(point))
         return None if found is None else found.scaled(self.screen, self.space)
 
     def elements_like(self, element: Element, window_point: Point) -> Sequence[Element] | None:
         found = self.source.elements_like(
-            element.scaled(self.space, self.screen), self._in(window_point)
+            element.scaled(self.space, self.screen), self._to_screen(window_point)
         )
-        return None if found is None else [e.scaled(self.screen, self.space) for e in found]
+        if found is None:
+            return None
+        return [each.scaled(self.screen, self.space) for each in found]

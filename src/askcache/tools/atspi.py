@@ -1,0 +1,802 @@
+"""The elements of Linux desktop applications, from their AT-SPI accessibility trees.
+
+:class:`AtspiElements` is an :class:`~askcache.foundation.screen.elements.ElementSource` for an X
+display whose applications publish their trees on the session's AT-SPI bus (GTK and Qt with
+their bridges on, Chromium with its accessibility on). It talks D-Bus itself
+(:mod:`askcache.tools.atspi_bus`, over ``jeepney``: ``pip install 'askcache[anchors]'``).
+
+What is at a point (:meth:`AtspiElements.element_at`):
+
+1. The window. The X server says which window is on top at the point and which process drew
+   it (:func:`askcache.tools.xlib_windows.window_at`); among that process's applications on
+   the bus, the top-level frame whose extents match the window's geometry at some scale is
+   the window (two windows overlapping: the one on top, not the first the tree lists). The
+   scale is the toolkit's: at ``GDK_SCALE=2`` or ``QT_SCALE_FACTOR=2`` the tree speaks
+   logical pixels, half the screen's, so every point asked is divided by it and every box
+   answered multiplied by it (Chromium counts its page in the screen's pixels and takes
+   points in them while its window speaks logical ones: the descent finds out which, node by
+   node). Without an X display, the one frame that contains the point. A window that no
+   frame matches (a popup menu, a window of an application with no tree) gives ``None``:
+   nothing is said rather than something about the window below it.
+2. The element. From the frame down, ``Component.GetAccessibleAtPoint`` one level at a time;
+   each answer must be showing and contain the point, else the level's showing children are
+   looked at instead (a toolkit may answer with a hidden notebook page, whose extents are
+   ``-2147483648``). The deepest node is then taken to what an action there reaches: a
+   button's inner label or icon is the button; an unnamed filler, panel or section is the
+   nearest ancestor that has a name or a role of its own.
+3. Its description: role (AT-SPI's name for the role's number, the same in every toolkit),
+   name, states among :data:`~askcache.foundation.screen.elements.STABLE_STATES`, ancestors up
+   to the frame, boxes in screen pixels, the character offset at the point for a text element
+   (``Text.GetOffsetAtPoint``; ``None`` when the toolkit answers -1), and the toolkit's name.
+
+Where the elements like a recorded one are (:meth:`AtspiElements.elements_like`): a walk of the
+frame's showing nodes, one level per round trip, bounded in depth and count (a tree larger
+than the bound gives ``None``: the caller cannot know the element is unique).
+
+Every query has a deadline (``timeout``): an application that answers slowly or not at all
+raises :class:`~askcache.tools.atspi_bus.AtspiTimeoutError` within it, a session with no
+accessibility bus :class:`~askcache.tools.atspi_bus.AtspiUnavailableError`; a bus that went away
+is reconnected at the next query.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from askcache.foundation.geometry import Point
+from askcache.foundation.screen.elements import STABLE_STATES, Element, ElementRef
+from askcache.tools.atspi_bus import (
+    AtspiBus,
+    AtspiError,
+    AtspiTimeoutError,
+    AtspiUnavailableError,
+    Call,
+    Ref,
+)
+from askcache.tools.atspi_nodes import (
+    ACCESSIBLE,
+    APPLICATION,
+    COMPONENT,
+    PROPERTIES,
+    SCREEN,
+    TEXT,
+    Node,
+    as_ref,
+    describe_all,
+)
+from askcache.tools.atspi_nodes import extents_of as _extents_of
+from askcache.tools.atspi_roles import state_names
+from askcache.tools.xlib_windows import StackedWindow, window_at
+
+__all__ = ["AtspiElements"]
+
+_REGISTRY: Ref = ("org.a11y.atspi.Registry", "/org/a11y/atspi/accessible/root")
+_DBUS: Ref = ("org.freedesktop.DBus", "/org/freedesktop/DBus")
+_ROOT = "/org/a11y/atspi/accessible/root"
+
+MAX_DEPTH = 60
+"""The deepest descent or walk (levels below the frame)."""
+MAX_NODES = 5000
+"""The most nodes :meth:`AtspiElements.elements_like` looks at in one window."""
+MAX_CHILDREN = 400
+"""The most children looked at when a toolkit's answer for a point was wrong."""
+
+_DESCRIBED_WHOLE = 8
+"""Up to this many children, a level the toolkit answered wrongly for is described whole in
+one round trip; more are glanced at first."""
+
+_SCALES = (1.0, 2.0, 1.5, 1.25, 1.75, 3.0, 2.5, 4.0)
+"""The scales a toolkit's logical pixels may have (the common first)."""
+
+_CONTROLS = frozenset(
+    {
+        "check box",
+        "check menu item",
+        "combo box",
+        "link",
+        "list item",
+        "menu",
+        "menu item",
+        "page tab",
+        "push button",
+        "push button menu",
+        "radio button",
+        "radio menu item",
+        "spin button",
+        "table cell",
+        "tearoff menu item",
+        "toggle button",
+        "tree item",
+    }
+)
+"""Roles an action reaches as a whole (a click on a button's label clicks the button)."""
+
+_INNER = frozenset(
+    {"accelerator label", "filler", "icon", "image", "label", "panel", "section", "static"}
+)
+"""Roles of the parts a control is drawn with."""
+
+_STRUCTURE = frozenset(
+    {
+        "filler",
+        "glass pane",
+        "grouping",
+        "invalid",
+        "layered pane",
+        "panel",
+        "redundant object",
+        "root pane",
+        "scroll pane",
+        "section",
+        "unknown",
+        "viewport",
+    }
+)
+"""Roles of nodes that only arrange others: unnamed, they are not what an action reaches."""
+
+_TEXT_ROLES = frozenset(
+    {"document text", "entry", "paragraph", "password text", "terminal", "text"}
+)
+"""Roles whose character offset at a point is recorded (with the Text interface)."""
+
+
+class AtspiElements:
+    """The elements of an X display's applications, from the session's AT-SPI bus.
+
+    Args:
+        display: The X display (``":1"``) whose window stacking says which window is on top
+            at a point; ``None``: no X (the one frame containing the point is taken).
+        session_address: The session bus's address; default: ``DBUS_SESSION_BUS_ADDRESS``.
+        bus_address: The AT-SPI bus's address; default: asked of the session bus.
+        timeout: Seconds one :meth:`element_at` may take before it raises.
+        search_timeout: Seconds one :meth:`elements_like` may take before it raises.
+        windows: Instead of ``display``: what is on top at a point (for tests and other
+            window systems).
+    """
+
+    def __init__(
+        self,
+        display: str | None = None,
+        *,
+        session_address: str | None = None,
+        bus_address: str | None = None,
+        timeout: float = 0.5,
+        search_timeout: float = 2.0,
+        windows: Callable[[Point], StackedWindow | None] | None = None,
+    ) -> None:
+        self.display = display
+        self.timeout = timeout
+        self.search_timeout = search_timeout
+        self._bus = AtspiBus(session_address, bus_address=bus_address)
+        self._windows = windows
+        self._xdisplay: Any = None
+        self._x_lock = threading.Lock()
+        self._pids: dict[str, int | None] = {}
+        self._toolkits: dict[str, str | None] = {}
+        self._frame_refs: dict[str, list[Ref]] = {}
+        self._scales: dict[Ref, float] = {}
+        """The scale each frame was found at, last time."""
+        self._screen_points: set[str] = set()
+        """Applications that take points in the screen's pixels at a scale (Chromium)."""
+        self._known: dict[int, list[tuple[Ref, list[Ref]]]] = {}
+        """Per process: its applications and their top-level frames at the last look."""
+
+    # --- the protocol -------------------------------------------------------------------
+
+    def element_at(self, point: Point) -> Element | None:
+        """The element an action at ``point`` (screen pixels) reaches; ``None``: no window
+        there, or its application has no accessibility tree."""
+        deadline = time.monotonic() + self.timeout
+        window = self._window(point, deadline)
+        if window is None:
+            return None
+        frame, scale, box = window.frame, window.scale, window.box
+        units = _Units(frame, scale, box)
+        chain, offsets, leaf_unit = self._descend(frame, point, units, deadline, window.answer)
+        ancestry = self._ancestry(chain, frame, deadline)
+        target = _target(ancestry)
+        node, ancestors = ancestry[target], ancestry[target + 1 :]
+        if not node.complete:
+            node = describe_all(self._bus, [node.ref], deadline)[0][0] or node
+        if scale != 1.0:  # a page's root says in which pixels its content is: know it whole
+            ancestors = self._completed(ancestors, "document web", deadline)
+        unit = units.of(node, ancestors)
+        if target == 0 and unit != leaf_unit:
+            return None  # the node was found in pixels its ancestors do not say it uses
+        offset = None
+        if node.role in _TEXT_ROLES:
+            offset = offsets.get(node.ref, -1)
+            if offset == -1:  # not asked on the way down
+                asked = self._asked_unit(node.ref[0], scale)
+                offset = self._offset(node, _logical(point, asked), deadline)
+        return self._element(node, ancestors, unit, window=box, offset=offset, deadline=deadline)
+
+    def elements_like(self, element: Element, window_point: Point) -> list[Element] | None:
+        """The showing elements with ``element``'s role and name in the window on top at
+        ``window_point``; ``None``: no window there with a tree, or a tree too large to
+        search whole."""
+        deadline = time.monotonic() + self.search_timeout
+        window = self._window(window_point, deadline)
+        if window is None:
+            return None
+        frame, scale, box = window.frame, window.scale, window.box
+        units = _Units(frame, scale, box)
+        matches = self._walk(frame, element.role, element.name or "", units, deadline)
+        if matches is None:
+            return None
+        return [
+            self._element(node, path, unit, window=box, offset=None, deadline=deadline)
+            for node, path, unit in matches
+        ]
+
+    def close(self) -> None:
+        """Close the bus connection and the X connection."""
+        self._bus.close()
+        with self._x_lock:
+            if self._xdisplay is not None:
+                self._xdisplay.close()
+                self._xdisplay = None
+
+    # --- the window ---------------------------------------------------------------------
+
+    def _window(self, point: Point, deadline: float) -> _Window | None:
+        """The frame on top at ``point``, its scale, its window's box in screen pixels
+        (``None``: from the frame's extents), and, when it came with the frames, the frame's
+        answer for the point."""
+        top = self._top_window(point)
+        if top is None:
+            if self.display is not None or self._windows is not None:
+                return None  # no window there
+            found = _only_frame(self._frames(self._applications(deadline), deadline), point)
+            return None if found is None else _Window(found, 1.0, None)
+        cached = self._known.get(top.pid) if top.pid is not None else None
+        if cached is not None:
+            frames, answers = self._cached_frames(cached, point, deadline)
+            match = _matching(frames, top)
+            if match is not None:
+                self._scales[match[0].ref] = match[1]
+                return _Window(match[0], match[1], top.box, answers.get(match[0].ref))
+        apps = self._applications(deadline)
+        if top.pid is not None:
+            self._learn_pids([ref[0] for ref in apps], deadline)
+            mine = [ref for ref in apps if self._pids.get(ref[0]) == top.pid]
+            apps = mine or apps
+        frames = self._frames(apps, deadline)
+        if top.pid is not None:
+            self._known[top.pid] = [(app, self._frame_refs[app[0]]) for app in apps]
+        match = _matching(frames, top)
+        if match is None:
+            return None
+        self._scales[match[0].ref] = match[1]
+        return _Window(match[0], match[1], top.box)
+
+    def _applications(self, deadline: float) -> list[Ref]:
+        reply = self._call(_REGISTRY, "GetChildren", deadline)
+        return [ref for ref in (as_ref(r) for r in (reply[0] if reply else ())) if ref is not None]
+
+    def _cached_frames(
+        self, known: list[tuple[Ref, list[Ref]]], point: Point, deadline: float
+    ) -> tuple[list[Node] | None, dict[Ref, tuple[float, tuple[Any, ...]]]]:
+        """The frames of the applications a process had at the last look, described again
+        (``None`` when an application's number of windows changed since, or it is gone),
+        with each frame's answer for ``point`` asked at its last scale (the descent's first
+        step, in the same round trip)."""
+        refs = [frame for _, frames in known for frame in frames]
+        counts = [
+            Call(app, PROPERTIES, "Get", "ss", (ACCESSIBLE, "ChildCount")) for app, _ in known
+        ]
+        asked = [self._asked_unit(ref[0], self._scales.get(ref, 1.0)) for ref in refs]
+        probes = [
+            self._at_point_call(ref, _logical(point, unit))
+            for ref, unit in zip(refs, asked, strict=True)
+        ]
+        nodes, replies = describe_all(self._bus, refs, deadline, [*counts, *probes])
+        for (_, frames), reply in zip(known, replies[: len(counts)], strict=True):
+            if isinstance(reply, AtspiError) or not reply or _value(reply[0]) != len(frames):
+                return None, {}
+        answers = {
+            ref: (unit, reply)
+            for ref, unit, reply in zip(refs, asked, replies[len(counts) :], strict=True)
+            if not isinstance(reply, AtspiError)
+        }
+        return [node for node in nodes if node is not None and node.visible], answers
+
+    def _asked_unit(self, app: str, scale: float) -> float:
+        """The unit of the points ``app`` is asked about at ``scale``."""
+        return 1.0 if app in self._screen_points else scale
+
+    def _top_window(self, point: Point) -> StackedWindow | None:
+        if self._windows is not None:
+            return self._windows(point)
+        if self.display is None:
+            return None
+        with self._x_lock:
+            try:
+                if self._xdisplay is None:
+                    from askcache.foundation.screen.xserver import connect
+
+                    self._xdisplay = connect(self.display)
+                return window_at(self._xdisplay, point)
+            except Exception as exc:  # python-xlib's errors: the display went away
+                if self._xdisplay is not None:
+                    with contextlib.suppress(Exception):
+                        self._xdisplay.close()
+                    self._xdisplay = None  # opened again at the next query
+                raise AtspiUnavailableError(
+                    f"cannot ask {self.display!r} for its windows: {exc}"
+                ) from exc
+
+    def _learn_pids(self, names: Sequence[str], deadline: float) -> None:
+        unknown = [name for name in names if name not in self._pids]
+        calls = [
+            Call(_DBUS, "org.freedesktop.DBus", "GetConnectionUnixProcessID", "s", (name,))
+            for name in unknown
+        ]
+        for name, reply in zip(unknown, self._bus.exchange(calls, deadline), strict=True):
+            if isinstance(reply, AtspiTimeoutError):
+                raise reply
+            pid = None if isinstance(reply, AtspiError) or not reply else int(reply[0])
+            self._pids[name] = pid
+
+    def _frames(self, apps: Sequence[Ref], deadline: float) -> list[Node]:
+        """The showing top-level frames (and dialogs) of ``apps``."""
+        replies = self._bus.exchange(
+            [Call(ref, ACCESSIBLE, "GetChildren") for ref in apps], deadline
+        )
+        refs: list[Ref] = []
+        for app, reply in zip(apps, replies, strict=True):
+            if isinstance(reply, AtspiTimeoutError):
+                raise reply
+            if isinstance(reply, AtspiError) or not reply:
+                continue
+            frames = [ref for ref in (as_ref(r) for r in reply[0]) if ref is not None]
+            self._frame_refs[app[0]] = frames
+            refs.extend(frames)
+        nodes, _ = describe_all(self._bus, refs, deadline)
+        return [node for node in nodes if node is not None and node.visible]
+
+    # --- the element --------------------------------------------------------------------
+
+    def _descend(
+        self,
+        frame: Node,
+        point: Point,
+        units: _Units,
+        deadline: float,
+        first: tuple[float, tuple[Any, ...]] | None = None,
+    ) -> tuple[list[Node], dict[Ref, int | None], float]:
+        """The nodes from ``frame`` down to the deepest one at ``point`` (screen pixels)
+        that is showing and contains it, the character offsets there (of the nodes that
+        were asked with their description), and
+        the unit of the deepest one's extents. One round trip per level: the next level's
+        answer is asked with each description.
+
+        At a scale, a toolkit is asked in its logical pixels, except one that answers
+        wrongly then but rightly in the screen's (Chromium's window, which counts its own
+        extents in logical pixels and takes points in the screen's): it is asked in the
+        screen's from then on."""
+        app = frame.ref[0]
+        chain = [frame]
+        unit = units.scale  # the unit of the last node's extents
+        asked = self._asked_unit(app, units.scale)  # the unit of the points
+        retried = units.scale == 1.0
+        if first is not None and first[0] == asked:
+            answer = first[1]  # asked with the frames
+        else:
+            answer = self._at_point(frame.ref, _logical(point, asked), deadline)
+        offsets: dict[Ref, int | None] = {}
+        for _ in range(MAX_DEPTH):
+            child = as_ref(answer[0]) if answer else None
+            if child is not None and all(child != node.ref for node in chain):
+                here = _logical(point, asked)
+                nodes, (answer_, offset_) = describe_all(
+                    self._bus,
+                    [child],
+                    deadline,
+                    [self._at_point_call(child, here), self._offset_call(child, here)],
+                )
+                node = nodes[0]
+                inside = None
+                if node is not None and node.visible:
+                    inside = _unit_inside(node, point, units.below(node, unit))
+                if node is not None and inside is not None:
+                    chain.append(node)
+                    if inside == 1.0 and asked != 1.0:
+                        # content counted in the screen's pixels (Chromium's page) is asked
+                        # in them too
+                        asked = 1.0
+                        self._screen_points.add(app)
+                        answer_, offset_ = self._bus.exchange(
+                            [self._at_point_call(child, point), self._offset_call(child, point)],
+                            deadline,
+                        )
+                    unit = inside
+                    answer = () if isinstance(answer_, AtspiError) else answer_
+                    offsets[node.ref] = _offset_of(offset_)
+                    continue
+                if not retried:  # a wrong answer: ask in the other pixels, once
+                    retried = True
+                    asked = 1.0 if asked != 1.0 else units.scale
+                    answer = self._at_point(chain[-1].ref, _logical(point, asked), deadline)
+                    if asked == 1.0:
+                        self._screen_points.add(app)
+                    else:
+                        self._screen_points.discard(app)
+                    continue
+            if not chain[-1].child_count or chain[-1].role in _CONTROLS:
+                break  # a leaf; or a control, whose children (a menu's items) are elsewhere
+            # no answer, a wrong one (a hidden page, a node elsewhere), or a node with no
+            # extents of its own (GTK's notebook page whose tab is hidden): the children
+            # that contain the point, one level through a node with no extents
+            found = self._child_at(chain[-1], _logical(point, unit), deadline)
+            if found is None:
+                break
+            chain.extend(found)
+            answer = self._at_point(found[-1].ref, _logical(point, asked), deadline)
+        return chain, offsets, unit
+
+    def _offset_call(self, ref: Ref, point: tuple[float, float]) -> Call:
+        x, y = round(point[0]), round(point[1])
+        return Call(ref, TEXT, "GetOffsetAtPoint", "iiu", (x, y, SCREEN))
+
+    def _at_point_call(self, ref: Ref, point: tuple[float, float]) -> Call:
+        x, y = round(point[0]), round(point[1])
+        return Call(ref, COMPONENT, "GetAccessibleAtPoint", "iiu", (x, y, SCREEN))
+
+    def _at_point(self, ref: Ref, point: tuple[float, float], deadline: float) -> tuple[Any, ...]:
+        reply = self._bus.exchange([self._at_point_call(ref, point)], deadline)[0]
+        if isinstance(reply, AtspiTimeoutError):
+            raise reply
+        return () if isinstance(reply, AtspiError) else reply
+
+    def _child_at(
+        self, parent: Node, point: tuple[float, float], deadline: float, through: int = 1
+    ) -> list[Node] | None:
+        """The last showing child of ``parent`` that contains ``point``, or the path to one
+        through up to ``through`` levels of showing children with no extents (GTK's notebook
+        page when its tab is hidden); ``None``: none. A few children are described whole at
+        once; many are glanced at (extents and states) before the chosen one is described."""
+        refs = self._children(parent.ref, deadline)[:MAX_CHILDREN]
+        if len(refs) <= _DESCRIBED_WHOLE:
+            nodes = [n for n in describe_all(self._bus, refs, deadline)[0] if n is not None]
+        else:
+            nodes = self._glance_all(refs, deadline)
+        inside = [n for n in nodes if n.visible and n.contains(point)]
+        if inside:
+            chosen = inside[-1]
+            if not chosen.complete:
+                described = describe_all(self._bus, [chosen.ref], deadline)[0][0]
+                return None if described is None else [described]
+            return [chosen]
+        hollow = [n for n in nodes if "showing" in n.states and n.extents is None]
+        for each in reversed(hollow[-3:] if through > 0 else []):
+            node = each if each.complete else describe_all(self._bus, [each.ref], deadline)[0][0]
+            below = None if node is None else self._child_at(node, point, deadline, through - 1)
+            if node is not None and below is not None:
+                return [node, *below]
+        return None
+
+    def _glance_all(self, refs: Sequence[Ref], deadline: float) -> list[Node]:
+        """``refs`` known by their extents and states only (one round trip, two calls each);
+        those not showing left out."""
+        calls = [
+            call
+            for ref in refs
+            for call in (
+                Call(ref, COMPONENT, "GetExtents", "u", (SCREEN,)),
+                Call(ref, ACCESSIBLE, "GetState"),
+            )
+        ]
+        replies = self._bus.exchange(calls, deadline)
+        found = []
+        for index, ref in enumerate(refs):
+            extents, state = replies[2 * index], replies[2 * index + 1]
+            if isinstance(extents, AtspiTimeoutError) or isinstance(state, AtspiTimeoutError):
+                raise AtspiTimeoutError("no answer in time")
+            glance = _glance(ref, extents, state)
+            if glance is not None:
+                found.append(glance)
+        return found
+
+    def _ancestry(self, chain: list[Node], frame: Node, deadline: float) -> list[Node]:
+        """The deepest node of ``chain`` and its ancestors up to ``frame``, parent first
+        (the ancestors a toolkit's answer skipped asked for)."""
+        known = {node.ref: node for node in chain}
+        ancestry = [chain[-1]]
+        while ancestry[-1].ref != frame.ref and len(ancestry) <= MAX_DEPTH:
+            parent = ancestry[-1].parent
+            if parent is None:
+                break
+            node = known.get(parent)
+            if node is None:
+                node = describe_all(self._bus, [parent], deadline, full=False)[0][0]
+            if node is None:
+                break
+            ancestry.append(node)
+        if ancestry[-1].ref != frame.ref:
+            return chain[::-1]  # the parents led elsewhere: the descent's own path
+        return ancestry
+
+    def _completed(self, nodes: Sequence[Node], role: str, deadline: float) -> list[Node]:
+        """``nodes``, those of ``role`` described whole."""
+        wanted = [n.ref for n in nodes if n.role == role and not n.complete]
+        if not wanted:
+            return list(nodes)
+        described = dict(zip(wanted, describe_all(self._bus, wanted, deadline)[0], strict=True))
+        return [described.get(n.ref) or n for n in nodes]
+
+    def _offset(self, node: Node, point: tuple[float, float], deadline: float) -> int | None:
+        reply = self._bus.exchange([self._offset_call(node.ref, point)], deadline)[0]
+        if isinstance(reply, AtspiTimeoutError):
+            raise reply
+        return _offset_of(reply)
+
+    def _element(
+        self,
+        node: Node,
+        ancestors: Sequence[Node],
+        scale: float,
+        *,
+        window: tuple[int, int, int, int] | None,
+        offset: int | None,
+        deadline: float,
+    ) -> Element:
+        """``node`` as an :class:`Element`, its extents counted ``scale`` screen pixels to
+        the toolkit's one."""
+        frame = ancestors[-1] if ancestors else node
+        if window is None and frame.extents is not None:
+            window = _scaled(frame.extents, scale)
+        boxes = [n.extents for n in (node, *ancestors) if n.extents is not None]
+        box = _scaled(boxes[0], scale) if boxes else window or (0, 0, 1, 1)
+        return Element(
+            role=node.role[:80],
+            name=node.name or None,
+            states=tuple(sorted(node.states & STABLE_STATES)),
+            ancestors=tuple(ElementRef(role=a.role[:80], name=a.name or None) for a in ancestors),
+            box=box,
+            window_box=window,
+            text_offset=offset,
+            toolkit=self._toolkit(node.ref[0], deadline),
+        )
+
+    def _toolkit(self, name: str, deadline: float) -> str | None:
+        if name not in self._toolkits:
+            reply = self._bus.exchange(
+                [Call((name, _ROOT), PROPERTIES, "Get", "ss", (APPLICATION, "ToolkitName"))],
+                deadline,
+            )[0]
+            if isinstance(reply, AtspiTimeoutError):
+                raise reply
+            value = None if isinstance(reply, AtspiError) or not reply else reply[0]
+            value = _value(value)
+            self._toolkits[name] = str(value)[:80] if value else None
+        return self._toolkits[name]
+
+    # --- the walk -----------------------------------------------------------------------
+
+    def _walk(
+        self, frame: Node, role: str, name: str, units: _Units, deadline: float
+    ) -> list[tuple[Node, list[Node], float]] | None:
+        """The showing nodes under ``frame`` with ``role`` and ``name``, each with its
+        ancestors (parent first) and unit; ``None``: the tree is larger than the bounds.
+        One round trip per level for the children's lists, one for their descriptions."""
+        found: list[tuple[Node, list[Node], float]] = []
+        level: list[tuple[Node, list[Node], float]] = [(frame, [], units.scale)]
+        seen = 1
+        for _ in range(MAX_DEPTH):
+            parents = [entry for entry in level if entry[0].child_count]
+            if not parents:
+                return found
+            replies = self._bus.exchange(
+                [Call(node.ref, ACCESSIBLE, "GetChildren") for node, _, _ in parents], deadline
+            )
+            pairs: list[tuple[Ref, list[Node], float]] = []
+            for (node, path, unit), reply in zip(parents, replies, strict=True):
+                if isinstance(reply, AtspiTimeoutError):
+                    raise reply
+                if isinstance(reply, AtspiError) or not reply:
+                    continue
+                for child in reply[0]:
+                    ref = as_ref(child)
+                    if ref is not None:
+                        pairs.append((ref, [node, *path], unit))
+            seen += len(pairs)
+            if seen > MAX_NODES:
+                return None
+            nodes, _ = describe_all(self._bus, [ref for ref, _, _ in pairs], deadline)
+            level = []
+            for (_, path, unit), child in zip(pairs, nodes, strict=True):
+                if child is None or "showing" not in child.states:
+                    continue
+                inner = units.below(child, unit)
+                if child.extents is not None and child.role == role and child.name == name:
+                    found.append((child, path, inner))
+                level.append((child, path, inner))
+        return None
+
+    # --- small calls --------------------------------------------------------------------
+
+    def _children(self, ref: Ref, deadline: float) -> list[Ref]:
+        reply = self._call(ref, "GetChildren", deadline)
+        return [r for r in (as_ref(c) for c in (reply[0] if reply else ())) if r is not None]
+
+    def _call(
+        self,
+        ref: Ref,
+        method: str,
+        deadline: float,
+        *,
+        interface: str = ACCESSIBLE,
+        signature: str | None = None,
+        args: tuple[Any, ...] = (),
+    ) -> tuple[Any, ...]:
+        """One call's reply; ``()`` when the object answered with an error (it went away,
+        or has no such interface); a timeout raised."""
+        reply = self._bus.exchange([Call(ref, interface, method, signature, args)], deadline)[0]
+        if isinstance(reply, AtspiTimeoutError):
+            raise reply
+        return () if isinstance(reply, AtspiError) else reply
+
+
+@dataclass(frozen=True)
+class _Window:
+    """The frame on top at a point (:meth:`AtspiElements._window`)."""
+
+    frame: Node
+    scale: float
+    box: tuple[int, int, int, int] | None
+    answer: tuple[float, tuple[Any, ...]] | None = None
+    """The frame's answer for the point and the unit it was asked in, when it came with
+    the frames."""
+
+
+class _Units:
+    """How many screen pixels make one of a toolkit's, node by node.
+
+    A toolkit at a scale speaks logical pixels (the frame's scale, :func:`_scale_of`), but
+    Chromium's web content speaks the screen's own pixels while its window around the page
+    speaks logical ones: a ``document web`` whose extents do not fit in its frame counted
+    in logical pixels but do in the screen's is such content, and so is all below it."""
+
+    def __init__(self, frame: Node, scale: float, box: tuple[int, int, int, int] | None) -> None:
+        self.scale = scale
+        self.frame = frame.extents
+        self.box = box
+
+    def below(self, node: Node, unit: float) -> float:
+        """The unit of ``node``, whose parent's is ``unit``."""
+        if unit == 1.0 or node.role != "document web" or node.extents is None:
+            return unit
+        if self.frame is None or self.box is None or _fits(node.extents, self.frame):
+            return unit
+        return 1.0 if _fits(node.extents, self.box) else unit
+
+    def of(self, node: Node, ancestors: Sequence[Node]) -> float:
+        """The unit of ``node``, whose ancestors (parent first) are ``ancestors``."""
+        unit = self.scale
+        for each in (*reversed(ancestors), node):
+            unit = self.below(each, unit)
+        return unit
+
+
+def _unit_inside(node: Node, point: Point, unit: float) -> float | None:
+    """The unit in which ``node``'s extents contain ``point`` (screen pixels): its parent's
+    ``unit``, else the screen's own (Chromium's page inside its window); ``None``: neither."""
+    if node.contains(_logical(point, unit)):
+        return unit
+    if unit != 1.0 and node.contains((point[0], point[1])):
+        return 1.0
+    return None
+
+
+def _fits(inner: tuple[int, int, int, int], outer: tuple[int, int, int, int]) -> bool:
+    """True when box ``inner`` lies inside ``outer`` (give or take two pixels)."""
+    x, y, width, height = inner
+    ox, oy, owidth, oheight = outer
+    return (
+        x >= ox - 2
+        and y >= oy - 2
+        and x + width <= ox + owidth + 2
+        and y + height <= oy + oheight + 2
+    )
+
+
+def _logical(point: Point, unit: float) -> tuple[float, float]:
+    return (point[0] / unit, point[1] / unit)
+
+
+def _glance(
+    ref: Ref, extents: tuple[Any, ...] | AtspiError, state: tuple[Any, ...] | AtspiError
+) -> Node | None:
+    """A node known by its extents and states only (``None``: not showing)."""
+    words = state[0] if not isinstance(state, AtspiError) and state else ()
+    states = state_names([int(w) for w in words])
+    if "showing" not in states:
+        return None
+    return Node(ref, "", "", None, states, _extents_of(extents))
+
+
+def _offset_of(reply: tuple[Any, ...] | AtspiError) -> int | None:
+    """A ``GetOffsetAtPoint`` reply's offset; ``None``: an error, or -1 (no offset)."""
+    if isinstance(reply, AtspiError) or not reply or not isinstance(reply[0], int):
+        return None
+    return reply[0] if reply[0] >= 0 else None
+
+
+def _value(value: Any) -> Any:
+    """A variant's value (``(signature, value)``), or ``value``."""
+    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], str):
+        return value[1]
+    return value
+
+
+def _matching(frames: list[Node] | None, window: StackedWindow) -> tuple[Node, float] | None:
+    """The one frame of ``frames`` that is ``window`` at some scale (two: the one titled as
+    the window); ``None``: none, or more than one."""
+    matched = [
+        (frame, scale)
+        for frame in frames or ()
+        if frame.extents is not None
+        for scale in [_scale_of(frame.extents, window)]
+        if scale is not None
+    ]
+    if len(matched) > 1:
+        matched = [
+            (f, s) for f, s in matched if window.title is not None and f.name == window.title
+        ]
+    return matched[0] if len(matched) == 1 else None
+
+
+def _target(ancestry: list[Node]) -> int:
+    """Which of ``ancestry`` (the deepest node first, its frame last) an action on the
+    first reaches: a control for its inner part, a named or meaningful node for an unnamed
+    filler."""
+    leaf = ancestry[0]
+    if leaf.role in _INNER or (leaf.role == "text" and "editable" not in leaf.states):
+        for index, node in enumerate(ancestry[1:4], start=1):
+            if node.role in _CONTROLS:
+                return index
+            if node.role not in _INNER:
+                break
+    index = 0
+    while (
+        index < len(ancestry) - 1
+        and ancestry[index].role in _STRUCTURE
+        and not ancestry[index].name
+    ):
+        index += 1
+    return index
+
+
+def _scale_of(extents: tuple[int, int, int, int], window: StackedWindow) -> float | None:
+    """The scale at which a frame's extents are ``window``'s client box (or its frame's,
+    when a toolkit counts a window manager's decorations); ``None``: at none."""
+    for box in (window.box, window.outer):
+        for scale in _SCALES:
+            slack = math.ceil(scale) + 1
+            if all(abs(e * scale - b) <= slack for e, b in zip(extents, box, strict=True)):
+                return scale
+    return None
+
+
+def _only_frame(frames: list[Node], point: Point) -> Node | None:
+    inside = [frame for frame in frames if frame.contains(point)]
+    if len(inside) > 1:
+        inside = [frame for frame in inside if "active" in frame.states]
+    return inside[0] if len(inside) == 1 else None
+
+
+def _scaled(extents: tuple[int, int, int, int], scale: float) -> tuple[int, int, int, int]:
+    x, y, width, height = extents
+    return (
+        round(x * scale),
+        round(y * scale),
+        max(1, round(width * scale)),
+        max(1, round(height * scale)),
+    )

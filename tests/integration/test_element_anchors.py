@@ -84,7 +84,10 @@ def test_recording_stores_the_element_under_each_click(tmp_path: Path) -> None:
     assert name.tree is not None
     assert name.tree.role == "text"
     assert name.label is None  # a field's text is its content, not a label: never read
-    assert all(s.element is None for s in steps if s.input.get("action") != "left_click")
+    typed = steps[CLICK_NAME + 1].element  # no point: the element at the pointer, the field
+    assert typed is not None
+    assert typed.tree == name.tree
+    assert steps[0].element is None  # a screenshot does not act
 
 
 def test_an_unchanged_form_replays_with_the_element_confirming_each_click(tmp_path: Path) -> None:
@@ -93,6 +96,8 @@ def test_an_unchanged_form_replays_with_the_element_confirming_each_click(tmp_pa
     result = _replay(tmp_path, app)
     assert (result.model_calls, result.replay and result.replay.status) == (0, "completed")
     assert _decided(result) == {CLICK_NAME: "pixels+element", CLICK_SAVE: "pixels+element"}
+    assert result.replay is not None
+    assert result.replay.steps[CLICK_NAME + 1].decided_by == "pixels+element"  # typing
     assert app.saved == ADA
 
 
@@ -140,7 +145,7 @@ def test_a_button_moved_in_its_window_is_found_by_identity_and_checked_in_full_t
 
 def test_a_relabelled_and_moved_button_is_not_clicked(tmp_path: Path) -> None:
     _record(tmp_path)
-    app = SimulatedFormApp(layout="swapped", labels={"save": "Clear", "clear": "Save"})
+    app = SimulatedFormApp(layout="swapped", labels={"save": "Store"})
     result = _replay(tmp_path, app, search_radius=0)
     assert result.replay is not None
     assert result.replay.stopped_at_step == CLICK_SAVE
@@ -178,6 +183,7 @@ def test_show_and_the_ledger_say_what_decided_each_step(
     shown = json.loads(capsys.readouterr().out)
     assert shown["replays"][-1]["step_deciders"] == {
         str(CLICK_NAME): "pixels+element",
+        str(CLICK_NAME + 1): "pixels+element",
         str(CLICK_SAVE): "element",
     }
     assert main(["show", "form", "--cache-dir", str(tmp_path)]) == 0

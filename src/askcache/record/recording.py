@@ -278,7 +278,7 @@ class CacheManager:
         if action is None or action.name not in ACTING_ACTIONS:
             return
         self._list_windows(call.id)
-        self._ask_element(call.id, action.point)
+        self._ask_element(call.id, _pointer_for(call, messages))
         if self.capture is None:
             return
         if final_screenshot(messages) is None:
@@ -455,9 +455,12 @@ class CacheManager:
     ) -> list[ToolUseBlockParam]:
         """``trajectory`` with each acting step's element (:mod:`.element_record`)."""
         steps: list[ToolUseBlockParam] = []
-        for position, (call, step) in enumerate(zip(trajectory, recorded, strict=True)):
+        anchors = action_anchors(step.call for step in recorded)
+        for position, (call, step, point) in enumerate(
+            zip(trajectory, recorded, anchors, strict=True)
+        ):
             action = parse_action(step.call)
-            if action is None or action.name not in ACTING_ACTIONS or action.point is None:
+            if action is None or action.name not in ACTING_ACTIONS or point is None:
                 steps.append(call)
                 continue
             before = screens.before(step, f"the screenshot before step {position}")
@@ -465,7 +468,7 @@ class CacheManager:
                 steps.append(call)
                 continue
             tree = self._elements.get(step.call.id)
-            element = step_element(before, action.point, tree, params, secrets)
+            element = step_element(before, point, tree, params, secrets)
             steps.append(call.model_copy(update={"element": element}))
         return steps
 
@@ -497,6 +500,15 @@ class CacheManager:
             "recorded %d steps to %s", len(cache_file.trajectory), self.storage.describe(name)
         )
         return name
+
+
+def _pointer_for(call: ToolUseBlockParam, messages: Sequence[MessageParam]) -> Point | None:
+    """Where ``call`` acts: its point, or the pointer's last known place from the calls before
+    it in ``messages`` (:func:`~askcache.foundation.actions.action_anchors`)."""
+    made = [c for m in messages if m.role == "assistant" for c in m.tool_uses]
+    ids = [c.id for c in made]
+    before = made[: ids.index(call.id)] if call.id in ids else made
+    return list(action_anchors([*before, call]))[-1]
 
 
 def _stored(window: WindowFrame | None) -> WindowFrame | None:

@@ -121,7 +121,9 @@ def check(
                 plan, index, step, action, screen, pointer=None, keep_view=keep_view, anchor=at
             )
 
-        outcome = with_element(plan, step, action, screen, outcome, pixels_at=pixels_at)
+        outcome = with_element(
+            plan, index, step, action, screen, outcome=outcome, pixels_at=pixels_at
+        )
         if isinstance(outcome, Checked) and "look" in (outcome.record.decided_by or ""):
             return outcome  # drawn otherwise: the whole start screen cannot be compared
     if isinstance(outcome, Checked) and pointer is None and index == plan.start.step:

@@ -27,7 +27,12 @@ pixels (:func:`~askcache.replay.check.check`):
 
   Without a tree (Tk, X Athena programs), the label's text may stand in for it on a screen
   of another density only: the label under the point must read as recorded *and* the look
-  of its box must pass. OCR alone never allows a step.
+  of its box must pass. OCR alone never allows a step. A container (a panel, a list, a
+  document, a page tab list: :data:`CONTAINER_ROLES`) never allows a step on a re-drawn
+  screen: where in it an action lands depends on what it shows.
+
+  A step with no point of its own (typing, a key) is checked by the element at the pointer
+  (where the focused field usually is), as its pixels are.
 
 Anything else (the tree missing, slow or raising; no element, or two, of the identity;
 a label that cannot be read where it alone would decide) leaves the pixels' verdict as it is:
@@ -53,7 +58,7 @@ from askcache.replay.plan import Anchor, Plan
 from askcache.replay.screens import Screen
 from askcache.replay.verdicts import Checked, Refused
 
-__all__ = ["PLACE_TOLERANCE", "TEXT_ROLES", "PixelsAt", "with_element"]
+__all__ = ["CONTAINER_ROLES", "PLACE_TOLERANCE", "TEXT_ROLES", "PixelsAt", "with_element"]
 
 PixelsAt = Callable[[Anchor], Checked | Refused]
 """Runs a step's full pixel check as seen from an anchor (given by the caller:
@@ -62,6 +67,33 @@ PixelsAt = Callable[[Anchor], Checked | Refused]
 TEXT_ROLES = frozenset({"text", "entry", "password text", "document text", "paragraph", "terminal"})
 """Roles whose place under the point is a character: a re-drawn screen (another font size)
 may put another character there."""
+
+CONTAINER_ROLES = frozenset(
+    {
+        "application",
+        "canvas",
+        "document frame",
+        "document web",
+        "filler",
+        "frame",
+        "layered pane",
+        "list",
+        "page tab list",
+        "panel",
+        "root pane",
+        "scroll pane",
+        "section",
+        "split pane",
+        "table",
+        "tree",
+        "tree table",
+        "viewport",
+        "window",
+    }
+)
+"""Roles that hold other things: where in them an action lands depends on what they show, not
+on what they are, so their identity never allows a step on a re-drawn screen (it still
+refuses one whose pixels pass)."""
 
 PLACE_TOLERANCE = 0.03
 """How far (a share of its window's width and height, at least 6 recorded pixels) an element
@@ -81,17 +113,18 @@ def _filled(plan: Plan, stored: StepElement) -> StepElement:
 
 def with_element(
     plan: Plan,
+    index: int,
     step: ToolUseBlockParam,
     action: Action | None,
     screen: Screen,
-    outcome: Checked | Refused,
     *,
+    outcome: Checked | Refused,
     pixels_at: PixelsAt,
 ) -> Checked | Refused:
     """``outcome``, the pixels' verdict on ``step``, with the element's say (see the module
     docstring). ``pixels_at``: runs the full pixel check as seen from an anchor."""
     stored = step.element
-    point = action.point if action is not None else None
+    point = None if action is None else action.point or plan.anchors[index]
     if stored is None or point is None or not plan.policy.check_elements:
         return outcome
     stored = _filled(plan, stored)
@@ -193,6 +226,8 @@ def _by_identity(case: _Case, tree: Element, outcome: Refused) -> Checked | Refu
             record.note = f"{record.note or ''}; {len(same)} elements like it: pixels decide"
         return None
     found = same[0]
+    if found.role in CONTAINER_ROLES:
+        return None
     target = _place(tree, found, point)
     reached = elements.at(target)
     if reached is None or reached.identity() != tree.identity():

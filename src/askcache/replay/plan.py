@@ -136,6 +136,10 @@ class Pending:
     anchor: Anchor | None = None
     """Where the step ran, when away from its recorded point: its effect is looked for
     there."""
+    redrawn: bool = False
+    """The step ran on a screen drawn otherwise than the recording's (its element's word and
+    look decided: :mod:`askcache.replay.element_check`): its effect is that the area it
+    changed when recorded changes again, not that it looks as it did then."""
 
 
 @dataclass(frozen=True)

@@ -318,6 +318,7 @@ def _act(
         before_image=screen.image if same_size and screen is not None else None,
         started=progress.step_started,
         anchor=checked.anchor,
+        redrawn="look" in (record.decided_by or ""),
     )
     progress = replace(
         progress,
@@ -807,6 +808,10 @@ class Verifying(State):
         step = plan.steps[pending.step]
         effect = checked_effect(plan.policy, step)
         assert effect is not None
+        if pending.redrawn:  # drawn otherwise: nothing can be compared with the recording
+            effect = effect.model_copy(
+                update={"parameter_after": list(effect.tiles), "elsewhere": []}
+            )
         offset = pending.anchor.offset if pending.anchor is not None else (0, 0)
         problem = effect_problem(
             effect,

@@ -233,7 +233,7 @@ class Agent:
         computer = self._computer()
         capture = computer.capture if computer else None
         display_size = computer.screen_size if computer is not None else None
-        windows = computer.windows if computer is not None else None
+        windows, elements = (computer.windows, computer.elements()) if computer else (None, None)
         executor = CacheExecutor(
             tool_shape=computer.shape if computer else "tool",
             screen=capture,
@@ -244,6 +244,7 @@ class Agent:
             offered_tools=[tool.name for tool in self.tools],
             ledger=ledger,
             damage=computer.screen_damage() if computer is not None else None,
+            elements=elements,
         )
         tools = ToolCollection(self.tools)
         first = agent.name
@@ -268,6 +269,7 @@ class Agent:
                 keep_versions=settings.keep_versions,
                 windows=windows,
                 outbox=outbox,
+                elements=elements,
             )
             recorder.start_recording(goal)
         elif strategy == CacheStrategy.EXECUTE:

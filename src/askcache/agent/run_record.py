@@ -40,6 +40,7 @@ __all__ = [
     "heal_after",
     "record_runs",
     "run_record",
+    "step_deciders",
     "step_waits",
     "store_recording",
 ]
@@ -136,6 +137,7 @@ def run_record(session: ReplaySession, outcome: ConversationResult, *, last: boo
         loosened=[loosening.short for loosening in result.loosened],
         steps_digest=steps_digest(session.file.trajectory),
         step_waits=step_waits(result),
+        step_deciders=step_deciders(result),
     )
 
 
@@ -157,6 +159,15 @@ def step_waits(result: ReplayResult) -> dict[int, float]:
             continue
         waits[index] = max(waits.get(index, 0.0), round(step.waited_seconds, 3))
     return dict(sorted(waits.items()))
+
+
+def step_deciders(result: ReplayResult) -> dict[int, str]:
+    """What decided each step recorded with its element (:attr:`RunRecord.step_deciders`):
+    the last check of each step index (a step checked again after a re-join says what
+    decided then)."""
+    return {
+        step.step_index: step.decided_by for step in result.steps if step.decided_by is not None
+    }
 
 
 def record_runs(

@@ -26,6 +26,7 @@ from pydantic import (
 )
 
 from askcache.foundation.errors import AskCacheError
+from askcache.foundation.screen.elements import StepElement
 from askcache.foundation.screen.thumbnails import StepEffect
 from askcache.foundation.screen.windows import WindowFrame
 
@@ -135,6 +136,7 @@ class ToolUseBlockParam(ApiModel):
             "visual_other_density",
             "effect",
             "window",
+            "element",
         }
     )
 
@@ -187,6 +189,11 @@ class ToolUseBlockParam(ApiModel):
     point relative to the window is the point minus the frame's origin. A replay finds the
     window where it is now and checks the step there (:mod:`askcache.foundation.screen.windows`).
     Optional: absent where no window information was available."""
+    element: StepElement | None = None
+    """Cache-only: the element under the step's point when recorded: what the accessibility
+    tree said of it, its label's text as OCR read it, and its look
+    (:mod:`askcache.foundation.screen.elements`). A replay checks it beside the pixels
+    (:mod:`askcache.replay.element_check`). Optional: absent where neither was available."""
 
 
 class ToolResultBlockParam(ApiModel):

@@ -394,6 +394,15 @@ class CacheWritingSettings(SettingsModel):
     affects looks as recorded before acting, that the action had its effect, and that the run ended
     as recorded. The thumbnails show layout, not readable text; ``False`` stores none of them (and
     the replay skips those checks)."""
+    record_elements: bool = True
+    """Also record, per acting step with a point, the element under it: what the platform's
+    accessibility tree says of it (role, name, states, ancestors, box; AT-SPI on Linux, when
+    the session has it) and the text of its label as OCR reads it (when an OCR engine is
+    installed: the ``anchors`` extra), with its look (:mod:`askcache.foundation.screen.elements`).
+    Replays then catch a relabelled control whose pixels still pass, and act on a control
+    re-drawn at another density, theme or font size when it is plainly the same
+    (:mod:`askcache.replay.element_check`). Names and text go through ``parameters`` and
+    ``secret_parameters`` as typed text does. ``False``: none stored (pixels alone)."""
     parameters: dict[str, str] = Field(default_factory=dict, repr=False)
     """Cache parameters: name -> the value used in this recording. Every occurrence of the
     value in the goal and in typed text is stored as ``{{name}}``, to be filled in at
@@ -592,6 +601,20 @@ class CacheExecutionSettings(SettingsModel):
     ``hand_back``: on a difference, also hand the turn to the model, asking it to confirm or
     fix; ``off``: no comparison (``completed`` when every step ran; a loosening when the file
     recorded an end state, said as ``skip_visual_validation`` is)."""
+    check_elements: bool = True
+    """Check each step recorded with its element (``record_elements``) by the element too
+    (:mod:`askcache.replay.element_check`): where the pixels pass but the element under the
+    point has another role, name or state, or its label reads otherwise, hand back; where the
+    pixels fail only because the screen is drawn otherwise (another density, theme, font
+    size), act when the same element is the only one of its kind in its window and its look
+    passes (``element_look_threshold``); an element that moved inside its window is acted on
+    where the full pixel check passes at its new place. A tree that is missing, slow or
+    ambiguous leaves the pixels to decide. Off: pixels alone (a loosening when the file
+    recorded elements)."""
+    element_look_threshold: float = Field(0.35, ge=0.0, le=1.0)
+    """How far an element's look may be from the recorded one (``1 - r`` of their ink maps,
+    :func:`askcache.fingerprint.element_look.look_distance`) for a step to act on a
+    re-drawn screen on its element's word (``check_elements``)."""
     rejoin: bool = True
     """After a hand-back, take over again once the model has acted (a screenshot or a wait
     is not progress), goes on (has not ended its turn or said it stops), and the screen

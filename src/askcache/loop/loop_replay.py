@@ -36,6 +36,8 @@ from askcache.foundation.messages import (
     ToolResultBlockParam,
     ToolUseBlockParam,
 )
+from askcache.foundation.screen.elements import ElementSource
+from askcache.foundation.screen.windows import WindowFrame
 from askcache.foundation.settings import CachingSettings
 from askcache.loop.history import History
 from askcache.loop.results import as_given, parse_result, screenshot_of, text_of
@@ -58,6 +60,7 @@ from askcache.replay.commands import (
     Sleep,
     Woke,
 )
+from askcache.replay.driver import listed_windows
 from askcache.replay.plan import CAPTURE_ATTEMPTS, CaptureFailedError
 from askcache.replay.screens import POLL_SECONDS
 from askcache.storage.cache_storage import CacheStorage
@@ -111,6 +114,16 @@ class LoopReplay:
             ``CacheExecutionSettings.replay_tools`` names it too (otherwise the file is
             refused, before any action).
         sleep: Used for the replay's waits (tests pass a no-op).
+        windows: Lists the screen's top-level windows in your screenshots' coordinates
+            (:class:`~askcache.foundation.screen.windows.WindowFrame`; ``None`` from it: not
+            now): a step recorded with its window is checked and acted on where that window
+            is now (:mod:`askcache.replay.anchor`). Default: none (the recorded point).
+        elements: Says what element is at a point and where the elements like a recorded one
+            are, in your screenshots' coordinates (an
+            :class:`~askcache.foundation.screen.elements.ElementSource`, e.g.
+            ``ComputerTool(backend).elements()`` for askcache's desktop backend): steps recorded
+            with their element are checked by it beside their pixels
+            (:mod:`askcache.replay.element_check`). Default: none (pixels and the label's text).
 
     Raises:
         CacheNotFoundError: ``strategy="execute"`` and ``name`` does not exist.
@@ -131,9 +144,12 @@ class LoopReplay:
         screen_size: tuple[int, int] | None = None,
         tools: Collection[str] | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        windows: Callable[[], list[WindowFrame] | None] | None = None,
+        elements: ElementSource | None = None,
     ) -> None:
         self._history = History(messages)
         self._sleep = sleep
+        self._windows = windows
         self._run = LoopRun(
             name,
             self._history.parsed,
@@ -145,7 +161,10 @@ class LoopReplay:
             screen_size=screen_size,
             tools=tools,
             sleep=sleep,
+            windows=windows,
+            elements=elements,
         )
+        self._elements = elements
         self._status: LoopStatus = self._run.first_status()
         self._waiting: _Waiting | None = None
         self._answered: set[str] = set()
@@ -259,8 +278,8 @@ class LoopReplay:
                 delay = command.at - self._clock()
                 if delay > 0:
                     yield delay
-                if not command.grab:  # your loop lists no windows
-                    command = self._feed(Seen(None, None, self._clock()))
+                if not command.grab:  # the windows only
+                    command = self._feed(self._seen(None))
                     continue
                 self._look = command
                 call = make_tool_use("screenshot", self._run.shape)
@@ -315,6 +334,12 @@ class LoopReplay:
             self._result = self._run.finish(self._history.parsed, "done", None)
         return None
 
+    def _seen(self, image: Image.Image | None) -> Seen:
+        """A look: ``image`` (your loop's screenshot), the windows your ``windows`` lists now,
+        and your element source."""
+        windows = listed_windows(self._windows)
+        return Seen(image, windows, self._clock(), None, self._elements)
+
     def tool_result(self, result: Mapping[str, Any] | ToolResultBlockParam) -> None:
         """Hand in the result of the action :meth:`next_action` gave: a ``tool_result``
         block (a dict as the Messages API takes it) with the screenshot your runner took
@@ -358,7 +383,7 @@ class LoopReplay:
                 failed = RuntimeError(f"the screenshot failed: {text_of(block)}")
                 self._observed = Blind(failed, self._clock())
             else:
-                self._observed = Seen(image, None, self._clock())
+                self._observed = self._seen(image)
             return
         self._history.append(MessageParam(role="user", content=[block]), as_given(result))
 

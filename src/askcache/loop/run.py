@@ -27,6 +27,8 @@ from askcache.foundation.errors import CacheNotFoundError
 from askcache.foundation.messages import MessageParam, ToolUseBlockParam, Usage
 from askcache.foundation.parameters import TypedTextRedaction
 from askcache.foundation.redaction import register_typed_text
+from askcache.foundation.screen.elements import ElementSource
+from askcache.foundation.screen.windows import WindowFrame
 from askcache.foundation.settings import CacheStrategy, CachingSettings
 from askcache.heal.trajectory import redact_mode
 from askcache.record.recording import CacheManager
@@ -81,6 +83,8 @@ class LoopRun:
         screen_size: tuple[int, int] | None,
         tools: Collection[str] | None,
         sleep: Callable[[float], None],
+        windows: Callable[[], list[WindowFrame] | None] | None = None,
+        elements: ElementSource | None = None,
     ) -> None:
         self.name = name
         self.settings = settings
@@ -114,6 +118,8 @@ class LoopRun:
             offered_tools=tools,
             resume_tool=False,  # the user's loop offers no caching tools
             loop_looks=True,  # its tool runner takes the replay's screenshots
+            windows=windows,
+            elements=elements,
             ledger=self.ledger,
             sleep=sleep,
         )
@@ -132,6 +138,8 @@ class LoopRun:
                 display_size=display_size,
                 keep_versions=settings.keep_versions,
                 outbox=self.outbox,
+                windows=windows,
+                elements=elements,
             )
             self.recorder.start_recording(goal_of(history))
             self.typing_mode = self.recorder.redaction

@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -48,6 +48,7 @@ from askcache.foundation.errors import (
     CacheOverwriteRefusedError,
     InvalidScreenshotError,
 )
+from askcache.foundation.geometry import Point
 from askcache.foundation.messages import ImageBlockParam, MessageParam, ToolUseBlockParam, Usage
 from askcache.foundation.parameters import (
     SECRET_DESCRIPTION,
@@ -59,10 +60,12 @@ from askcache.foundation.parameters import (
     unsafe_typed_text,
 )
 from askcache.foundation.redaction import register_secrets
+from askcache.foundation.screen.elements import Element, ElementSource
 from askcache.foundation.screen.seen import SeenScreens
 from askcache.foundation.screen.thumbnails import ScreenStateConfig
 from askcache.foundation.screen.windows import WindowFrame, window_at
 from askcache.foundation.settings import CacheWritingSettings
+from askcache.record.element_record import step_element
 from askcache.record.looks import Looks
 from askcache.record.store import StoredRecording, store_or_keep
 from askcache.record.tracker import StateTracker
@@ -171,6 +174,11 @@ class CacheManager:
             step's point is stored on it (``ToolUseBlockParam.window``), so a replay can find
             the window where it is then; its title without this machine's paths, user and
             host names (:mod:`askcache.foundation.screen.titles`).
+        elements: Says which element is at a point, in the screenshots' coordinates
+            (:meth:`askcache.tools.computer.ComputerTool.elements`). Asked before each acting
+            step with a point (``record_elements``): the element there is stored on the step
+            with its label's text and look (``ToolUseBlockParam.element``,
+            :mod:`askcache.record.element_record`). ``None``: the label's text and look only.
         clock, sleep: Time, for tests.
         outbox: Where the recording is kept when the storage does not take it (the disk
             full, the server gone); default: the storage's outbox in the default folder
@@ -193,6 +201,7 @@ class CacheManager:
         windows: Callable[[], list[WindowFrame] | None] | None = None,
         sleep: Callable[[float], None] = time.sleep,
         outbox: Outbox | None = None,
+        elements: ElementSource | None = None,
     ) -> None:
         self.storage = storage
         self.outbox = outbox or Outbox(None, storage.destination())
@@ -210,6 +219,8 @@ class CacheManager:
         self._captured: dict[str, Image.Image] = {}
         self.windows = windows
         self._windows: dict[str, list[WindowFrame]] = {}
+        self.elements = elements
+        self._elements: dict[str, Element] = {}
         self._looks: Looks | None = None
         self._over: TypedTextRedaction | None = None
         """The redaction policy of the trajectory this recording replaces, if any."""
@@ -237,6 +248,7 @@ class CacheManager:
         self._started = self._clock() if timed else None
         self._captured = {}
         self._windows = {}
+        self._elements = {}
         if self._looks is not None:
             self._looks.clear()
 
@@ -266,6 +278,7 @@ class CacheManager:
         if action is None or action.name not in ACTING_ACTIONS:
             return
         self._list_windows(call.id)
+        self._ask_element(call.id, action.point)
         if self.capture is None:
             return
         if final_screenshot(messages) is None:
@@ -282,6 +295,17 @@ class CacheManager:
             return
         if listed is not None:
             self._windows[call_id] = listed
+
+    def _ask_element(self, call_id: str, point: Point | None) -> None:
+        if self.elements is None or point is None or not self.settings.record_elements:
+            return
+        try:
+            found = self.elements.element_at(point)
+        except Exception as exc:  # no element information is a step checked by pixels
+            logger.info("the element under step %s could not be read: %s", call_id, exc)
+            return
+        if found is not None:
+            self._elements[call_id] = found
 
     def _look_after_last(self, call: ToolUseBlockParam, messages: Sequence[MessageParam]) -> None:
         """Let :attr:`_looks` look again after the call before ``call`` (``messages`` may
@@ -387,6 +411,8 @@ class CacheManager:
         trajectory = [
             call.model_copy(update={"effect": tracker.prune(call.effect)}) for call in trajectory
         ]
+        if self.settings.record_elements:  # once every typed secret is known
+            trajectory = self._with_elements(trajectory, recorded, screens, params, secrets)
         final = screens.decode(final_screenshot(messages), "the last screenshot", seen=True)
         calls = [m.usage for m in messages if m.usage is not None]
         stats = RecordingStats(
@@ -418,6 +444,30 @@ class CacheManager:
                 **dict.fromkeys(secrets, SECRET_DESCRIPTION),
             },
         )
+
+    def _with_elements(
+        self,
+        trajectory: list[ToolUseBlockParam],
+        recorded: Sequence[RecordedStep],
+        screens: _Screens,
+        params: Mapping[str, str],
+        secrets: Mapping[str, str],
+    ) -> list[ToolUseBlockParam]:
+        """``trajectory`` with each acting step's element (:mod:`.element_record`)."""
+        steps: list[ToolUseBlockParam] = []
+        for position, (call, step) in enumerate(zip(trajectory, recorded, strict=True)):
+            action = parse_action(step.call)
+            if action is None or action.name not in ACTING_ACTIONS or action.point is None:
+                steps.append(call)
+                continue
+            before = screens.before(step, f"the screenshot before step {position}")
+            if before is None:
+                steps.append(call)
+                continue
+            tree = self._elements.get(step.call.id)
+            element = step_element(before, action.point, tree, params, secrets)
+            steps.append(call.model_copy(update={"element": element}))
+        return steps
 
     def finish_recording(self, messages: Sequence[MessageParam]) -> str:
         """Build the cache file from ``messages``, store it, and return its name. A first

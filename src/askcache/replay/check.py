@@ -20,7 +20,7 @@ the settings: the policy alone decides what loosens a check, and says so.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from askcache.fingerprint.step import StepFingerprint, check_step_representation
 from askcache.foundation.actions import ACTING_ACTIONS, Action, action_anchors, parse_action
@@ -30,10 +30,12 @@ from askcache.foundation.messages import ToolUseBlockParam
 from askcache.foundation.scaling import same_aspect
 from askcache.foundation.screen.thumbnails import Thumbnail, compare_tiles
 from askcache.replay.anchor import window_anchor
+from askcache.replay.element_check import with_element
 from askcache.replay.plan import Anchor, Plan, other_scale
 from askcache.replay.result import StepRecord
 from askcache.replay.screens import Screen
 from askcache.replay.step_view import StepView
+from askcache.replay.verdicts import Checked, Refused
 
 __all__ = [
     "START_SCREEN_TOLERANCE",
@@ -48,42 +50,6 @@ __all__ = [
     "start_screen_tolerance",
     "unchecked",
 ]
-
-
-@dataclass(frozen=True)
-class Checked:
-    """The step may run on this screen."""
-
-    record: StepRecord
-    screen: Screen | None
-    """The screen it was checked on (``None``: a step that needs none)."""
-    thumbnail: Thumbnail | None
-    variant: int | None = None
-    """The variant of the trajectory whose first step was checked (``None``: its own)."""
-    anchor: Anchor | None = None
-    """Where the step's window (or region) is now, when it moved: the step was checked on
-    ``screen`` as seen from there, and acts there (``None``: at its recorded point)."""
-    view: StepView | None = None
-    """What it was checked on, for reports (only with ``keep_step_views``)."""
-    other_density: bool = False
-    """True when the screen was checked as drawn at another pixel density."""
-
-
-@dataclass(frozen=True)
-class Refused:
-    """The step must not run."""
-
-    record: StepRecord | None
-    problem: str
-    final: bool = False
-    """True when waiting cannot help (a size that cannot be mapped, a step without a check)."""
-    own_checks: Checked | None = None
-    """Set when only the start screen is not there yet (the step's own checks passed on
-    this screen): once the wait for the start screen is over, the step runs on these."""
-    view: StepView | None = None
-    """What it was checked on, for reports (only with ``keep_step_views``)."""
-    other_density: bool = False
-    """True when the screen was checked as drawn at another pixel density."""
 
 
 def _point(action: Action | None) -> tuple[int, int] | None:
@@ -143,7 +109,38 @@ def check(
     before it, when ``step`` is not the trajectory's step at this index; ``keep_view``:
     remember what it was checked on, for reports, when the settings keep step views).
     Where its window is now decides where it is checked (:mod:`.anchor`); ``anchor``: check
-    it there instead (a match the search found, :mod:`.search`)."""
+    it there instead (a match the search found, :mod:`.search`). A step recorded with its
+    element is then checked by it too (:mod:`.element_check`)."""
+    outcome = _check_here(
+        plan, index, step, action, screen, pointer=pointer, keep_view=keep_view, anchor=anchor
+    )
+    if pointer is None and anchor is None:
+
+        def pixels_at(at: Anchor) -> Checked | Refused:
+            return _check_here(
+                plan, index, step, action, screen, pointer=None, keep_view=keep_view, anchor=at
+            )
+
+        outcome = with_element(plan, step, action, screen, outcome, pixels_at=pixels_at)
+        if isinstance(outcome, Checked) and "look" in (outcome.record.decided_by or ""):
+            return outcome  # drawn otherwise: the whole start screen cannot be compared
+    if isinstance(outcome, Checked) and pointer is None and index == plan.start.step:
+        return _check_start_screen(plan, step, outcome)
+    return outcome
+
+
+def _check_here(
+    plan: Plan,
+    index: int,
+    step: ToolUseBlockParam,
+    action: Action | None,
+    screen: Screen,
+    *,
+    pointer: tuple[Point | None] | None,
+    keep_view: bool,
+    anchor: Anchor | None,
+) -> Checked | Refused:
+    """The pixels' verdict on ``step``: where its window is now, or at ``anchor``."""
     if anchor is None:
         anchor = window_anchor(plan, step, action, screen)
     if anchor is not None:
@@ -163,8 +160,6 @@ def check(
         outcome = replace(outcome, variant=None, anchor=anchor)
     else:
         outcome = _check(plan, index, step, action, screen, pointer=pointer, keep_view=keep_view)
-    if isinstance(outcome, Checked) and pointer is None and index == plan.start.step:
-        return _check_start_screen(plan, step, outcome)
     return outcome
 
 

@@ -213,6 +213,12 @@ class CheckPolicy(BaseModel):
     end_state: Literal["report", "hand_back", "off"] = "report"
     """What the final screen's comparison does (see
     :attr:`~askcache.foundation.settings.CacheExecutionSettings.end_state`)."""
+    check_elements: bool = True
+    """Check steps recorded with their element by it too
+    (:attr:`~askcache.foundation.settings.CacheExecutionSettings.check_elements`)."""
+    element_look_threshold: float = 0.35
+    """How far a re-drawn element's look may be from the recorded one
+    (:attr:`~askcache.foundation.settings.CacheExecutionSettings.element_look_threshold`)."""
     loosened: tuple[Loosening, ...] = ()
     """Every way this replay checks less than its file asks, in the order above (empty:
     none)."""
@@ -294,6 +300,20 @@ class CheckPolicy(BaseModel):
                     "nor its effect after it (only that a typed text reached the screen)",
                 )
             )
+        records_elements = cache_file is None or any(
+            step.element is not None for step in cache_file.trajectory
+        )
+        if not settings.check_elements and records_elements:
+            loosened.append(
+                Loosening(
+                    what="check_elements",
+                    source="settings",
+                    old=True,
+                    new=False,
+                    words="the element under each point (its role, name, states, label) is not "
+                    "checked: pixels alone decide",
+                )
+            )
         records_end = not isinstance(meta, CacheMetadata) or meta.end_state is not None
         if settings.end_state == "off" and records_end:
             loosened.append(
@@ -316,6 +336,8 @@ class CheckPolicy(BaseModel):
             check_effects=settings.check_effects,
             wait_for_start_screen=settings.wait_for_start_screen,
             end_state=settings.end_state,
+            check_elements=settings.check_elements,
+            element_look_threshold=settings.element_look_threshold,
             loosened=tuple(loosened),
         )
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from PIL import Image
 
 from askcache.foundation.messages import MessageParam, ToolUseBlockParam
+from askcache.foundation.screen.elements import ElementSource
 from askcache.foundation.screen.windows import WindowFrame
 from askcache.replay.result import EndStateVerdict
 
@@ -121,6 +122,9 @@ class Seen:
     mark: object | None = None
     """Where the platform reports drawing: the moment just before the screenshot in its
     reports (a :class:`~askcache.foundation.screen.damage.DamageMark`)."""
+    elements: ElementSource | None = None
+    """The platform's element source, asked about this look when a check needs it
+    (``None``: no element information)."""
 
 
 @dataclass(frozen=True)

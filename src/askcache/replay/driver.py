@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from PIL import Image
 
 from askcache.foundation.screen.damage import DamageMark, DamageSource
+from askcache.foundation.screen.elements import ElementSource
 from askcache.foundation.screen.windows import WindowFrame
 from askcache.replay.commands import (
     Blind,
@@ -56,6 +57,10 @@ class ScreenIO:
     damage: DamageSource | None = None
     """Where the platform reports drawing (:mod:`askcache.foundation.screen.damage`): a look carries
     a mark, and a step acts once no drawing came for a frame after its passing look."""
+    elements: ElementSource | None = None
+    """What the platform's accessibility tree says is where
+    (:mod:`askcache.foundation.screen.elements`): handed to each look, asked only when a check
+    needs it (``None``: pixels alone)."""
 
     def mark(self) -> DamageMark | None:
         """A mark in the drawing reports, before a screenshot (``None``: none reported, or
@@ -117,7 +122,7 @@ def carry_out(command: Command, io: ScreenIO) -> Observation:
             logger.info("screenshot %d of %d failed: %s", attempt, CAPTURE_ATTEMPTS, exc)
             io.sleep(POLL_SECONDS)
         else:
-            return Seen(image, listed_windows(io.windows), io.clock(), mark)
+            return Seen(image, listed_windows(io.windows), io.clock(), mark, io.elements)
     raise AssertionError("unreachable")
 
 

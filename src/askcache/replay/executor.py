@@ -27,6 +27,7 @@ from askcache.foundation.messages import MessageParam, TextBlockParam
 from askcache.foundation.parameters import placeholders_in
 from askcache.foundation.scaling import ScreenProfile
 from askcache.foundation.screen.damage import DamageSource
+from askcache.foundation.screen.elements import ElementSource
 from askcache.foundation.screen.windows import WindowFrame
 from askcache.foundation.settings import CacheExecutionSettings
 from askcache.replay.commands import Command, Emit, Finished, HandBack, Turn
@@ -95,6 +96,10 @@ class CacheExecutor:
             the replay with :meth:`begin_turn`, :meth:`begin_rejoin` and
             :meth:`ReplaySession.feed`), so the replay may watch the screen without a
             ``screen`` function of its own.
+        elements: What the platform's accessibility tree says is where, in the coordinates
+            of ``screen``'s images (:meth:`askcache.tools.computer.ComputerTool.elements`): a
+            step recorded with its element is checked by it beside its pixels
+            (:mod:`askcache.replay.element_check`; ``None``: pixels and the label's text alone).
         sleep, clock: Injected for tests.
     """
 
@@ -114,10 +119,12 @@ class CacheExecutor:
         loop_looks: bool = False,
         ledger: RunLedger | None = None,
         damage: DamageSource | None = None,
+        elements: ElementSource | None = None,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.name = name
+        self.elements = elements
         self.resume_tool = resume_tool
         self.loop_looks = loop_looks
         self.ledger = ledger
@@ -250,6 +257,7 @@ class CacheExecutor:
             damage=self.damage,
             sleep=self._sleep,
             clock=self._clock,
+            elements=self.elements,
         )
         self._return_to_agent = return_to_agent_on_success
         self._secrets = secret_values(cache_file, values) | secret_values(view, values)

@@ -93,7 +93,7 @@ class Anchor:
     """The window's frame as recorded (recorded pixels); ``None`` for a match the search
     found (:mod:`askcache.replay.search`)."""
     how: str
-    """How it was found, for reports: ``window`` or ``search``."""
+    """How it was found, for reports: ``window``, ``search`` or ``element``."""
 
     def compared_box(self, size: tuple[int, int]) -> tuple[int, int, int, int]:
         """What of a screen of ``size`` (recorded pixels) seen from here can be compared
@@ -114,6 +114,8 @@ class Anchor:
         moved = f"{self.offset[0]:+d}, {self.offset[1]:+d} px"
         if self.how == "window":
             return f"where its window is now ({moved} from the recording)"
+        if self.how == "element":
+            return f"where its element is now ({moved} from the recorded point)"
         return f"where the search found its region ({moved} from the recorded point)"
 
 

@@ -56,6 +56,14 @@ class StepRecord(BaseModel):
     and its effect verified: what one replayed step costs, action included."""
     note: str | None = None
     """Why the step was not checked, or what the check said."""
+    decided_by: str | None = None
+    """What decided the step, when it was recorded with its element
+    (:mod:`askcache.replay.element_check`): ``pixels`` alone (the tree and the label said
+    nothing), ``pixels+element``, ``pixels+label`` or ``pixels+element+label`` (they
+    confirmed), ``element`` or ``label`` (it refused a step whose pixels passed),
+    ``element+look`` or ``label+look`` (a re-drawn screen, acted on by the element's word and
+    its look), ``element+pixels`` (an element moved in its window, checked in full at its
+    place). ``None``: the pixels alone, no element recorded."""
 
     def check_summary(self) -> str:
         """Distances against thresholds (``distance 32 vs threshold 2, detail 80 vs 14``),
@@ -65,6 +73,8 @@ class StepRecord(BaseModel):
         text = f"distance {self.distance} vs threshold {self.threshold}"
         if self.detail_distance is not None:
             text += f", detail {self.detail_distance} vs {self.detail_threshold}"
+        if self.decided_by is not None:
+            text += f"; decided by {self.decided_by}"
         return text
 
 

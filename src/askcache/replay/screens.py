@@ -18,8 +18,10 @@ from PIL import Image
 from askcache.fingerprint.step import decode_screenshot, find_recent_screenshot_block
 from askcache.foundation.messages import MessageParam
 from askcache.foundation.scaling import same_aspect
+from askcache.foundation.screen.elements import ElementSource
 from askcache.foundation.screen.thumbnails import ScreenStateConfig, Thumbnail
 from askcache.foundation.screen.windows import WindowFrame
+from askcache.replay.elements_now import ElementsNow
 
 __all__ = [
     "BLANK_SPREAD",
@@ -78,6 +80,9 @@ class Screen:
     mark: object | None = None
     """Where the platform reports drawing: this look's place in the reports
     (:class:`~askcache.replay.commands.Seen`)."""
+    elements: ElementsNow | None = None
+    """What the accessibility tree says about this look, asked when a check needs it
+    (``None``: the platform gives no element information)."""
     _thumbnail: Thumbnail | None = None
 
     def moved(self, offset: tuple[int, int]) -> Screen:
@@ -148,9 +153,14 @@ def screen_of(
     image: Image.Image,
     windows: tuple[WindowFrame, ...] | None = None,
     mark: object | None = None,
+    elements: ElementSource | None = None,
 ) -> Screen:
     """``image`` as a look of a replay whose coordinates are in ``space`` (the recorded
-    size: the look is brought to it when its aspect ratio is the same)."""
+    size: the look is brought to it when its aspect ratio is the same); ``elements``: the
+    platform's element source, asked about this look when a check needs it."""
     if space is None or image.size == space or not same_aspect(image.size, space):
-        return Screen(image, image, windows, mark)
-    return Screen(image, image.resize(space, Image.Resampling.LANCZOS), windows, mark)
+        recorded = image
+    else:
+        recorded = image.resize(space, Image.Resampling.LANCZOS)
+    now = None if elements is None else ElementsNow(elements, image.size, recorded.size)
+    return Screen(image, recorded, windows, mark, now)

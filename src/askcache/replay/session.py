@@ -22,6 +22,7 @@ from askcache.cachefile.format import CacheFile
 from askcache.foundation.actions import ToolShape, parse_action
 from askcache.foundation.messages import MessageParam, ToolUseBlockParam
 from askcache.foundation.screen.damage import DamageSource
+from askcache.foundation.screen.elements import ElementSource
 from askcache.foundation.screen.seen import SeenScreens
 from askcache.foundation.screen.windows import WindowFrame
 from askcache.foundation.settings import CacheExecutionSettings
@@ -98,8 +99,9 @@ class ReplaySession:
         damage: DamageSource | None = None,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
+        elements: ElementSource | None = None,
     ) -> None:
-        self.io = ScreenIO(capture, windows, sleep, clock, damage)
+        self.io = ScreenIO(capture, windows, sleep, clock, damage, elements)
         plan = Plan.of(
             cache_file,
             name,

@@ -375,7 +375,7 @@ def _screen(plan: Plan, seen: Seen, image: Image.Image | None = None) -> Screen:
     picture = seen.image if seen.image is not None else image
     if picture is None:
         raise AskCacheError("a look without a screenshot")
-    return screen_of(plan.space, picture, seen.windows, seen.mark)
+    return screen_of(plan.space, picture, seen.windows, seen.mark, seen.elements)
 
 
 def _watch(
@@ -808,7 +808,7 @@ class Verifying(State):
         effect = checked_effect(plan.policy, step)
         assert effect is not None
         offset = pending.anchor.offset if pending.anchor is not None else (0, 0)
-        return effect_problem(
+        problem = effect_problem(
             effect,
             plan.config,
             pending.before,
@@ -816,6 +816,14 @@ class Verifying(State):
             screen.moved(offset),
             typed=draws_text(step),
         )
+        anchor, image = pending.anchor, pending.before_image
+        if problem is None or anchor is None or anchor.how != "element" or image is None:
+            return problem
+        # an element moved inside its window: what it changes may have moved with it, or
+        # stayed where the window shows it (a status line): either is its effect
+        before = screen_of(plan.space, image).thumbnail(plan.config)
+        unmoved = effect_problem(effect, plan.config, before, image, screen, typed=draws_text(step))
+        return None if unmoved is None else problem
 
     def _watch_from(self, screen: Screen, now: float) -> Transition:
         try:

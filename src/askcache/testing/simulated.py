@@ -19,6 +19,7 @@ from typing import Any, Literal, Protocol
 from PIL import Image, ImageDraw, ImageFont
 
 from askcache.foundation.geometry import Point
+from askcache.foundation.screen.elements import Element, ElementRef
 from askcache.testing.messages_api import Reply, text_reply, tool_use_reply
 
 __all__ = ["FormFillingScript", "FormView", "Layout", "SimulatedFormApp", "Widget"]
@@ -68,6 +69,15 @@ class SimulatedFormApp:
     status: str = "Ready"
     pointer_at: Point = (0, 0)
     events: list[str] = field(default_factory=list)
+    labels: dict[str, str] = field(default_factory=dict)
+    """Drawn labels that differ from the original ones, by button (an update that relabelled
+    it)."""
+    accessible: bool = True
+    """The form answers what element is where (:meth:`elements`), as an application
+    with an accessibility tree does; ``False``: as one without (Tk, X Athena)."""
+    names: dict[str, str] = field(default_factory=dict)
+    """Accessible names that differ from the drawn labels, by widget (an update that renamed
+    a control's accessible name and not its text)."""
 
     def set_layout(self, layout: Layout) -> None:
         """Switch to another layout (the application "was updated")."""
@@ -91,9 +101,17 @@ class SimulatedFormApp:
         return [
             Widget("name", "field", "Name", self._box(160, top, 560, top + 36)),
             Widget("email", "field", "Email", self._box(160, top + 60, 560, top + 96)),
-            Widget("save", "button", "Save", self._box(save_x, top + 140, save_x + 110, top + 180)),
             Widget(
-                "clear", "button", "Clear", self._box(clear_x, top + 140, clear_x + 110, top + 180)
+                "save",
+                "button",
+                self.labels.get("save", "Save"),
+                self._box(save_x, top + 140, save_x + 110, top + 180),
+            ),
+            Widget(
+                "clear",
+                "button",
+                self.labels.get("clear", "Clear"),
+                self._box(clear_x, top + 140, clear_x + 110, top + 180),
             ),
         ]
 
@@ -104,6 +122,37 @@ class SimulatedFormApp:
     def widget_at(self, point: Point) -> Widget | None:
         """The widget under ``point``, if any."""
         return next((w for w in self.widgets() if w.contains(point)), None)
+
+    # ElementReporter: what an accessibility tree would say -------------------------------
+
+    def elements(self) -> SimulatedFormApp | None:
+        """The form itself, when it is :attr:`accessible`."""
+        return self if self.accessible else None
+
+    def _element(self, widget: Widget, point: Point | None = None) -> Element:
+        left, top, right, bottom = widget.box
+        states = ("editable", "enabled") if widget.kind == "field" else ("enabled",)
+        return Element(
+            role="text" if widget.kind == "field" else "push button",
+            name=self.names.get(widget.name, widget.label),
+            states=states,
+            ancestors=(
+                ElementRef(role="panel", name="Contact"),
+                ElementRef(role="frame", name="Contacts - New entry"),
+            ),
+            box=(left, top, right - left, bottom - top),
+            window_box=(0, 0, self.width, self.height),
+            text_offset=None if widget.kind != "field" or point is None else 0,
+            toolkit="simulated",
+        )
+
+    def element_at(self, point: Point) -> Element | None:
+        widget = self.widget_at(point)
+        return None if widget is None else self._element(widget, point)
+
+    def elements_like(self, element: Element, window_point: Point) -> list[Element] | None:
+        found = [self._element(widget) for widget in self.widgets()]
+        return [e for e in found if e.role == element.role and e.name == element.name]
 
     # ComputerBackend -------------------------------------------------------------------
 

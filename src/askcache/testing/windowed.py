@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from PIL import Image
 
 from askcache.foundation.geometry import Point
+from askcache.foundation.screen.elements import Element
 from askcache.foundation.screen.windows import WindowFrame
 from askcache.testing.simulated import SimulatedFormApp
 
@@ -51,6 +52,28 @@ class WindowedFormApp:
             title=self.title,
         )
         return [*self.others, form]
+
+    def elements(self) -> WindowedFormApp | None:
+        """The window itself, when its form is accessible."""
+        return self if self.app.accessible else None
+
+    def _on_screen(self, element: Element) -> Element:
+        x, y, width, height = element.box
+        dx, dy = self.at
+        return element.model_copy(
+            update={
+                "box": (x + dx, y + dy, width, height),
+                "window_box": (dx, dy, self.app.width, self.app.height),
+            }
+        )
+
+    def element_at(self, point: Point) -> Element | None:
+        found = self.app.element_at(self.to_app(point))
+        return None if found is None else self._on_screen(found)
+
+    def elements_like(self, element: Element, window_point: Point) -> list[Element] | None:
+        found = self.app.elements_like(element, self.to_app(window_point))
+        return None if found is None else [self._on_screen(e) for e in found]
 
     @property
     def size(self) -> tuple[int, int]:

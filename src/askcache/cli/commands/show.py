@@ -97,7 +97,8 @@ def _lines(
             f"  checks loosened in {len(loosened)} of {len(runs)} replays (the last, "
             f"{last.started_at:%Y-%m-%d %H:%M}: {'; '.join(last.loosened)})"
         )
-    lines += _step_lines(cache_file.trajectory)
+    deciders = runs[-1].step_deciders if runs else {}
+    lines += _step_lines(cache_file.trajectory, deciders)
     for key, learned in sorted(cache_file.profiles.items()):
         lines.append(
             f"  screen profile {key}, learned {learned.learned_at:%Y-%m-%d %H:%M} "
@@ -107,7 +108,25 @@ def _lines(
     return lines
 
 
-def _step_lines(steps: list[ToolUseBlockParam]) -> list[str]:
+def _element_words(step: ToolUseBlockParam) -> str:
+    """``; element push button 'Save', label 'Save'`` (empty: none recorded)."""
+    element = step.element
+    if element is None:
+        return ""
+    words = []
+    if element.tree is not None:
+        words.append(f"element {element.tree.describe()}")
+    if element.label is not None:
+        words.append(f"label {element.label!r}")
+    if element.look is not None and element.tree is None and element.label is None:
+        words.append("element look")
+    return f"; {', '.join(words)}" if words else ""
+
+
+def _step_lines(
+    steps: list[ToolUseBlockParam], deciders: dict[int, str] | None = None
+) -> list[str]:
+    """One line per step; ``deciders``: what decided each step in the latest replay."""
     lines = []
     for index, step in enumerate(steps):
         fingerprint = step.visual_representation or "-"
@@ -121,7 +140,12 @@ def _step_lines(steps: list[ToolUseBlockParam]) -> list[str]:
             effect = f", effect on {len(step.effect.tiles)} tiles"
             if step.effect.elsewhere:
                 effect += f" and {len(step.effect.elsewhere)} places away from the point"
-        lines.append(f"  {index:>3}  {step.name:<10} {step.input}  [{fingerprint}{effect}]")
+        decided = (deciders or {}).get(index)
+        last = f"; last replay decided by {decided}" if decided else ""
+        lines.append(
+            f"  {index:>3}  {step.name:<10} {step.input}  "
+            f"[{fingerprint}{effect}{_element_words(step)}{last}]"
+        )
     return lines
 
 

@@ -31,6 +31,7 @@ __all__ = [
     "ElementReporter",
     "ElementSource",
     "ScaledElements",
+    "StepElement",
     "element_center",
 ]
 
@@ -104,6 +105,12 @@ class Element(BaseModel):
         window = self.ancestors[-1].role if self.ancestors else None
         return (self.role, self.name or "", tuple(sorted(self.states)), inner, window)
 
+    def describe(self) -> str:
+        """``push button 'Save'`` (with its states when it has any)."""
+        name = f" {self.name!r}" if self.name else " (unnamed)"
+        states = f" [{', '.join(self.states)}]" if self.states else ""
+        return f"{self.role}{name}{states}"
+
     def scaled(self, source: tuple[int, int], target: tuple[int, int]) -> Element:
         """The element measured in ``source`` pixels, expressed in ``target`` pixels."""
         if source == target:
@@ -135,6 +142,33 @@ def element_center(element: Element) -> Point:
     """The centre of ``element``'s box."""
     x, y, width, height = element.box
     return (x + width // 2, y + height // 2)
+
+
+class StepElement(BaseModel):
+    """What a cache file stores about the element an acting step reached, beside its pixels
+    (``ToolUseBlockParam.element``), in the recorded screenshot's pixels. Names and text go
+    through the recording's parameters and secrets (a value becomes its placeholder) and the
+    titles' normalisation (no path, user or host name of the recording machine)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    tree: Element | None = None
+    """The element under the point as the accessibility tree described it (``None``: the
+    platform or the application gave none)."""
+    label: str | None = Field(None, max_length=120)
+    """The text of the label under the point as OCR read it (``None``: nothing readable, or
+    no OCR engine installed)."""
+    label_box: tuple[int, int, int, int] | None = None
+    """Where the label was read (``x``, ``y``, width, height)."""
+    look: str | None = Field(None, max_length=1024)
+    """The element's look (:func:`askcache.fingerprint.element_look.element_look`) over its box
+    (the tree's, else the label's): what a screen drawn otherwise is compared with."""
+    look_box: tuple[int, int, int, int] | None = None
+    """The box the look was taken over."""
+
+    def empty(self) -> bool:
+        """True when nothing was stored."""
+        return self.tree is None and self.label is None and self.look is None
 
 
 @runtime_checkable

@@ -195,6 +195,12 @@ class RunRecord(BaseModel):
     still screen). A step that handed back (its check failed, or
     its effect did not appear) gives none: its wait says how long the replay gave up after,
     not how long the screen took (:mod:`askcache.storage.ledger.waits`)."""
+    step_deciders: dict[int, str] = Field(default_factory=dict)
+    """With ``event="replay"``: step index -> what decided it, for each step recorded with its
+    element (:attr:`~askcache.replay.result.StepRecord.decided_by`: ``pixels+element``,
+    ``element`` when the element refused a step its pixels passed, ``element+look`` when a
+    re-drawn screen was acted on by the element's word). Empty: no step recorded its element
+    (and in entries written before this field)."""
 
     @field_serializer("reason")
     def _redact_reason(self, reason: str | None) -> str | None:

@@ -1,0 +1,325 @@
+"""Element checks: the element under the point, beside its pixels.
+
+A step recorded with its element (``ToolUseBlockParam.element``,
+:class:`~askcache.foundation.screen.elements.StepElement`) is checked by it too, after its
+pixels (:func:`~askcache.replay.check.check`):
+
+- **pixels pass**: the element the action would reach now must have the recorded identity
+  (role, name, states, ancestors below its window: :meth:`Element.identity
+  <askcache.foundation.screen.elements.Element.identity>`), and its label must not read
+  otherwise by OCR. Either differing refuses the step: a relabel is caught at any margin of
+  the hashes. The tree saying nothing, or an unreadable label, is no evidence either way.
+- **pixels fail** (not for good: another density, theme or font size draws the step's region
+  otherwise): the elements like the recorded one are asked for in its window. Exactly one
+  with the recorded identity, which an action at its place would reach, whose label does not
+  read otherwise:
+
+  - at the recorded place in its window (the window's share of it, so another density
+    counts as the same place): it acts there when its look passes
+    (:mod:`askcache.fingerprint.element_look`, ``element_look_threshold``), on the first
+    sight of a re-drawn screen, with no model call;
+  - elsewhere in its window (a reordered list, a taller banner): the full pixel check runs
+    at its new place, and decides.
+
+  In a text element, the action must reach the recorded character: the toolkit's character
+  offset at the place found is the recorded one (where the toolkit gives offsets: GTK), or the
+  screen is of another density (the same text scaled: Qt gives no offsets).
+
+  Without a tree (Tk, X Athena programs), the label's text may stand in for it on a screen
+  of another density only: the label under the point must read as recorded *and* the look
+  of its box must pass. OCR alone never allows a step.
+
+Anything else (the tree missing, slow or raising; no element, or two, of the identity;
+a label that cannot be read where it alone would decide) leaves the pixels' verdict as it is:
+fail closed. What decided is in :attr:`StepRecord.decided_by
+<askcache.replay.result.StepRecord.decided_by>`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from askcache.fingerprint.element_look import element_look, look_distance
+from askcache.fingerprint.label_reader import LabelReading, read_label, same_label
+from askcache.foundation.actions import Action
+from askcache.foundation.errors import InvalidHashError
+from askcache.foundation.geometry import Point
+from askcache.foundation.messages import ToolUseBlockParam
+from askcache.foundation.parameters import substitute
+from askcache.foundation.screen.elements import Element, StepElement
+from askcache.replay.anchor import window_now
+from askcache.replay.plan import Anchor, Plan
+from askcache.replay.screens import Screen
+from askcache.replay.verdicts import Checked, Refused
+
+__all__ = ["PLACE_TOLERANCE", "TEXT_ROLES", "PixelsAt", "with_element"]
+
+PixelsAt = Callable[[Anchor], Checked | Refused]
+"""Runs a step's full pixel check as seen from an anchor (given by the caller:
+:func:`askcache.replay.check.check`)."""
+
+TEXT_ROLES = frozenset({"text", "entry", "password text", "document text", "paragraph", "terminal"})
+"""Roles whose place under the point is a character: a re-drawn screen (another font size)
+may put another character there."""
+
+PLACE_TOLERANCE = 0.03
+"""How far (a share of its window's width and height, at least 6 recorded pixels) an element
+may lie from its recorded place in its window and still count as *at* it (re-drawn, not moved)."""
+
+
+def _filled(plan: Plan, stored: StepElement) -> StepElement:
+    """``stored`` with the replay's parameter values in its names and label."""
+    if not plan.values:
+        return stored
+    tree = stored.tree
+    if tree is not None and tree.name:
+        tree = tree.model_copy(update={"name": substitute(tree.name, plan.values)})
+    label = substitute(stored.label, plan.values) if stored.label else stored.label
+    return stored.model_copy(update={"tree": tree, "label": label})
+
+
+def with_element(
+    plan: Plan,
+    step: ToolUseBlockParam,
+    action: Action | None,
+    screen: Screen,
+    outcome: Checked | Refused,
+    *,
+    pixels_at: PixelsAt,
+) -> Checked | Refused:
+    """``outcome``, the pixels' verdict on ``step``, with the element's say (see the module
+    docstring). ``pixels_at``: runs the full pixel check as seen from an anchor."""
+    stored = step.element
+    point = action.point if action is not None else None
+    if stored is None or point is None or not plan.policy.check_elements:
+        return outcome
+    stored = _filled(plan, stored)
+    if isinstance(outcome, Checked):
+        if not outcome.record.validated:
+            return outcome
+        return _confirm(stored, point, screen, outcome)
+    if outcome.final or outcome.own_checks is not None:
+        return outcome
+    case = _Case(plan, step, stored, point, screen, pixels_at)
+    found = _redrawn(case, outcome)
+    return outcome if found is None else found
+
+
+@dataclass(frozen=True)
+class _Case:
+    """One step whose pixels failed, and what its element check works with."""
+
+    plan: Plan
+    step: ToolUseBlockParam
+    stored: StepElement
+    point: Point
+    screen: Screen
+    pixels_at: PixelsAt
+
+
+def _read(
+    screen: Screen, point: Point, box: tuple[int, int, int, int] | None
+) -> LabelReading | None:
+    return read_label(screen.recorded, point, box)
+
+
+def _confirm(
+    stored: StepElement, point: Point, screen: Screen, outcome: Checked
+) -> Checked | Refused:
+    """Pixels passed: the element and its label must not say otherwise."""
+    record = outcome.record
+    if outcome.anchor is not None:
+        point = (point[0] + outcome.anchor.offset[0], point[1] + outcome.anchor.offset[1])
+    decided = ["pixels"]
+    now: Element | None = None
+    if stored.tree is not None and screen.elements is not None:
+        now = screen.elements.at(point)
+        if now is not None:
+            if now.identity() != stored.tree.identity():
+                record.decided_by = "element"
+                return Refused(
+                    record,
+                    f"the element at the action point is now {now.describe()}, "
+                    f"recorded {stored.tree.describe()}: the pixels pass, but it is "
+                    "another control or in another state",
+                    view=outcome.view,
+                    other_density=outcome.other_density,
+                )
+            decided.append("element")
+    if stored.label is not None:
+        reading = _read(screen, point, now.box if now is not None else None)
+        if reading is not None:
+            if not same_label(stored.label, reading.text):
+                record.decided_by = "label"
+                return Refused(
+                    record,
+                    f"the label at the action point now reads {reading.text!r}, recorded "
+                    f"{stored.label!r}: the pixels pass, but it is another control",
+                    view=outcome.view,
+                    other_density=outcome.other_density,
+                )
+            decided.append("label")
+    record.decided_by = "+".join(decided)
+    return outcome
+
+
+def _redrawn(case: _Case, outcome: Refused) -> Checked | Refused | None:
+    """Pixels failed: the same element, drawn otherwise or moved in its window (``None``: the
+    element gives no word, and the pixels' verdict stands)."""
+    tree = case.stored.tree
+    if tree is not None and case.screen.elements is not None:
+        return _by_identity(case, tree, outcome)
+    if case.stored.label is not None and outcome.other_density:
+        return _by_label(case.plan, case.stored, case.point, case.screen, outcome)
+    return None
+
+
+def _by_identity(case: _Case, tree: Element, outcome: Refused) -> Checked | Refused | None:
+    plan, step, stored, point, screen = case.plan, case.step, case.stored, case.point, case.screen
+    elements = screen.elements
+    assert elements is not None
+    frame = window_now(plan, step, screen)
+    window_point = (
+        (frame.x + frame.width // 2, frame.y + frame.height // 2) if frame is not None else point
+    )
+    listed = elements.like(tree, window_point)
+    if listed is None:
+        return None
+    same = [e for e in listed if e.identity() == tree.identity()]
+    record = outcome.record
+    if len(same) != 1:
+        if record is not None and same:
+            record.note = f"{record.note or ''}; {len(same)} elements like it: pixels decide"
+        return None
+    found = same[0]
+    target = _place(tree, found, point)
+    reached = elements.at(target)
+    if reached is None or reached.identity() != tree.identity():
+        return None  # something else (a dialog, a popup) is over it
+    if not _same_character(tree, reached, other_density=outcome.other_density):
+        return None
+    if stored.label is not None:
+        reading = _read(screen, target, found.box)
+        if reading is not None and not same_label(stored.label, reading.text):
+            if record is not None:
+                record.decided_by = "label"
+            return Refused(
+                record,
+                f"the label of {found.describe()} now reads {reading.text!r}, "
+                f"recorded {stored.label!r}",
+                view=outcome.view,
+                other_density=outcome.other_density,
+            )
+    offset = (target[0] - point[0], target[1] - point[1])
+    anchor = None if offset == (0, 0) else Anchor(offset, None, "element")
+    if not _same_place(tree, found):
+        if anchor is None:
+            return None
+        moved = case.pixels_at(anchor)
+        if isinstance(moved, Checked):
+            moved.record.decided_by = "element+pixels"
+            moved.record.note = f"{moved.record.note or 'checked'}; {found.describe()} moved"
+        return moved if isinstance(moved, Checked) else None
+    look = _look_passes(plan, stored, screen, found.box)
+    if look is None:
+        return None
+    if record is None:
+        return None
+    record.matched = True
+    record.decided_by = "element+look"
+    record.note = (
+        f"{found.describe()} found by its identity, the only one in its window; its "
+        f"look {look:.2f} vs {plan.policy.element_look_threshold:.2f} (pixels: {record.note})"
+    )
+    config = plan.config
+    thumbnail = screen.thumbnail(config) if config is not None else None
+    return Checked(
+        record,
+        screen,
+        thumbnail,
+        anchor=anchor,
+        view=outcome.view,
+        other_density=outcome.other_density,
+    )
+
+
+def _by_label(
+    plan: Plan, stored: StepElement, point: Point, screen: Screen, outcome: Refused
+) -> Checked | None:
+    """No tree: on a screen of another density, the label reading as recorded and its look
+    passing allow the step at its (scaled) point."""
+    record = outcome.record
+    if record is None or stored.label is None:
+        return None
+    reading = _read(screen, point, None)
+    if reading is None or not same_label(stored.label, reading.text):
+        return None
+    look = _look_passes(plan, stored, screen, reading.box)
+    if look is None:
+        return None
+    record.matched = True
+    record.decided_by = "label+look"
+    record.note = (
+        f"its label reads {reading.text!r} as recorded, its look {look:.2f} vs "
+        f"{plan.policy.element_look_threshold:.2f} (pixels: {record.note})"
+    )
+    config = plan.config
+    thumbnail = screen.thumbnail(config) if config is not None else None
+    return Checked(
+        record, screen, thumbnail, view=outcome.view, other_density=outcome.other_density
+    )
+
+
+def _look_passes(
+    plan: Plan, stored: StepElement, screen: Screen, box: tuple[int, int, int, int] | None
+) -> float | None:
+    """The look's distance at ``box`` now, when it passes (``None``: no look stored or
+    measurable, or too far)."""
+    if stored.look is None or box is None:
+        return None
+    now = element_look(screen.recorded, box)
+    if now is None:
+        return None
+    try:
+        distance = look_distance(stored.look, now)
+    except InvalidHashError:
+        return None
+    return distance if distance <= plan.policy.element_look_threshold else None
+
+
+def _same_character(recorded: Element, now: Element, *, other_density: bool) -> bool:
+    """In a text element, whether an action at the place found reaches the recorded character:
+    the toolkit's offset at that point is the recorded one; where the toolkit gives no
+    offsets, only a screen of another density (the same text, scaled: the same share of the
+    box is the same character) is trusted. Not a text element: always."""
+    if recorded.text_offset is not None:
+        return now.text_offset == recorded.text_offset
+    if recorded.role in TEXT_ROLES:
+        return other_density
+    return True
+
+
+def _place(recorded: Element, now: Element, point: Point) -> Point:
+    """Where ``point``, inside ``recorded``'s box, lies in ``now``'s box (the same share of
+    its width and height), kept inside it."""
+    rx, ry, rw, rh = recorded.box
+    nx, ny, nw, nh = now.box
+    x = nx + round((point[0] - rx) * nw / max(rw, 1))
+    y = ny + round((point[1] - ry) * nh / max(rh, 1))
+    return (min(max(x, nx), nx + nw - 1), min(max(y, ny), ny + nh - 1))
+
+
+def _same_place(recorded: Element, now: Element) -> bool:
+    """Whether ``now`` lies where ``recorded`` lay in its window (shares of the window's size,
+    so that another density is the same place); without both windows, its box on the screen."""
+    rw, nw = recorded.window_box, now.window_box
+    if rw is None or nw is None:
+        return abs(recorded.box[0] - now.box[0]) <= 6 and abs(recorded.box[1] - now.box[1]) <= 6
+    for axis in (0, 1):
+        size_r, size_n = rw[axis + 2], nw[axis + 2]
+        share_r = (recorded.box[axis] - rw[axis]) / max(size_r, 1)
+        share_n = (now.box[axis] - nw[axis]) / max(size_n, 1)
+        if abs(share_r - share_n) * size_r > max(6, PLACE_TOLERANCE * size_r):
+            return False
+    return True

@@ -1,0 +1,187 @@
+"""Element anchors on the simulated form: the element under each click is recorded beside its
+pixels and checked with them (:mod:`askcache.replay.element_check`).
+
+The form answers what element is where as an accessibility tree would
+(:meth:`~askcache.testing.SimulatedFormApp.elements`); the real ``anthropic`` client speaks
+over HTTP to the local stand-in. What the form received is read from the form itself (its
+events, its saved contacts). The real trees (AT-SPI on GTK, Qt and Chromium) are tested in
+``test_atspi_elements.py``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from askcache import ActResult, Agent, CacheExecutionSettings, CacheWritingSettings, CachingSettings
+from askcache.cli.app import main
+from askcache.storage.cache_storage import LocalCacheStorage, load_cache_file
+from askcache.testing import FormFillingScript, MessagesApiStandIn, SimulatedFormApp, text_reply
+from askcache.tools.computer import ComputerTool
+
+pytestmark = pytest.mark.integration
+
+GOAL = "Type Ada Lovelace into the Name field and press Save"
+ADA = [{"name": "Ada Lovelace", "email": ""}]
+CLICK_NAME, CLICK_SAVE = 1, 3
+
+
+def _settings(cache: Path, strategy: str, **execution: Any) -> CachingSettings:
+    return CachingSettings(
+        strategy=strategy,  # type: ignore[arg-type]
+        cache_dir=cache,
+        writing_settings=CacheWritingSettings(filename="form.json"),
+        execution_settings=CacheExecutionSettings(delay_time_between_action=0, **execution),
+    )
+
+
+def _record(cache: Path, app: SimulatedFormApp | None = None) -> None:
+    app = app or SimulatedFormApp()
+    script = FormFillingScript(app, "Ada Lovelace")
+    with MessagesApiStandIn(script) as api:
+        agent = Agent(api.client(), [ComputerTool(app)], model="claude-test", sleep=lambda s: None)
+        assert agent.act(GOAL, _settings(cache, "record")).status == "done"
+    assert app.saved == ADA
+
+
+def _replay(cache: Path, app: SimulatedFormApp, **execution: Any) -> ActResult:
+    stop = text_reply("The form does not look as expected; I stop here.")
+    with MessagesApiStandIn([stop]) as api:
+        agent = Agent(api.client(), [ComputerTool(app)], model="claude-test", sleep=lambda s: None)
+        result = agent.act(GOAL, _settings(cache, "execute", **execution))
+    assert result.replay is not None
+    return result
+
+
+def _decided(result: ActResult) -> dict[int, str | None]:
+    assert result.replay is not None
+    return {r.step_index: r.decided_by for r in result.replay.steps if r.action == "left_click"}
+
+
+def _clicked(app: SimulatedFormApp) -> list[str]:
+    return [event.rsplit(" -> ", 1)[1] for event in app.events if "_click" in event]
+
+
+def test_recording_stores_the_element_under_each_click(tmp_path: Path) -> None:
+    _record(tmp_path)
+    steps = load_cache_file(LocalCacheStorage(tmp_path), "form.json").trajectory
+    save = steps[CLICK_SAVE].element
+    assert save is not None
+    assert save.tree is not None
+    assert (save.tree.role, save.tree.name, save.tree.states) == (
+        "push button",
+        "Save",
+        ("enabled",),
+    )
+    assert [a.role for a in save.tree.ancestors] == ["panel", "frame"]
+    assert save.look is not None
+    assert save.look_box == save.tree.box
+    name = steps[CLICK_NAME].element
+    assert name is not None
+    assert name.tree is not None
+    assert name.tree.role == "text"
+    assert name.label is None  # a field's text is its content, not a label: never read
+    assert all(s.element is None for s in steps if s.input.get("action") != "left_click")
+
+
+def test_an_unchanged_form_replays_with_the_element_confirming_each_click(tmp_path: Path) -> None:
+    _record(tmp_path)
+    app = SimulatedFormApp()
+    result = _replay(tmp_path, app)
+    assert (result.model_calls, result.replay and result.replay.status) == (0, "completed")
+    assert _decided(result) == {CLICK_NAME: "pixels+element", CLICK_SAVE: "pixels+element"}
+    assert app.saved == ADA
+
+
+def test_a_control_renamed_under_the_same_pixels_is_handed_back_before_it_is_clicked(
+    tmp_path: Path,
+) -> None:
+    _record(tmp_path)
+    app = SimulatedFormApp(names={"save": "Delete contact"})
+    result = _replay(tmp_path, app)
+    assert result.replay is not None
+    assert result.replay.stopped_at_step == CLICK_SAVE
+    assert _decided(result)[CLICK_SAVE] == "element"
+    assert "push button 'Delete contact'" in (result.replay.reason or "")
+    assert _clicked(app) == ["name"]
+    assert app.saved == []
+
+
+def test_without_element_checks_the_same_rename_is_clicked_and_the_loosening_said(
+    tmp_path: Path,
+) -> None:
+    _record(tmp_path)
+    app = SimulatedFormApp(names={"save": "Delete contact"})
+    result = _replay(tmp_path, app, check_elements=False)
+    assert result.replay is not None
+    assert result.replay.status == "completed"
+    assert [item.what for item in result.replay.loosened] == ["check_elements"]
+    assert _clicked(app) == ["name", "save"]
+
+
+def test_a_button_moved_in_its_window_is_found_by_identity_and_checked_in_full_there(
+    tmp_path: Path,
+) -> None:
+    _record(tmp_path)
+    app = SimulatedFormApp(layout="swapped")
+    result = _replay(tmp_path, app, search_radius=0)
+    # the end screen shows the buttons swapped: not the recorded one, so not verified
+    assert (result.model_calls, result.replay and result.replay.status) == (
+        0,
+        "completed_unverified",
+    )
+    assert _decided(result)[CLICK_SAVE] == "element+pixels"
+    assert _clicked(app) == ["name", "save"]
+    assert app.saved == ADA
+
+
+def test_a_relabelled_and_moved_button_is_not_clicked(tmp_path: Path) -> None:
+    _record(tmp_path)
+    app = SimulatedFormApp(layout="swapped", labels={"save": "Clear", "clear": "Save"})
+    result = _replay(tmp_path, app, search_radius=0)
+    assert result.replay is not None
+    assert result.replay.stopped_at_step == CLICK_SAVE
+    assert "save" not in _clicked(app)
+    assert app.saved == []
+
+
+def test_the_form_at_twice_the_density_replays_on_first_sight_by_its_elements(
+    tmp_path: Path,
+) -> None:
+    _record(tmp_path)
+    app = SimulatedFormApp(width=1280, height=800)
+    result = _replay(tmp_path, app)
+    assert result.replay is not None
+    assert result.model_calls == 0, result.replay.reason
+    assert _decided(result)[CLICK_SAVE] in ("element+look", "pixels+element")
+    assert app.saved == ADA
+
+
+def test_an_inaccessible_form_at_twice_the_density_is_left_to_its_pixels(tmp_path: Path) -> None:
+    _record(tmp_path)
+    app = SimulatedFormApp(width=1280, height=800, accessible=False)
+    result = _replay(tmp_path, app)
+    assert result.replay is not None
+    assert all(d in (None, "pixels") for d in _decided(result).values())
+
+
+def test_show_and_the_ledger_say_what_decided_each_step(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _record(tmp_path)
+    _replay(tmp_path, SimulatedFormApp(names={"save": "Delete contact"}))
+    capsys.readouterr()
+    assert main(["show", "form", "--cache-dir", str(tmp_path), "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["replays"][-1]["step_deciders"] == {
+        str(CLICK_NAME): "pixels+element",
+        str(CLICK_SAVE): "element",
+    }
+    assert main(["show", "form", "--cache-dir", str(tmp_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    save = next(line for line in lines if line.strip().startswith(f"{CLICK_SAVE} "))
+    assert "element push button 'Save'" in save
+    assert "last replay decided by element" in save

@@ -1,0 +1,102 @@
+"""Element looks (:mod:`askcache.fingerprint.element_look`) on buttons drawn with a real font,
+and what makes two element descriptions the same element
+(:meth:`askcache.foundation.screen.elements.Element.identity`)."""
+
+from __future__ import annotations
+
+import pytest
+from PIL import Image, ImageDraw, ImageFont
+
+from askcache.fingerprint.element_look import element_look, look_distance
+from askcache.foundation.errors import InvalidHashError
+from askcache.foundation.screen.elements import Element, ElementRef
+from askcache.foundation.settings import CacheExecutionSettings
+
+FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
+THRESHOLD = CacheExecutionSettings().element_look_threshold
+
+
+def _button(
+    label: str, *, scale: int = 1, dark: bool = False, size: int = 14
+) -> tuple[Image.Image, tuple[int, int, int, int]]:
+    """A 110x40 button (times ``scale``) on a window's background, and its box."""
+    width, height, margin = 110 * scale, 40 * scale, 10 * scale
+    image = Image.new(
+        "RGB", (width + 2 * margin, height + 2 * margin), (40, 40, 40) if dark else (236, 239, 244)
+    )
+    draw = ImageDraw.Draw(image)
+    font = ImageFont.truetype(FONT, size * scale)
+    face = (70, 70, 70) if dark else (250, 250, 250)
+    draw.rounded_rectangle(
+        (margin, margin, margin + width, margin + height),
+        radius=6 * scale,
+        fill=face,
+        outline=(150, 150, 150),
+    )
+    text = draw.textlength(label, font=font)
+    ink = (230, 230, 230) if dark else (20, 20, 20)
+    draw.text(
+        (margin + (width - text) / 2, margin + height / 2 - size * scale * 0.6),
+        label,
+        font=font,
+        fill=ink,
+    )
+    return image, (margin, margin, width, height)
+
+
+def _look(label: str, **drawn: object) -> str:
+    look = element_look(*_button(label, **drawn))  # type: ignore[arg-type]
+    assert look is not None
+    return look
+
+
+@pytest.mark.parametrize(
+    "drawn", [{"scale": 2}, {"dark": True}, {"size": 18}, {"scale": 2, "dark": True}]
+)
+def test_the_same_button_drawn_otherwise_has_a_look_within_the_threshold(
+    drawn: dict[str, object],
+) -> None:
+    assert look_distance(_look("Save"), _look("Save", **drawn)) <= THRESHOLD
+
+
+def test_a_button_whose_face_shows_nothing_is_far_from_one_with_a_label() -> None:
+    empty = element_look(*_button(""))
+    assert empty is not None  # its border is ink
+    assert look_distance(_look("Save"), empty) > THRESHOLD
+
+
+def test_a_flat_box_has_no_look_and_the_same_drawing_is_at_zero() -> None:
+    flat = Image.new("RGB", (100, 60), (200, 200, 200))
+    assert element_look(flat, (10, 10, 50, 30)) is None
+    assert element_look(flat, (95, 55, 40, 40)) is None  # mostly off the image
+    assert look_distance(_look("Save"), _look("Save")) == 0.0
+
+
+def test_a_look_that_is_not_one_is_refused_by_name() -> None:
+    with pytest.raises(InvalidHashError, match="256 digits"):
+        look_distance(_look("Save"), "abc")
+    with pytest.raises(InvalidHashError, match="not hexadecimal"):
+        look_distance(_look("Save"), "z" * 256)
+
+
+def _element(
+    name: str, *, window: str = "notes.txt - Mousepad", states: tuple[str, ...] = ("enabled",)
+) -> Element:
+    return Element(
+        role="push button",
+        name=name,
+        states=states,
+        ancestors=(ElementRef(role="panel", name="Toolbar"), ElementRef(role="frame", name=window)),
+        box=(10, 20, 80, 30),
+        window_box=(0, 0, 640, 480),
+    )
+
+
+def test_identity_is_role_name_states_and_ancestors_below_the_window_whatever_its_title() -> None:
+    assert _element("Save").identity() == _element("Save", window="other.txt - Mousepad").identity()
+    assert _element("Save").identity() != _element("Save As").identity()
+    assert _element("Save").identity() != _element("Save", states=()).identity()
+    scaled = _element("Save").scaled((640, 480), (1280, 960))
+    assert (scaled.box, scaled.window_box) == ((20, 40, 160, 60), (0, 0, 1280, 960))
+    assert scaled.identity() == _element("Save").identity()
+    assert _element("Save").describe() == "push button 'Save' [enabled]"

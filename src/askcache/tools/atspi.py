@@ -167,7 +167,7 @@ class AtspiElements:
         session_address: str | None = None,
         bus_address: str | None = None,
         timeout: float = 0.5,
-        search_timeout: float = 2.0,
+        search_timeout: float = 1.0,
         windows: Callable[[Point], StackedWindow | None] | None = None,
     ) -> None:
         self.display = display

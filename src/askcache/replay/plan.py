@@ -137,9 +137,10 @@ class Pending:
     """Where the step ran, when away from its recorded point: its effect is looked for
     there."""
     redrawn: bool = False
-    """The step ran on a screen drawn otherwise than the recording's (its element's word and
-    look decided: :mod:`askcache.replay.element_check`): its effect is that the area it
-    changed when recorded changes again, not that it looks as it did then."""
+    """The step ran on a screen drawn otherwise than the recording's (at another pixel density,
+    or its element's word and look decided: :mod:`askcache.replay.element_check`): its effect
+    is that the area it changed when recorded changes again, not that it looks as it did then
+    (nor the places away from its point)."""
 
 
 @dataclass(frozen=True)

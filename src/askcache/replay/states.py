@@ -318,7 +318,7 @@ def _act(
         before_image=screen.image if same_size and screen is not None else None,
         started=progress.step_started,
         anchor=checked.anchor,
-        redrawn="look" in (record.decided_by or ""),
+        redrawn="look" in (record.decided_by or "") or checked.other_density,
     )
     progress = replace(
         progress,

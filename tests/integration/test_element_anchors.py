@@ -39,7 +39,7 @@ def _settings(cache: Path, strategy: str, **execution: Any) -> CachingSettings:
 
 
 def _record(cache: Path, app: SimulatedFormApp | None = None) -> None:
-    app = app or SimulatedFormApp()
+    app = app or SimulatedFormApp(accessible=True)
     script = FormFillingScript(app, "Ada Lovelace")
     with MessagesApiStandIn(script) as api:
         agent = Agent(api.client(), [ComputerTool(app)], model="claude-test", sleep=lambda s: None)
@@ -92,7 +92,7 @@ def test_recording_stores_the_element_under_each_click(tmp_path: Path) -> None:
 
 def test_an_unchanged_form_replays_with_the_element_confirming_each_click(tmp_path: Path) -> None:
     _record(tmp_path)
-    app = SimulatedFormApp()
+    app = SimulatedFormApp(accessible=True)
     result = _replay(tmp_path, app)
     assert (result.model_calls, result.replay and result.replay.status) == (0, "completed")
     assert _decided(result) == {CLICK_NAME: "pixels+element", CLICK_SAVE: "pixels+element"}
@@ -105,7 +105,7 @@ def test_a_control_renamed_under_the_same_pixels_is_handed_back_before_it_is_cli
     tmp_path: Path,
 ) -> None:
     _record(tmp_path)
-    app = SimulatedFormApp(names={"save": "Delete contact"})
+    app = SimulatedFormApp(accessible=True, names={"save": "Delete contact"})
     result = _replay(tmp_path, app)
     assert result.replay is not None
     assert result.replay.stopped_at_step == CLICK_SAVE
@@ -119,7 +119,7 @@ def test_without_element_checks_the_same_rename_is_clicked_and_the_loosening_sai
     tmp_path: Path,
 ) -> None:
     _record(tmp_path)
-    app = SimulatedFormApp(names={"save": "Delete contact"})
+    app = SimulatedFormApp(accessible=True, names={"save": "Delete contact"})
     result = _replay(tmp_path, app, check_elements=False)
     assert result.replay is not None
     assert result.replay.status == "completed"
@@ -131,7 +131,7 @@ def test_a_button_moved_in_its_window_is_found_by_identity_and_checked_in_full_t
     tmp_path: Path,
 ) -> None:
     _record(tmp_path)
-    app = SimulatedFormApp(layout="swapped")
+    app = SimulatedFormApp(accessible=True, layout="swapped")
     result = _replay(tmp_path, app, search_radius=0)
     # the end screen shows the buttons swapped: not the recorded one, so not verified
     assert (result.model_calls, result.replay and result.replay.status) == (
@@ -145,7 +145,7 @@ def test_a_button_moved_in_its_window_is_found_by_identity_and_checked_in_full_t
 
 def test_a_relabelled_and_moved_button_is_not_clicked(tmp_path: Path) -> None:
     _record(tmp_path)
-    app = SimulatedFormApp(layout="swapped", labels={"save": "Store"})
+    app = SimulatedFormApp(accessible=True, layout="swapped", labels={"save": "Store"})
     result = _replay(tmp_path, app, search_radius=0)
     assert result.replay is not None
     assert result.replay.stopped_at_step == CLICK_SAVE
@@ -157,7 +157,7 @@ def test_the_form_at_twice_the_density_replays_on_first_sight_by_its_elements(
     tmp_path: Path,
 ) -> None:
     _record(tmp_path)
-    app = SimulatedFormApp(width=1280, height=800)
+    app = SimulatedFormApp(accessible=True, width=1280, height=800)
     result = _replay(tmp_path, app)
     assert result.replay is not None
     assert result.model_calls == 0, result.replay.reason
@@ -167,7 +167,7 @@ def test_the_form_at_twice_the_density_replays_on_first_sight_by_its_elements(
 
 def test_an_inaccessible_form_at_twice_the_density_is_left_to_its_pixels(tmp_path: Path) -> None:
     _record(tmp_path)
-    app = SimulatedFormApp(width=1280, height=800, accessible=False)
+    app = SimulatedFormApp(width=1280, height=800)
     result = _replay(tmp_path, app)
     assert result.replay is not None
     assert all(d in (None, "pixels") for d in _decided(result).values())
@@ -177,7 +177,7 @@ def test_show_and_the_ledger_say_what_decided_each_step(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _record(tmp_path)
-    _replay(tmp_path, SimulatedFormApp(names={"save": "Delete contact"}))
+    _replay(tmp_path, SimulatedFormApp(accessible=True, names={"save": "Delete contact"}))
     capsys.readouterr()
     assert main(["show", "form", "--cache-dir", str(tmp_path), "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)

@@ -56,9 +56,7 @@ def _act(cache_dir: Path, app: SimulatedFormApp, user: str, strategy: str) -> Ac
 
 
 def _on(size: tuple[int, int], layout: Layout, user: str, cache_dir: Path) -> ActResult:
-    # an application without accessibility: what is learned is the pixels' business (an
-    # accessible one is found by its elements: tests/integration/test_element_anchors.py)
-    app = SimulatedFormApp(width=size[0], height=size[1], layout=layout, accessible=False)
+    app = SimulatedFormApp(width=size[0], height=size[1], layout=layout)
     result = _act(cache_dir, app, user, "auto")
     assert app.saved == [{"name": user, "email": ""}]
     return result

@@ -72,9 +72,10 @@ class SimulatedFormApp:
     labels: dict[str, str] = field(default_factory=dict)
     """Drawn labels that differ from the original ones, by button (an update that relabelled
     it)."""
-    accessible: bool = True
-    """The form answers what element is where (:meth:`elements`), as an application
-    with an accessibility tree does; ``False``: as one without (Tk, X Athena)."""
+    accessible: bool = False
+    """The form answers what element is where (:meth:`elements`), as an application with an
+    accessibility tree does (the element anchors' tests); ``False``: as one without (Tk, X
+    Athena), so steps are checked by their pixels (and labels) alone."""
     names: dict[str, str] = field(default_factory=dict)
     """Accessible names that differ from the drawn labels, by widget (an update that renamed
     a control's accessible name and not its text)."""

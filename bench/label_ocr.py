@@ -84,7 +84,9 @@ class Case:
 
     @property
     def split(self) -> str:
-        return "tune" if self.app in TUNE_APPS else "held-out"
+        if self.app in TUNE_APPS:
+            return "tune"
+        return "held-out-2" if self.app in HELD_OUT_2 else "held-out"
 
 
 # -- building ---------------------------------------------------------------------------------
@@ -550,6 +552,171 @@ def build_mousepad(builder: Builder) -> None:
             )
 
 
+# -- the second held-out set: programs chosen after the first held-out look ----------------
+
+
+def _row_of(windows: list[Box], count: int, top_limit: int) -> list[Box]:
+    """``count`` windows of about one height side by side near the top: a button row."""
+    rows: dict[int, list[Box]] = {}
+    for box in windows:
+        inside = box[0] >= 60 and box[1] >= 60  # the program's window is at +60+60
+        if inside and box[1] < top_limit and 10 < box[3] - box[1] < 80 and box[2] - box[0] < 400:
+            rows.setdefault(box[1], []).append(box)
+    for y in sorted(rows):
+        row = sorted(set(rows[y]))
+        if len(row) >= count and all(b[2] - b[0] < 200 for b in row[:count]):
+            return row[:count]
+    raise AssertionError(f"no row of {count} windows: {rows}")
+
+
+def _xaw_buttons(
+    builder: Builder,
+    app: str,
+    command: list[str],
+    labels: tuple[str, ...],
+    relabel: tuple[int, str, str],
+    top_limit: int,
+    finder: Callable[[list[Box], int, int], list[Box]] | None = None,
+) -> None:
+    """An Xaw program's row of buttons at 1x, with the font 10x20, and doubled (2x); one
+    relabelled with an X resource."""
+    index, resource, new_label = relabel
+    for variant, extra in (("1x", []), ("font", ["-xrm", "*font: 10x20"])):
+        with Desk().up() as desk:
+            shots = {}
+            for tag, more in (("", []), ("-relabel", ["-xrm", f"{resource}: {new_label}"])):
+                with desk.program(*command, *extra, *more):
+                    image = desk.shot()
+                    row = (finder or _row_of)([b for _, b in desk.windows()], len(labels), top_limit)
+                shots[tag] = (builder.save(image, f"{app}-{variant}{tag}"), row, image)
+        for tag, (shot, row, image) in shots.items():
+            variants = [(variant, shot, row)]
+            if variant == "1x":
+                variants.append(("2x", builder.save(_doubled(image), f"{app}-2x{tag}"), [_times(b, 2) for b in row]))
+            for name, file, boxes in variants:
+                for i, (box, text) in enumerate(zip(boxes, labels, strict=True)):
+                    if tag and i != index:
+                        continue
+                    builder.add(
+                        id=f"{app}-{name}-b{i}{tag}",
+                        app=app,
+                        variant=name,
+                        shot=file,
+                        point=_center(box),
+                        box=box,
+                        text=new_label if tag else text,
+                        box_known=False,
+                        group="" if tag else f"{app}-b{i}",
+                        relabel_of=f"{app}-{name}-b{i}" if tag else None,
+                    )
+
+
+def build_xedit(builder: Builder) -> None:
+    _xaw_buttons(
+        builder, "xedit", ["xedit", "-geometry", "520x300+60+60"], ("Quit", "Save", "Load"),
+        (1, "*save.label", "Store"), 200,
+    )
+
+
+def _xman_widgets(windows: list[Box], count: int, top_limit: int) -> list[Box]:
+    """xman's title, Help, Quit, Manual Page: its short windows, row by row."""
+    found = sorted(
+        {b for b in windows if b[0] >= 60 and b[1] >= 60 and 12 < b[3] - b[1] < 40},
+        key=lambda b: (b[1], b[0]),
+    )
+    assert len(found) >= count, found
+    return found[:count]
+
+
+def build_xman(builder: Builder) -> None:
+    _xaw_buttons(
+        builder, "xman", ["xman", "-geometry", "+60+60"],
+        ("Manual Browser", "Help", "Quit", "Manual Page"),
+        (2, "*quitButton.Label", "Exit"), 300, _xman_widgets,
+    )
+
+
+IDLE_MENUS = ("File", "Edit", "Shell", "Debug", "Options", "Window", "Help")
+
+
+def build_idle(builder: Builder) -> None:
+    """IDLE's shell (Tk): its menu bar, drawn by Tk; 1x and doubled (2x)."""
+    with Desk().up() as desk, tempfile.TemporaryDirectory() as home:
+        desk.extra_env.update({"HOME": home})
+        python = "/root/.pyenv/versions/3.11.7/bin/python"
+        with desk.program(python, "-m", "idlelib"):
+            image = desk.shot(2.0)
+    import numpy as np
+
+    width = image.getbbox()[2]
+    gray = np.asarray(image.convert("L"), dtype=np.int16)
+    # the menu bar: the first band of ink from the top of the window
+    rows = np.flatnonzero((np.abs(gray[:60, :width] - gray[2, 2]) > 60).any(axis=1))
+    band = (0, 0, width, int(rows[0]) + 20)
+    menus = [b for b in _ink_runs(image, band, gap=6) if b[2] - b[0] > 3]  # not the border
+    assert len(menus) == len(IDLE_MENUS), menus
+    for variant, file, k in (("1x", builder.save(image, "idle-1x"), 1), ("2x", builder.save(_doubled(image), "idle-2x"), 2)):
+        for box, text in zip(menus, IDLE_MENUS, strict=True):
+            builder.add(
+                id=f"idle-{variant}-{text}", app="idle", variant=variant, shot=file,
+                point=_center(_times(box, k)), box=None, text=text, box_known=False,
+                group=f"idle-{text}",
+            )
+
+
+XTERM_MENU = (
+    "Main Options", "Full Screen", "Secure Keyboard", "Allow SendEvents", "Redraw Window",
+    "Log to File", "Print-All Immediately", "Print-All on Error", "XHTML Screen Dump",
+    "SVG Screen Dump", "8-Bit Controls", "Backarrow Key (BS/DEL)", "✓ Alt/NumLock Modifiers",
+    "Meta Sends Escape", "Delete is DEL", "Old Function-Keys", "Termcap Function-Keys",
+    "Sun Function-Keys", "VT220 Keyboard", "Send STOP Signal", "Send CONT Signal",
+    "Send INT Signal", "Send HUP Signal", "Send TERM Signal", "Send KILL Signal", "Quit",
+)
+"""Read from the screenshot (Debian's xterm 379): "Print-All on Error" is drawn stippled
+(disabled), "Alt/NumLock Modifiers" has a check mark."""
+
+
+def _ink_lines(image: Image.Image, band: Box, gap: int) -> list[Box]:
+    """Lines of ink (rows unlike the band's most common colour), split by gaps along y."""
+    flipped = image.crop(band).transpose(Image.Transpose.TRANSPOSE)
+    boxes = _ink_runs(flipped, (0, 0, flipped.width, flipped.height), gap)
+    return [(band[0] + b[1], band[1] + b[0], band[0] + b[3], band[1] + b[2]) for b in boxes]
+
+
+def build_xterm_menu(builder: Builder) -> None:
+    """xterm's main menu (an Xaw SimpleMenu, ctrl + left button): its entries."""
+    for variant, extra in (("1x", []), ("font", ["-xrm", "XTerm*SimpleMenu*font: 10x20"])):
+        with Desk().up() as desk:
+            with desk.program("xterm", "-geometry", "80x30+0+0", *extra):
+                time.sleep(0.5)
+                with desk.backend._driving() as gui:
+                    gui.moveTo(300, 200, _pause=False)
+                    gui.keyDown("ctrl", _pause=False)
+                    gui.mouseDown(button="left", _pause=False)
+                    image = desk.shot(1.0)
+                    menu = max(
+                        (b for _, b in desk.windows() if b[2] - b[0] < 600 and b[3] - b[1] > 200),
+                        key=lambda b: b[3] - b[1],
+                    )
+                    gui.mouseUp(button="left", _pause=False)
+                    gui.keyUp("ctrl", _pause=False)
+        lines = _ink_lines(image, (menu[0] + 2, menu[1] + 2, menu[2] - 2, menu[3] - 2), gap=2)
+        lines = [b for b in lines if b[3] - b[1] > 3]  # the separators are thin lines
+        file = builder.save(image, f"xterm-menu-{variant}")
+        (builder.folder / f"xterm-menu-{variant}.lines.json").write_text(json.dumps(lines))
+        assert len(lines) == len(XTERM_MENU), (variant, len(lines), lines)
+        variants = [(variant, file, 1)]
+        if variant == "1x":
+            variants.append(("2x", builder.save(_doubled(image), "xterm-menu-2x"), 2))
+        for name, shot, k in variants:
+            for i, (line, text) in enumerate(zip(lines, XTERM_MENU, strict=True)):
+                builder.add(
+                    id=f"xterm-menu-{name}-{i}", app="xterm-menu", variant=name, shot=shot,
+                    point=_center(_times((line[0], line[1], line[0] + 40, line[3]), k)),
+                    box=None, text=text, box_known=False, group=f"xterm-menu-{i}",
+                )
+
+
 BUILDERS: dict[str, Callable[[Builder], None]] = {
     "xcalc": build_xcalc,
     "tk-form": build_tk_form,
@@ -560,7 +727,23 @@ BUILDERS: dict[str, Callable[[Builder], None]] = {
     ),
     "chromium-node": lambda b: build_chromium(b, "chromium-node", "file:///usr/share/doc/nodejs/api/path.html"),
     "mousepad": build_mousepad,
+    # the second held-out set (chosen after the first held-out look; never tuned on)
+    "xedit": build_xedit,
+    "xman": build_xman,
+    "idle": build_idle,
+    "xterm-menu": build_xterm_menu,
+    "chromium-xslt": lambda b: build_chromium(
+        b, "chromium-xslt", "file:///usr/share/doc/libxslt1-dev/gtk-doc/html/libxslt/index.html"
+    ),
+    "chromium-expat": lambda b: build_chromium(b, "chromium-expat", "file:///usr/share/doc/libexpat1-dev/expat.html"),
+    "chromium-libxslt": lambda b: build_chromium(b, "chromium-libxslt", "file:///usr/share/doc/libxslt1-dev/html/API.html"),
+    "chromium-libffi": lambda b: build_chromium(b, "chromium-libffi", "file:///usr/share/doc/libffi-dev/html/Introduction.html"),
 }
+HELD_OUT_2 = (
+    "xedit", "xman", "idle", "xterm-menu", "chromium-xslt", "chromium-expat", "chromium-libxslt",
+    "chromium-libffi",
+)
+"""Programs of the second held-out set."""
 
 
 def save_crops(builder: Builder) -> None:
@@ -812,7 +995,7 @@ def measure_main(args: argparse.Namespace) -> int:
                             s = score(readings, threshold, fold=True)
                             print(f"{engine.label + ' (no case)':28} thr {threshold:.1f}  {s}")
         return 0
-    chosen = held if args.split == "held-out" else tune if args.split == "tune" else cases
+    chosen = [c for c in cases if c.split == args.split] if args.split else cases
     rows = []
     for name in args.engines or ["tesserocr", "pytesseract", "rapidocr"]:
         engine = Engine(name, TUNED["height"], TUNED["single"] and name != "rapidocr", TUNED["binary"])
@@ -852,7 +1035,7 @@ def main(argv: list[str] | None = None) -> int:
     measure = sub.add_parser("measure")
     measure.add_argument("--runs", type=int, default=3)
     measure.add_argument("--engines", nargs="*", default=None)
-    measure.add_argument("--split", default=None, choices=["tune", "held-out"])
+    measure.add_argument("--split", default=None, choices=["tune", "held-out", "held-out-2"])
     measure.add_argument("--tune", action="store_true", help="print the tuning grid")
     measure.add_argument("--show-wrong", action="store_true")
     measure.add_argument("--heights", type=int, nargs="*", default=[24, 32, 40, 48])

@@ -38,12 +38,14 @@ LABEL_HEIGHT = 24
 
 _NEAR = (96, 40)
 """How far from the point the search looks first when no box is given (x, y each way)."""
-_REACH = (320, 48)
-"""How far it looks when the line under the point runs on past that."""
+_REACH = 320
+"""How far along the line it looks (x, each way; at least 40 of the line's heights) when the
+line under the point runs on past that."""
 _FACE_TOLERANCE = 24
 """How far (per channel, 0-255) a pixel may be from the face colour and still be face."""
-_PATCH = 6
-"""The face colour is the most common one within this many pixels of the point."""
+_PATCH = 12
+"""The face colour is the most common one within this many pixels of the point (a patch
+larger than a bold glyph's strokes at 2x)."""
 _NEAR_FACE = 12
 """The face is one of the regions of its colour within this many pixels of the point."""
 _TEXT_OF_FACE = 0.4
@@ -93,18 +95,28 @@ def label_crop(
         if window[0] <= x < window[2] and window[1] <= y < window[3]:
             inside = (bx - window[0], by - window[1], bx + bw - window[0], by + bh - window[1])
             found = _search(image, point, window, inside)
-            return None if found is None else _cut(*found, height=height)
-    # first near the point (most labels fit), then wider when a line runs on past it
+            return None if found is None else _cut(*found[:5], height=height)
+    # first near the point (most labels fit), then along the line when it runs on past that
     found = _search(image, point, _around(image, point, _NEAR))
     if found is not None and found[-1]:
-        found = _search(image, point, _around(image, point, _REACH))
-    return None if found is None else _cut(*found, height=height)
+        line = found[-2]
+        reach = max(_REACH, 40 * (line[3] - line[1]))
+        band = (
+            max(0, x - reach),
+            max(0, found[3][1] + 2 * line[1] - line[3]),
+            min(image.width, x + reach + 1),
+            min(image.height, found[3][1] + 2 * line[3] - line[1]),
+        )
+        found = _search(image, point, band)
+    return None if found is None else _cut(*found[:5], height=height)
 
 
-_Found = tuple[np.ndarray, np.ndarray, list[int], tuple[int, int, int, int], int, bool]
+_Found = tuple[
+    np.ndarray, np.ndarray, list[int], tuple[int, int, int, int], int, tuple[int, int, int, int], bool
+]
 """The window's distance from the face colour, its glyph parts' labels, the chosen parts,
-the window, the face's height (closed faces; 0: open), and whether the line may run on past
-the window."""
+the window, the face's height (closed faces; 0: open), the chosen parts' box in the window,
+and whether the line may run on past the window."""
 
 
 def _search(
@@ -129,8 +141,8 @@ def _search(
     for region in _regions_near(regions, px, py)[:3]:
         found = _glyphs(distance, is_face, regions == region, px, py, inside)
         if found is not None:
-            parts, chosen, face_height, runs_on = found
-            return distance, parts, chosen, window, face_height, runs_on
+            parts, chosen, face_height, line, runs_on = found
+            return distance, parts, chosen, window, face_height, line, runs_on
     return None
 
 
@@ -141,7 +153,7 @@ def _glyphs(
     px: int,
     py: int,
     inside: tuple[int, int, int, int] | None,
-) -> tuple[np.ndarray, list[int], int, bool] | None:
+) -> tuple[np.ndarray, list[int], int, tuple[int, int, int, int], bool] | None:
     """The glyph parts the face encloses and those of the label (see the module docstring)."""
     from scipy import ndimage
 
@@ -165,15 +177,23 @@ def _glyphs(
     ]
     if inside is not None:
         boxes = [b if _centred_in(b, inside) else (0, 0, 0, 0) for b in boxes]
-    chosen = _line(boxes, px, py, closed)
+    chosen = _line(boxes, px, py, bounded=closed or inside is not None)
     if not chosen:
         return None
-    l0 = min(boxes[i][0] for i in chosen)
-    r0 = max(boxes[i][2] for i in chosen)
-    line_height = max(boxes[i][3] for i in chosen) - min(boxes[i][1] for i in chosen)
-    runs_on = not closed and (l0 <= 2 * line_height or r0 >= width - 2 * line_height)
+    line = (
+        min(boxes[i][0] for i in chosen),
+        min(boxes[i][1] for i in chosen),
+        max(boxes[i][2] for i in chosen),
+        max(boxes[i][3] for i in chosen),
+    )
+    line_height = line[3] - line[1]
+    runs_on = (
+        not closed
+        and inside is None
+        and (line[0] <= 2 * line_height or line[2] >= width - 2 * line_height)
+    )
     face_height = int(rows[-1] - rows[0] + 1) if closed else 0
-    return parts, chosen, face_height, runs_on
+    return parts, chosen, face_height, line, runs_on
 
 
 def _cut(
@@ -182,7 +202,6 @@ def _cut(
     chosen: list[int],
     window: tuple[int, int, int, int],
     face_height: int,
-    runs_on: bool,
     *,
     height: int,
 ) -> LabelCrop:
@@ -191,7 +210,6 @@ def _cut(
     lone ``.`` or ``-`` keeps its size) is ``height``."""
     from scipy import ndimage
 
-    del runs_on
     left, top = window[0], window[1]
     slices = ndimage.find_objects(parts)
     l0 = min(slices[i][1].start for i in chosen)
@@ -284,22 +302,23 @@ def _distance(box: Box, px: int, py: int) -> float:
     return float(np.hypot(dx, dy))
 
 
-def _line(boxes: list[Box], px: int, py: int, closed: bool) -> list[int]:
-    """The parts of the label: on a closed face, all of them (unless they make a block of
-    several lines, then the line at the point); on an open one, the line at the point."""
+def _line(boxes: list[Box], px: int, py: int, *, bounded: bool) -> list[int]:
+    """The parts of the label. Bounded (a closed face, an element's box): all of them,
+    unless they make a block of several lines, then the line nearest the point. Open (a page,
+    a menu bar): the line at the point, its parts no further apart than a word gap, none if
+    the point is not on or beside a glyph. Underlines are left out."""
     usable = [i for i, b in enumerate(boxes) if 0 < b[3] - b[1] <= _MAX_GLYPH and b[2] > b[0]]
     if not usable:
         return []
     heights = sorted(boxes[i][3] - boxes[i][1] for i in usable)
     typical = heights[len(heights) // 2]
-    if closed:
+    if bounded:
         top = min(boxes[i][1] for i in usable)
         bottom = max(boxes[i][3] for i in usable)
         if bottom - top <= 3 * max(typical, 4):
-            return sorted(usable)
+            return _without_underline(boxes, usable)
     seed = min(usable, key=lambda i: (_distance(boxes[i], px, py), i))
-    reach = max(8.0, 1.5 * typical)
-    if not closed and _distance(boxes[seed], px, py) > reach:
+    if not bounded and _distance(boxes[seed], px, py) > max(8.0, 1.5 * typical):
         return []
     line = {seed}
     top, bottom = boxes[seed][1], boxes[seed][3]
@@ -314,14 +333,33 @@ def _line(boxes: list[Box], px: int, py: int, closed: bool) -> list[int]:
             overlap = min(bottom, b[3]) - max(top, b[1])
             if overlap <= 0 or overlap < 0.5 * min(bottom - top, b[3] - b[1]):
                 continue
-            height = max(bottom - top, b[3] - b[1])
-            if not closed and (b[3] - b[1] > 2.5 * (bottom - top) and bottom - top >= 4):
+            if not bounded and b[3] - b[1] > 2.5 * (bottom - top) and bottom - top >= 4:
                 continue  # a picture beside the text
-            if not closed and (b[3] - b[1]) * 4 <= b[2] - b[0] and b[3] - b[1] <= 2:
-                continue  # a rule (an underline), not a glyph
-            if closed or _gap(span, b) <= 0.6 * height:
+            if bounded or _gap(span, b) <= 0.6 * max(bottom - top, b[3] - b[1]):
                 line.add(i)
                 top, bottom = min(top, b[1]), max(bottom, b[3])
                 span = (min(span[0], b[0]), top, max(span[2], b[2]), bottom)
                 changed = True
-    return sorted(line)
+    return _without_underline(boxes, sorted(line))
+
+
+def _without_underline(boxes: list[Box], chosen: list[int]) -> list[int]:
+    """``chosen`` less an underline: thin, wide parts under the glyphs' baseline (a link's
+    underline, whole or cut by descenders). A lone rule (a ``-`` key) and a hyphen (on the
+    glyphs' middle) stay; an underscore goes, as the underline it looks like."""
+    if len(chosen) < 2:
+        return chosen
+    heights = sorted(boxes[i][3] - boxes[i][1] for i in chosen)
+    typical = heights[len(heights) // 2]
+    thin = max(2, typical // 5)
+
+    def rule(i: int) -> bool:
+        b = boxes[i]
+        return b[3] - b[1] <= thin and b[2] - b[0] >= 2 * (b[3] - b[1])
+
+    others = [i for i in chosen if not rule(i)]
+    if not others:
+        return chosen
+    bottoms = sorted(boxes[i][3] for i in others)
+    baseline = bottoms[len(bottoms) // 2]
+    return [i for i in chosen if not (rule(i) and boxes[i][1] >= baseline - 1)]

@@ -52,6 +52,11 @@ _TEXT_OF_FACE = 0.4
 """On a closed face, the text is taken to be at least this part of the face's height."""
 _MARGIN = 0.35
 """The white margin around the glyphs, as a part of the text's height."""
+_COMPACT = 12
+"""A closed face at most this many text heights wide is one control's."""
+_WORD_GAP_OF_PITCH = 1.6
+"""The widest gap inside a label, in character pitches: a word space of a fixed-width font
+measured 1.2 to 1.5 of them, the gap between two menus of a menu bar 1.9 or more."""
 _MAX_GLYPH = 120
 """A part taller than this is a picture or a frame, not a glyph."""
 
@@ -177,7 +182,10 @@ def _glyphs(
     ]
     if inside is not None:
         boxes = [b if _centred_in(b, inside) else (0, 0, 0, 0) for b in boxes]
-    chosen = _line(boxes, px, py, bounded=closed or inside is not None)
+    # a closed face is a control's (all its glyphs are its label) when it is compact; a
+    # long one (a menu bar, a highlighted menu entry) holds several labels, told apart by gaps
+    compact = closed and int(columns[-1] - columns[0]) <= _COMPACT * _text_height(boxes)
+    chosen = _line(boxes, px, py, bounded=compact or inside is not None)
     if not chosen:
         return None
     line = (
@@ -320,6 +328,10 @@ def _line(boxes: list[Box], px: int, py: int, *, bounded: bool) -> list[int]:
     seed = min(usable, key=lambda i: (_distance(boxes[i], px, py), i))
     if not bounded and _distance(boxes[seed], px, py) > max(8.0, 1.5 * typical):
         return []
+    # the widest gap inside a label: a word space, as wide as a character in a fixed-width
+    # font ("Send STOP Signal"); cutting a label short would hide a relabel of its other
+    # words, merging two only makes a neighbour's change refuse too
+    word_gap = _WORD_GAP_OF_PITCH * _pitch(boxes, usable, seed)
     line = {seed}
     top, bottom = boxes[seed][1], boxes[seed][3]
     span = boxes[seed]
@@ -335,12 +347,33 @@ def _line(boxes: list[Box], px: int, py: int, *, bounded: bool) -> list[int]:
                 continue
             if not bounded and b[3] - b[1] > 2.5 * (bottom - top) and bottom - top >= 4:
                 continue  # a picture beside the text
-            if bounded or _gap(span, b) <= 0.6 * max(bottom - top, b[3] - b[1]):
+            if bounded or _gap(span, b) <= word_gap:
                 line.add(i)
                 top, bottom = min(top, b[1]), max(bottom, b[3])
                 span = (min(span[0], b[0]), top, max(span[2], b[2]), bottom)
                 changed = True
     return _without_underline(boxes, sorted(line))
+
+
+def _text_height(boxes: list[Box]) -> int:
+    """The height of capitals and ascenders: the 90th percentile of the glyph-sized parts'
+    heights (1 when there is none)."""
+    heights = sorted(b[3] - b[1] for b in boxes if 0 < b[3] - b[1] <= _MAX_GLYPH and b[2] > b[0])
+    return max(1, heights[len(heights) * 9 // 10]) if heights else 1
+
+
+def _pitch(boxes: list[Box], usable: list[int], seed: int) -> float:
+    """The distance from one character to the next on the seed's line: the median step
+    between the left edges of side-by-side parts (most neighbours are letters of a word)."""
+    s = boxes[seed]
+    row = sorted(
+        (boxes[i] for i in usable if min(s[3], boxes[i][3]) - max(s[1], boxes[i][1]) > 0),
+        key=lambda b: (b[0], b[1]),
+    )
+    steps = sorted(b[0] - a[0] for a, b in zip(row, row[1:], strict=False) if b[0] >= a[2] - 1)
+    if not steps:
+        return float(max(1, s[3] - s[1]))
+    return float(steps[len(steps) // 2])
 
 
 def _without_underline(boxes: list[Box], chosen: list[int]) -> list[int]:

@@ -23,6 +23,7 @@ Nothing readable (the point on a blank area, on a picture with no glyph-sized pa
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -116,9 +117,8 @@ def label_crop(
     return None if found is None else _cut(*found[:5], height=height)
 
 
-_Found = tuple[
-    np.ndarray, np.ndarray, list[int], tuple[int, int, int, int], int, tuple[int, int, int, int], bool
-]
+_Window = tuple[int, int, int, int]
+_Found = tuple[np.ndarray, np.ndarray, list[int], _Window, int, _Window, bool]
 """The window's distance from the face colour, its glyph parts' labels, the chosen parts,
 the window, the face's height (closed faces; 0: open), the chosen parts' box in the window,
 and whether the line may run on past the window."""
@@ -144,7 +144,7 @@ def _search(
     # the face: the region of the face colour at the point, or the next nearest one when it
     # encloses no glyph (the point was in a glyph's counter, the inside of an O)
     for region in _regions_near(regions, px, py)[:3]:
-        found = _glyphs(distance, is_face, regions == region, px, py, inside)
+        found = _glyphs(distance, is_face, regions == region, (px, py), inside)
         if found is not None:
             parts, chosen, face_height, line, runs_on = found
             return distance, parts, chosen, window, face_height, line, runs_on
@@ -155,13 +155,14 @@ def _glyphs(
     distance: np.ndarray,
     is_face: np.ndarray,
     face: np.ndarray,
-    px: int,
-    py: int,
+    at: tuple[int, int],
     inside: tuple[int, int, int, int] | None,
 ) -> tuple[np.ndarray, list[int], int, tuple[int, int, int, int], bool] | None:
-    """The glyph parts the face encloses and those of the label (see the module docstring)."""
+    """The glyph parts the face encloses and those of the label at ``at`` (see the module
+    docstring)."""
     from scipy import ndimage
 
+    px, py = at
     rows, columns = np.flatnonzero(face.any(axis=1)), np.flatnonzero(face.any(axis=0))
     height, width = face.shape
     closed = bool(
@@ -370,7 +371,7 @@ def _pitch(boxes: list[Box], usable: list[int], seed: int) -> float:
         (boxes[i] for i in usable if min(s[3], boxes[i][3]) - max(s[1], boxes[i][1]) > 0),
         key=lambda b: (b[0], b[1]),
     )
-    steps = sorted(b[0] - a[0] for a, b in zip(row, row[1:], strict=False) if b[0] >= a[2] - 1)
+    steps = sorted(b[0] - a[0] for a, b in itertools.pairwise(row) if b[0] >= a[2] - 1)
     if not steps:
         return float(max(1, s[3] - s[1]))
     return float(steps[len(steps) // 2])

@@ -91,7 +91,7 @@ def read_label(
     if crop is None:
         return None
     reader = engine if engine is not None else label_engine()
-    reading = reader.read(crop.image, single_character=crop.parts == 1)
+    reading = reader.read(crop.image)
     text = normalise_label(reading.text)
     if not text or reading.confidence < min_confidence:
         return None

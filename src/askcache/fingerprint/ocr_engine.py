@@ -67,12 +67,11 @@ def tessdata_folder() -> Path | None:
 
 
 class TesseractEngine:
-    """Tesseract through ``tesserocr``, reading one line (or one character) at a time."""
+    """Tesseract through ``tesserocr``, reading one line at a time."""
 
     def __init__(self, tessdata: Path) -> None:
         import tesserocr
 
-        self._tesserocr = tesserocr
         self._api: Any = tesserocr.PyTessBaseAPI(
             path=str(tessdata) + os.sep,
             lang="eng",
@@ -80,13 +79,15 @@ class TesseractEngine:
             oem=tesserocr.OEM.LSTM_ONLY,
         )
         self._api.SetVariable("user_defined_dpi", "300")
+        # the crops are always dark on white: no second pass on an inverted image (it cut
+        # the 90th percentile of the reads by a quarter and changed no reading measured)
+        self._api.SetVariable("tessedit_do_invert", "0")
         self._lock = threading.Lock()
 
-    def read(self, image: Image.Image, *, single_character: bool = False) -> OcrReading:
-        """Read ``image`` (dark text on white) as one line, or as one character."""
-        psm = self._tesserocr.PSM
+    def read(self, image: Image.Image) -> OcrReading:
+        """Read ``image`` (dark text on white) as one line of text. (Tesseract's
+        single-character mode read no lone glyph better in the tuning.)"""
         with self._lock:
-            self._api.SetPageSegMode(psm.SINGLE_CHAR if single_character else psm.SINGLE_LINE)
             self._api.SetImage(image)
             text = self._api.GetUTF8Text()
             confidence = self._api.MeanTextConf()
@@ -94,8 +95,9 @@ class TesseractEngine:
         return OcrReading(text=str(text), confidence=max(0.0, float(confidence)) / 100.0)
 
 
-_engine: TesseractEngine | None = None
-_engine_lock = threading.Lock()
+_engines: dict[str, TesseractEngine] = {}
+"""The process's engine, once made (under :data:`_engines_lock`)."""
+_engines_lock = threading.Lock()
 
 
 def label_engine() -> TesseractEngine:
@@ -105,9 +107,8 @@ def label_engine() -> TesseractEngine:
         MissingDependencyError: ``tesserocr`` is not installed, or Tesseract's English model
             is nowhere to be found.
     """
-    global _engine
-    with _engine_lock:
-        if _engine is None:
+    with _engines_lock:
+        if "eng" not in _engines:
             try:
                 import tesserocr  # noqa: F401
             except ImportError as error:
@@ -122,8 +123,8 @@ def label_engine() -> TesseractEngine:
                     "apt-get install tesseract-ocr-eng (or set TESSDATA_PREFIX to a folder "
                     "with eng.traineddata)",
                 )
-            _engine = TesseractEngine(folder)
-        return _engine
+            _engines["eng"] = TesseractEngine(folder)
+        return _engines["eng"]
 
 
 def label_engine_available() -> bool:

@@ -1296,6 +1296,10 @@ def measure_main(args: argparse.Namespace) -> int:
         table = _table(split, chosen, args.runs, rows)
         print(table, flush=True)
         tables.append(table)
+    if "tesserocr" in engines:
+        table = by_length([c for c in cases if c.split in splits], args.runs)
+        print(table, flush=True)
+        tables.append(table)
     if args.write:
         from bench._common import machine, write_section
 
@@ -1344,6 +1348,37 @@ def measure_one(name: str, chosen: list[Case], args: argparse.Namespace) -> tupl
                     f"  {name}: {r.case.id} [{r.mode}] {r.case.text!r} -> {r.text!r} ({r.confidence:.2f})"
                 )
     return (name, s, crop_ms, ocr_ms, total_ms, install_size(name), deterministic, _load())
+
+
+LENGTHS = (
+    (1, 3, "1 to 3 (a key)"),
+    (4, 10, "4 to 10 (a button, a menu)"),
+    (11, 20, "11 to 20"),
+    (21, 200, "21 or more (a long link, a sentence)"),
+)
+
+
+def by_length(cases: list[Case], runs: int) -> str:
+    """The chosen engine's time per reading by the label's length, over every set."""
+    engine = Engine("tesserocr", TUNED["height"], TUNED["single"], TUNED["binary"])
+    readings = [r for _ in range(runs) for r in read_all(engine, cases)]
+    lines = [
+        f"**Time per reading by the label's length** (tesserocr, every set above, {runs} runs; load before: {_load()})",
+        "",
+        "| characters | readings | crop ms median / p90 | OCR ms median / p90 | crop + OCR ms median / p90 |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for low, high, name in LENGTHS:
+        chosen = [r for r in readings if low <= len(r.case.text) <= high]
+        if not chosen:
+            continue
+        c, o = _ms([r.crop_ms for r in chosen]), _ms([r.ocr_ms for r in chosen])
+        t = _ms([r.crop_ms + r.ocr_ms for r in chosen])
+        lines.append(
+            f"| {name} | {len(chosen) // runs} | {c[0]:.1f} / {c[1]:.1f} | {o[0]:.1f} / {o[1]:.1f} | {t[0]:.1f} / {t[1]:.1f} |"
+        )
+    lines.append(f"\nLoad after: {_load()}.")
+    return "\n".join(lines)
 
 
 def _table(split: str, chosen: list[Case], runs: int, rows: list[tuple[Any, ...]]) -> str:

@@ -10,9 +10,15 @@ the same label; any other text is another label (a relabel 7 -> 9 or Save -> Sav
 missing reading says nothing. A reading can therefore refuse an action on its own (the label
 changed), and can only allow one together with an appearance check (the lead's replay code).
 
-Case is kept: a re-render at another density read the same case in every measured case
-(``bench/label_ocr.py``), and a case change can be a real relabel (``ok`` -> ``OK`` is
-harmless, ``x`` -> ``X`` on a calculator is not).
+Case is kept: folding it turned no comparison of the tuning set from "another" to "the same"
+at the confidence threshold (``bench/label_ocr.py``; a misread case comes with a low
+confidence), and a case change can be a real relabel (``x`` -> ``X`` on a calculator). Kept
+text is also what ``askcache show`` can print as it was read.
+
+Engine missing: :func:`read_label` raises
+:class:`~askcache.foundation.errors.MissingDependencyError` (the caller decides; it can ask
+:func:`~askcache.fingerprint.ocr_engine.label_engine_available` first and record no label).
+Thread-safe: the engine is shared by the process and reads under a lock.
 """
 
 from __future__ import annotations
@@ -49,7 +55,6 @@ _FOLDED = str.maketrans(
         "\u2014": "-",
         "\u2013": "-",
         "\u2212": "-",
-        "|": "|",
     }
 )
 

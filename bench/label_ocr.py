@@ -22,7 +22,7 @@ the cases were checked that way. Relabel pairs (the same place, another label: x
 Tk Save -> Save As, xmessage Save -> Save As, tk_dialog No -> Not, a Chromium link's text)
 and re-render pairs (one label at 1x, 2x, another font) are derived from the cases.
 
-``measure`` reads every case with each engine through :func:`askcache.fingerprint.label_text`'s
+``measure`` reads every case with each engine through :mod:`askcache.fingerprint.label_reader`'s
 crop and reports, per split: correct, abstained (None), wrong; relabels told apart; re-renders
 read the same; time per read (in process, median and p90) and the machine's load.
 """
@@ -1021,7 +1021,7 @@ def write_cases(builder: Builder) -> None:
 
 
 def _normal(text: str) -> str:
-    from askcache.fingerprint.label_text import normalise_label
+    from askcache.fingerprint.label_reader import normalise_label
 
     return normalise_label(text)
 
@@ -1407,7 +1407,7 @@ SECTION_HEAD = """## Label OCR: the text under an action point (`bench/label_ocr
 
 {where}
 
-What is measured: `askcache.fingerprint.label_text.read_label`, which cuts the label under an
+What is measured: `askcache.fingerprint.label_reader.read_label`, which cuts the label under an
 action point out of a screenshot (`fingerprint/label_crop.py`: the control's face and its
 glyphs, or the text line under the point; with the element's box where the platform gives one,
 here Chromium's links) and reads it, with each engine in turn on the same crops. The labels are
@@ -1433,15 +1433,15 @@ SECTION_TAIL = """**First looks at the held-out sets** (before the fixes they le
 
 | set, commit | engine | correct | abstained | wrong | relabels told apart | re-renders read the same | crop + OCR ms median / p90 | load |
 | --- | --- | --- | --- | --- | --- | --- | --- | --- |
-| held-out, 1ea0298 | tesserocr | 85/117 | 24 | 8 | 7/8 (1 unread) | 55/73 (15 unread) | 10.6 / 23.1 | 1.96 |
-| held-out, 1ea0298 | pytesseract | 85/117 | 25 | 7 | 7/8 (1 unread) | 55/73 (15 unread) | 245.1 / 364.5 | 5.15 |
-| held-out, 1ea0298 | rapidocr | 86/117 | 25 | 6 | 7/8 (1 unread) | 55/73 (16 unread) | 32.9 / 135.3 | 4.86 |
-| held-out-2, 9d684c7 | tesserocr | 108/219 | 31 | 80 | 17/18 (1 unread) | 96/140 (30 unread) | 8.4 / 14.8 | 2.60 |
-| held-out-2, 9d684c7 | pytesseract | 110/219 | 30 | 79 | 17/18 (1 unread) | 99/140 (27 unread) | 220.7 / 290.2 | 2.19 |
-| held-out-2, 9d684c7 | rapidocr | 127/219 | 3 | 89 | 18/18 | 117/140 (3 unread) | 36.9 / 48.8 | 2.10 |
-| held-out-3, ffa056d | tesserocr | 80/99 | 7 | 12 | 6/9 (3 unread) | 52/66 (8 unread) | 12.2 / 21.4 | 1.38 |
-| held-out-3, ffa056d | pytesseract | 79/99 | 7 | 13 | 6/9 (3 unread) | 53/66 (8 unread) | 248.3 / 330.3 | 2.55 |
-| held-out-3, ffa056d | rapidocr | 85/99 | 0 | 14 | 9/9 | 57/66 | 32.2 / 102.7 | 2.93 |
+| held-out, 9d8bdbc | tesserocr | 85/117 | 24 | 8 | 7/8 (1 unread) | 55/73 (15 unread) | 10.6 / 23.1 | 1.96 |
+| held-out, 9d8bdbc | pytesseract | 85/117 | 25 | 7 | 7/8 (1 unread) | 55/73 (15 unread) | 245.1 / 364.5 | 5.15 |
+| held-out, 9d8bdbc | rapidocr | 86/117 | 25 | 6 | 7/8 (1 unread) | 55/73 (16 unread) | 32.9 / 135.3 | 4.86 |
+| held-out-2, 090d269 | tesserocr | 108/219 | 31 | 80 | 17/18 (1 unread) | 96/140 (30 unread) | 8.4 / 14.8 | 2.60 |
+| held-out-2, 090d269 | pytesseract | 110/219 | 30 | 79 | 17/18 (1 unread) | 99/140 (27 unread) | 220.7 / 290.2 | 2.19 |
+| held-out-2, 090d269 | rapidocr | 127/219 | 3 | 89 | 18/18 | 117/140 (3 unread) | 36.9 / 48.8 | 2.10 |
+| held-out-3, 9deb657 | tesserocr | 80/99 | 7 | 12 | 6/9 (3 unread) | 52/66 (8 unread) | 12.2 / 21.4 | 1.38 |
+| held-out-3, 9deb657 | pytesseract | 79/99 | 7 | 13 | 6/9 (3 unread) | 53/66 (8 unread) | 248.3 / 330.3 | 2.55 |
+| held-out-3, 9deb657 | rapidocr | 85/99 | 0 | 14 | 9/9 | 57/66 | 32.2 / 102.7 | 2.93 |
 
 What the first looks found, all in the crop, not the engines (so every engine moved alike):
 the face colour taken from too small a patch (bold glyphs at 2x), a link's block box wider than

@@ -18,6 +18,8 @@
 #   mousepad, featherpad: a GTK 3 and a Qt 5 application whose accessibility trees the element
 #     tests read (Qt's bridge is in libqt5gui5, which featherpad brings; mousepad carries the
 #     German translation a test starts it in)
+#   tesseract-ocr-eng: Tesseract's English model, which the label OCR reads with (the
+#     tesserocr wheel of the anchors extra carries the library, not the model)
 # and, for the accuracy benchmark (ASKCACHE_BENCH_PACKAGES=1), besides the tests' packages:
 #   python3-doc, valgrind, nodejs, debian-reference-en: the HTML manuals those pages are
 #     (Sphinx, DocBook, Node's own generator, DocBook with its own stylesheet)
@@ -25,6 +27,10 @@
 #     drives mousepad, a test package)
 #   python3-pyatspi: Debian's AT-SPI binding, which bench/atspi_query.py measures beside
 #     askcache's own client (Debian's python3 only)
+#   tesseract-ocr: Debian's tesseract command, which the label OCR benchmark measures through
+#     pytesseract against tesserocr (bench/label_ocr.py)
+#   tk, libxslt1-dev, libffi-dev, libexpat1-dev, shared-mime-info: wish (a Tk dialog and Tk's
+#     themed widgets) and HTML manuals of other generators, more labels for that benchmark
 set -euo pipefail
 missing=()
 command -v Xvfb >/dev/null 2>&1 || missing+=(xvfb)
@@ -38,6 +44,7 @@ if [ "${ASKCACHE_TEST_PACKAGES:-0}" = 1 ]; then
     [ -x /usr/libexec/at-spi-bus-launcher ] || missing+=(at-spi2-core)
     command -v mousepad >/dev/null 2>&1 || missing+=(mousepad)
     command -v featherpad >/dev/null 2>&1 || missing+=(featherpad)
+    compgen -G "/usr/share/tesseract-ocr/*/tessdata/eng.traineddata" >/dev/null || missing+=(tesseract-ocr-eng)
 fi
 if [ "${ASKCACHE_BENCH_PACKAGES:-0}" = 1 ]; then
     [ -e /usr/share/doc/python3/html/library/json.html ] || missing+=(python3-doc)
@@ -48,6 +55,12 @@ if [ "${ASKCACHE_BENCH_PACKAGES:-0}" = 1 ]; then
     command -v xterm >/dev/null 2>&1 || missing+=(xterm)
     [ -e /usr/lib/python3/dist-packages/pyatspi/__init__.py ] || missing+=(python3-pyatspi)
     command -v vi >/dev/null 2>&1 || missing+=(vim-tiny)
+    command -v tesseract >/dev/null 2>&1 || missing+=(tesseract-ocr)
+    command -v wish >/dev/null 2>&1 || missing+=(tk)
+    [ -e /usr/share/doc/libxslt1-dev/html/API.html ] || missing+=(libxslt1-dev)
+    [ -e /usr/share/doc/libffi-dev/html/Introduction.html ] || missing+=(libffi-dev)
+    [ -e /usr/share/doc/libexpat1-dev/expat.html ] || missing+=(libexpat1-dev)
+    [ -e /usr/share/doc/shared-mime-info/shared-mime-info-spec.html ] || missing+=(shared-mime-info)
 fi
 [ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || missing+=(fonts-dejavu-core)
 "${PYTHON:-python3}" -c 'import tkinter' >/dev/null 2>&1 || missing+=(python3-tk)

@@ -16,6 +16,10 @@
 #   python3-doc, valgrind, nodejs, debian-reference-en: the HTML manuals those pages are
 #     (Sphinx, DocBook, Node's own generator, DocBook with its own stylesheet)
 #   mousepad, xterm, vim-tiny: applications no test was built around (the drift benchmark)
+#   featherpad, yad, speedcrunch, libffi-dev, at-spi2-core, dbus: the re-render benchmark
+#     (bench/rerender.py): a Qt 5 editor, a GTK 3 form dialog and a Qt 5 calculator no test
+#     used before, libffi's HTML manual (a page no test used before), the AT-SPI bus and
+#     registry and dbus-daemon for the session bus it asks them on
 set -euo pipefail
 missing=()
 command -v Xvfb >/dev/null 2>&1 || missing+=(xvfb)
@@ -34,6 +38,12 @@ if [ "${ASKCACHE_BENCH_PACKAGES:-0}" = 1 ]; then
     command -v mousepad >/dev/null 2>&1 || missing+=(mousepad)
     command -v xterm >/dev/null 2>&1 || missing+=(xterm)
     command -v vi >/dev/null 2>&1 || missing+=(vim-tiny)
+    command -v featherpad >/dev/null 2>&1 || missing+=(featherpad)
+    command -v yad >/dev/null 2>&1 || missing+=(yad)
+    command -v speedcrunch >/dev/null 2>&1 || missing+=(speedcrunch)
+    [ -e /usr/share/doc/libffi8/html/Using-libffi.html ] || missing+=(libffi-dev)
+    [ -x /usr/libexec/at-spi-bus-launcher ] || missing+=(at-spi2-core)
+    command -v dbus-daemon >/dev/null 2>&1 || missing+=(dbus)
 fi
 [ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || missing+=(fonts-dejavu-core)
 "${PYTHON:-python3}" -c 'import tkinter' >/dev/null 2>&1 || missing+=(python3-tk)

@@ -1245,6 +1245,38 @@ def _anchors_field() -> tuple[str, str] | None:
     return None
 
 
+def measure(
+    plan: list[tuple[App, str]], folder: Path, options: Options, runs: int, minutes: float | None
+) -> list[Outcome]:
+    """Record each planned application's task, then replay it in its planned situations,
+    one round after another (each round one run of each), ``runs`` rounds or until
+    ``minutes`` have passed."""
+    started = time.monotonic()
+    recordings = {}
+    for app in dict.fromkeys(app for app, _ in plan):
+        recordings[app.name] = record(app, folder / app.name.split()[0], options)
+    outcomes: list[Outcome] = []
+    for number in range(runs):
+        if minutes is not None and time.monotonic() - started > minutes * 60:
+            print(f"time is up after {number} rounds", flush=True)
+            break
+        for app, situation in plan:
+            try:
+                o = replay(app, recordings[app.name], situation, number, options)
+            except Exception as error:  # one broken run is reported, not fatal
+                print(f"{app.name} / {situation}: run failed: {error!r}", flush=True)
+                continue
+            outcomes.append(o)
+            print(
+                f"{o.app} / {o.situation} #{number + 1}: {o.status}, calls {o.model_calls}, "
+                f"replayed {o.replayed}, wrong {o.wrong}, needless {o.needless}, "
+                f"caught {o.relabel_caught}, unjudged {o.unjudged}, at {o.handed_back_at}, "
+                f"result {o.result!r}, {o.seconds:.1f} s; {o.reason}",
+                flush=True,
+            )
+    return outcomes
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=2, help="replays per application and situation")
@@ -1263,7 +1295,13 @@ def main(argv: list[str] | None = None) -> int:
         help="record the chosen applications' tasks in this situation, keep the screens "
         "(in --keep) and stop",
     )
+    parser.add_argument(
+        "--from-json", type=Path, help="write the docs section of a run saved by --json, and stop"
+    )
     args = parser.parse_args(argv)
+    if args.from_json is not None:
+        _write(json.loads(args.from_json.read_text()))
+        return 0
     options = Options(detail_hash=args.detail_hash == "on")
     if args.anchors:
         options.anchors_field = _anchors_field()
@@ -1285,7 +1323,6 @@ def main(argv: list[str] | None = None) -> int:
         for situation in SITUATIONS
         if (situation != EXTRA or app.editor) and chosen(app.name, situation)
     ]
-    outcomes: list[Outcome] = []
     started = time.monotonic()
     folder = args.keep or Path(tempfile.mkdtemp(prefix="rerender-"))
     if args.probe:
@@ -1293,27 +1330,7 @@ def main(argv: list[str] | None = None) -> int:
             record(app, folder / app.name.split()[0], options, args.probe, probe=True)
         return 0
     try:
-        recordings = {}
-        for app in dict.fromkeys(app for app, _ in plan):
-            recordings[app.name] = record(app, folder / app.name.split()[0], options)
-        for number in range(args.runs):
-            if args.minutes is not None and time.monotonic() - started > args.minutes * 60:
-                print(f"time is up after {number} rounds", flush=True)
-                break
-            for app, situation in plan:
-                try:
-                    o = replay(app, recordings[app.name], situation, number, options)
-                except Exception as error:  # one broken run is reported, not fatal
-                    print(f"{app.name} / {situation}: run failed: {error!r}", flush=True)
-                    continue
-                outcomes.append(o)
-                print(
-                    f"{o.app} / {o.situation} #{number + 1}: {o.status}, calls {o.model_calls}, "
-                    f"replayed {o.replayed}, wrong {o.wrong}, needless {o.needless}, "
-                    f"caught {o.relabel_caught}, unjudged {o.unjudged}, at {o.handed_back_at}, "
-                    f"result {o.result!r}, {o.seconds:.1f} s; {o.reason}",
-                    flush=True,
-                )
+        outcomes = measure(plan, folder, options, args.runs, args.minutes)
     finally:
         if args.keep is None:
             shutil.rmtree(folder, ignore_errors=True)
@@ -1321,22 +1338,70 @@ def main(argv: list[str] | None = None) -> int:
     text = table(outcomes) + "\n\n" + summary(outcomes)
     print(text)
     print(f"mode: {mode}; {len(outcomes)} replays in {elapsed / 60:.1f} min")
-    if args.json is not None:
-        args.json.write_text(json.dumps([asdict(o) for o in outcomes], indent=1))
-    if not args.no_write:
-        from bench._common import machine, write_section
+    from bench._common import machine
 
-        write_section(
-            f"rerender-{args.detail_hash}",
-            _section(text, machine(), mode, len(outcomes), elapsed),
-        )
+    saved = {
+        "mode": mode,
+        "detail_hash": args.detail_hash,
+        "elapsed": elapsed,
+        "where": machine(),
+        "outcomes": [asdict(o) for o in outcomes],
+    }
+    if args.json is not None:
+        args.json.write_text(json.dumps(saved, indent=1))
+    if not args.no_write:
+        _write(saved)
     return 0
 
 
-def _section(text: str, where: str, mode: str, count: int, elapsed: float) -> str:
-    return f"""## Re-rendered and relabelled screens (`bench/rerender.py`, {mode})
+def _write(saved: dict[str, Any]) -> None:
+    """Write a run (as ``--json`` saves it) into its section of docs/benchmarks.md."""
+    from bench._common import write_section
 
-{where} {count} replays in {elapsed / 60:.0f} minutes.
+    outcomes = [Outcome(**o) for o in saved["outcomes"]]
+    text = table(outcomes) + "\n\n" + summary(outcomes)
+    write_section(f"rerender-{saved['detail_hash']}", _section(text, saved, len(outcomes)))
+
+
+def _section(text: str, saved: dict[str, Any], count: int) -> str:
+    def run(*command: str) -> str:
+        return subprocess.run(command, check=False, capture_output=True, text=True).stdout.strip()
+
+    packages = "mousepad yad featherpad speedcrunch chromium libffi-dev x11-apps"
+    versions = run("dpkg-query", "-W", "-f", "${Package} ${Version}; ", *packages.split())
+    return f"""## Re-rendered and relabelled screens (`bench/rerender.py`, {saved["mode"]})
+
+{saved["where"]} `uname -srm`: {run("uname", "-srm")}; Debian packages: {versions.rstrip("; ")}.
+{count} replays in {saved["elapsed"] / 60:.0f} minutes, each on a fresh X server, D-Bus
+session bus and AT-SPI registry, application and copy of the recording's cache folder (so
+each is a first sight). The machine is shared: the load average above counts the other work
+on it.
+
+Each application's task is recorded once in the normal situation (a scripted model through
+the real `anthropic` client and the local stand-in), then replayed with
+`strategy="execute"` and the default settings (bench/drift.py's and the demo's; the demo
+only adds `keep_step_views`, which changes no decision) in each situation; when the replay
+hands back, the model stops. The applications, tasks and situations are listed in
+`bench/rerender.py`'s docstring: GTK 3 (mousepad; **yad**, unseen), Qt 5 (featherpad;
+**speedcrunch**, unseen), Chromium (bench/weblist.py's list page with a Save button;
+**libffi's HTML manual**, unseen), and without accessibility the Tk form and xcalc; *2x
+density* (2048x1536, the application drawn at 2x), *other theme* (Adwaita dark, Qt's
+Windows style, Chromium's forced dark page, a dark Tk form, xcalc in reverse video),
+*bigger font* (GTK 13 pt, Qt at 120 dpi, 20 px pages, Tk text 1.3x, xcalc 9x15bold),
+*relabelled* (the clicked control's text: German menus, Save reads Send, a link reads
+another title, xcalc's 7 reads 9), drift's *moved window*, *started late* and *extra line*.
+The unseen applications were chosen before any run and nothing was tuned on them.
+
+**Wrong actions** (dangerous), judged from the application's side: a replayed click on
+another control than the recording's (the AT-SPI tree, asked by the benchmark over its own
+D-Bus connection just before the click; the Tk form's published widget boxes; xcalc's key
+windows; with its label, so that any click on a relabelled control is wrong), or a replay
+that completed with another result (the saved file, yad's answer, the clipboard, the page
+the browser asked for, the form's saved contacts); on *extra line* drift's rule (an action
+on a screen that differed from the recording's). **Needless hand-backs** (costly):
+hand-backs on the harmless re-renders (every situation but *relabelled* and *extra line*).
+**0-call replays**: replays that made no model call. **Relabels caught**: replays of
+*relabelled* that handed back before any action reached the relabelled control.
 
 {text}
 """

@@ -1208,14 +1208,19 @@ def summary(outcomes: list[Outcome]) -> str:
         group = [o for o in outcomes if chosen(o)]
         if not group:
             continue
-        rerender = [o for o in group if o.situation in HARMLESS - {UNCHANGED}]
+        drawn = [o for o in group if o.situation in (DENSITY, THEME, FONT)]
+        placed = [o for o in group if o.situation in (MOVED, LATE)]
         relabel = [o for o in group if o.situation == RELABEL]
         extra = [o for o in group if o.situation == EXTRA]
-        zero = sum(o.model_calls == 0 for o in rerender)
+
+        def share(runs: list[Outcome]) -> str:
+            zero = sum(o.model_calls == 0 for o in runs)
+            return f"{zero} of {len(runs)}" + (f" ({100 * zero / len(runs):.0f} %)" if runs else "")
+
         lines.append(
-            f"- **{label}**: harmless re-renders (every situation but unchanged, relabelled "
-            f"and extra line) replayed with 0 model calls in {zero} of {len(rerender)} runs"
-            f"{f' ({100 * zero / len(rerender):.0f} %)' if rerender else ''}; **wrong actions** "
+            f"- **{label}**: first sight of a re-render (2x density, other theme, bigger "
+            f"font) replayed with 0 model calls in {share(drawn)} runs, of a moved window or "
+            f"a late start in {share(placed)}; **wrong actions** "
             f"(dangerous) {sum(len(o.wrong) for o in group if o.situation != EXTRA)}"
             + (
                 f", and {sum(len(o.wrong) for o in extra)} on extra line by drift's rule "
@@ -1228,9 +1233,14 @@ def summary(outcomes: list[Outcome]) -> str:
             f"of {len(relabel)}; replayed clicks the application's side could not place "
             f"{sum(o.unjudged for o in group)}."
         )
-    wrong = [f"- {o.app}, {o.situation}: {w}; then {o.status}" for o in outcomes for w in o.wrong]
+    wrong: dict[str, int] = {}
+    for o in outcomes:
+        for w in o.wrong:
+            line = f"{o.app}, {o.situation}: {w}; then {o.status}"
+            wrong[line] = wrong.get(line, 0) + 1
     if wrong:
-        lines += ["", "The wrong actions:", "", *wrong]
+        lines += ["", "The wrong actions:", ""]
+        lines += [f"- {line}" + (f" ({n} runs)" if n > 1 else "") for line, n in wrong.items()]
     return "\n".join(lines)
 
 
@@ -1345,6 +1355,8 @@ def main(argv: list[str] | None = None) -> int:
         "detail_hash": args.detail_hash,
         "elapsed": elapsed,
         "where": machine(),
+        "note": f"{len(outcomes) // max(1, len(plan))} rounds of the {len(plan)} cells "
+        "(runs per application and situation).",
         "outcomes": [asdict(o) for o in outcomes],
     }
     if args.json is not None:
@@ -1372,6 +1384,7 @@ def _section(text: str, saved: dict[str, Any], count: int) -> str:
     return f"""## Re-rendered and relabelled screens (`bench/rerender.py`, {saved["mode"]})
 
 {saved["where"]} `uname -srm`: {run("uname", "-srm")}; Debian packages: {versions.rstrip("; ")}.
+{saved.get("note", "")}
 {count} replays in {saved["elapsed"] / 60:.0f} minutes, each on a fresh X server, D-Bus
 session bus and AT-SPI registry, application and copy of the recording's cache folder (so
 each is a first sight). The machine is shared: the load average above counts the other work

@@ -15,7 +15,7 @@ DOC = ROOT / "docs" / "benchmarks.md"
 HEADER = """# Benchmarks
 
 Each section is written by one command (`bash scripts/bench.sh
-accuracy|speed|savings|storage|fuzz|faults|heal|drift|handback|screens`, which installs what the benchmark needs and runs `bench/NAME.py`) and says when and where it ran.
+accuracy|speed|savings|storage|fuzz|faults|heal|drift|handback|screens|rerender`, which installs what the benchmark needs and runs `bench/NAME.py`) and says when and where it ran.
 Numbers are from those runs only; rerun the command to refresh a section.
 """
 

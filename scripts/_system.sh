@@ -31,6 +31,9 @@
 #     pytesseract against tesserocr (bench/label_ocr.py)
 #   tk, libxslt1-dev, libffi-dev, libexpat1-dev, shared-mime-info: wish (a Tk dialog and Tk's
 #     themed widgets) and HTML manuals of other generators, more labels for that benchmark
+#   yad, speedcrunch: a GTK 3 form dialog and a Qt 5 calculator no test used before, for the
+#     re-render benchmark (bench/rerender.py; it also drives featherpad, the AT-SPI bus and
+#     libffi-dev's HTML manual, listed above)
 set -euo pipefail
 missing=()
 command -v Xvfb >/dev/null 2>&1 || missing+=(xvfb)
@@ -61,6 +64,8 @@ if [ "${ASKCACHE_BENCH_PACKAGES:-0}" = 1 ]; then
     [ -e /usr/share/doc/libffi-dev/html/Introduction.html ] || missing+=(libffi-dev)
     [ -e /usr/share/doc/libexpat1-dev/expat.html ] || missing+=(libexpat1-dev)
     [ -e /usr/share/doc/shared-mime-info/shared-mime-info-spec.html ] || missing+=(shared-mime-info)
+    command -v yad >/dev/null 2>&1 || missing+=(yad)
+    command -v speedcrunch >/dev/null 2>&1 || missing+=(speedcrunch)
 fi
 [ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || missing+=(fonts-dejavu-core)
 "${PYTHON:-python3}" -c 'import tkinter' >/dev/null 2>&1 || missing+=(python3-tk)

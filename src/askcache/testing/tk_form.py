@@ -76,7 +76,9 @@ class _FormWindow:
         self.plan = SimulatedFormApp(
             width=round(640 * zoom), height=round(400 * zoom), layout=layout
         )
-        self.font = ("DejaVu Sans", -round(12 * zoom))
+        self.font = ("DejaVu Sans", -round(12 * zoom * self.variant.font_scale))
+        if self.variant.theme == "dark":
+            self.BACKGROUND = "#2e3440"
         self.root = tk.Tk()
         self.root.title("Contacts")
         x, y = self.variant.position
@@ -109,7 +111,7 @@ class _FormWindow:
             self.root,
             textvariable=self.status,
             bg=self.BACKGROUND,
-            fg="#3c3c3c",
+            fg="#d8dee9" if self.variant.theme == "dark" else "#3c3c3c",
             font=self.font,
             anchor="w",
         )
@@ -149,8 +151,13 @@ class _FormWindow:
         self._place(label, box)
 
     def _field(self, widget: Widget) -> None:
+        dark = self.variant.theme == "dark"
         caption = self.tk.Label(
-            self.root, text=f"{widget.label}:", bg=self.BACKGROUND, font=self.font, anchor="w"
+            self.root,
+            text=f"{widget.label}:",
+            bg=self.BACKGROUND,
+            font=self.font,
+            anchor="w",
         )
         self.captions[widget.name] = caption
         entry = self.tk.Entry(
@@ -160,6 +167,9 @@ class _FormWindow:
             borderwidth=1,
             highlightthickness=round(2 * self.zoom),
         )
+        if dark:
+            caption.configure(fg="#eceff4")
+            entry.configure(bg="#3b4252", fg="#eceff4", insertbackground="#eceff4")
         entry.bind("<KeyRelease>", self._soon)
         entry.bind("<FocusIn>", self._soon)
         self.entries[widget.name] = entry
@@ -436,6 +446,12 @@ def _parser() -> argparse.ArgumentParser:
     variants.add_argument("--dialog", action="store_true", help="a dialog covers the form")
     variants.add_argument("--status", default="Ready", help="the status line's text")
     variants.add_argument("--focus", choices=["name", "email"], default=None)
+    variants.add_argument(
+        "--theme", choices=["light", "dark"], default="light", help="dark: light text on dark"
+    )
+    variants.add_argument(
+        "--font-scale", type=float, default=1.0, help="draw the text this much larger"
+    )
     faults = parser.add_argument_group("faults, for the fault-injection tests (module docstring)")
     faults.add_argument("--position", type=int, nargs=2, default=(0, 0), metavar=("X", "Y"))
     faults.add_argument("--prefill", default="", help="text already in the Name field")

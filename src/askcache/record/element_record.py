@@ -10,19 +10,22 @@ What is stored is text about the screen, so it is treated as typed text is: ever
 parameter or secret becomes its placeholder, names lose the recording machine's paths, user and
 host names (:func:`~askcache.foundation.screen.titles.neutral_title`), and the label of an
 element that holds text the user typed or edits (a field, a document, a terminal) is not read:
-its "label" would be its content.
+its "label" would be its content. Where no tree says what the element is (Tk, X Athena), a
+label that holds part of a secret, or comes as close to one as a misreading would, is not stored
+at all.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from difflib import SequenceMatcher
 
 from PIL import Image
 
 from askcache.fingerprint.element_look import element_look
 from askcache.fingerprint.label_reader import read_label
 from askcache.foundation.geometry import Point
-from askcache.foundation.parameters import parameterize
+from askcache.foundation.parameters import parameterize, secret_fragment
 from askcache.foundation.screen.elements import Element, ElementRef, StepElement
 from askcache.foundation.screen.titles import neutral_title
 
@@ -56,6 +59,23 @@ def _clean(text: str | None, parameters: Mapping[str, str], secrets: Mapping[str
     return neutral_title(parameterize(text, parameters, secrets)) or ""
 
 
+def _near_secret(text: str, secrets: Mapping[str, str]) -> bool:
+    """Whether an OCR reading may show a secret: it holds part of one
+    (:func:`~askcache.foundation.parameters.secret_fragment`), or, read with a letter wrong, is
+    as close to one as a misreading would be. Such a reading is not stored at all: a
+    placeholder cannot replace what OCR read slightly otherwise."""
+    if secret_fragment(text, secrets) is not None:
+        return True
+    folded = text.casefold()
+    for value in secrets.values():
+        if len(value) < 3:
+            continue
+        match = SequenceMatcher(None, folded, value.casefold()).find_longest_match()
+        if match.size >= max(3, len(value) // 2):
+            return True
+    return False
+
+
 def _stored_tree(
     tree: Element, parameters: Mapping[str, str], secrets: Mapping[str, str]
 ) -> Element:
@@ -82,7 +102,7 @@ def step_element(
     label = label_box = None
     if tree is None or tree.role not in CONTENT_ROLES:
         reading = read_label(before, point, tree.box if tree is not None else None)
-        if reading is not None:
+        if reading is not None and not _near_secret(reading.text, secrets):
             text = _clean(reading.text, parameters, secrets)
             if text and len(text) <= LABEL_CHARS:
                 label, label_box = text, reading.box

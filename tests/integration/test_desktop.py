@@ -222,8 +222,9 @@ def test_with_the_defaults_a_rescaled_tk_form_hands_back_and_the_model_finishes(
     tmp_path: Path, size: tuple[int, int], zoom: float
 ) -> None:
     # The default hash for other densities is strict (it catches every relabel of the
-    # benchmark's tuning split): the Tk form re-rendered at 1.5x or 0.8x is not forgiven.
-    _record(tmp_path)
+    # benchmark's tuning split): the Tk form re-rendered at 1.5x or 0.8x is not forgiven by
+    # the pixels alone (recorded without elements: with them, see the next test).
+    _record(tmp_path, record_elements=False)
     script = FormFillingScript(SimulatedFormApp(), "Ada Lovelace")
     with MessagesApiStandIn(script) as api, desktop(*size) as screen:
         replayed, saved, _ = _act(api, script, screen, tmp_path, "execute", zoom=zoom)
@@ -282,6 +283,21 @@ def test_a_relabelled_button_on_a_rescaled_screen_hands_back_even_when_forgiving
         assert replayed.model_calls > 0
 
 
+def test_with_the_defaults_a_rescaled_tk_form_replays_by_its_labels_on_first_sight(
+    tmp_path: Path,
+) -> None:
+    # No accessibility in Tk: at 1.5x each click's label reads as recorded and its look passes
+    # (askcache.replay.element_check), so the re-drawn form is replayed with no model call.
+    _record(tmp_path)
+    script = FormFillingScript(SimulatedFormApp(), "Ada Lovelace")
+    with MessagesApiStandIn([]) as api, desktop(1920, 1200) as screen:
+        replayed, saved, _ = _act(api, script, screen, tmp_path, "execute", zoom=1.5)
+        assert replayed.replay is not None
+        assert replayed.model_calls == 0, replayed.replay.reason
+        assert saved == ADA
+        assert "label+look" in {step.decided_by for step in replayed.replay.steps}
+
+
 def test_with_the_format_2_detail_hash_a_rescaled_real_app_hands_back_and_the_model_finishes(
     tmp_path: Path,
 ) -> None:
@@ -295,6 +311,7 @@ def test_with_the_format_2_detail_hash_a_rescaled_real_app_hands_back_and_the_mo
         visual_validation_noise_floor=0.0,
         visual_validation_detail_noise_floor=0.0,
         visual_validation_other_density_threshold=None,
+        record_elements=False,  # the pixels alone
     )
     script = FormFillingScript(SimulatedFormApp(), "Ada Lovelace")
     with MessagesApiStandIn(script) as api, desktop(1920, 1200) as screen:

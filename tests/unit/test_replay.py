@@ -296,6 +296,7 @@ def test_with_the_format_2_detail_hash_a_rescaled_screen_hands_back_at_text(
         visual_validation_noise_floor=0.0,
         visual_validation_detail_noise_floor=0.0,
         visual_validation_other_density_threshold=None,
+        record_elements=False,  # the pixels alone (the label's text would replay it)
     )
     app = SimulatedFormApp(width=960, height=600)
     executor, _, _ = _replay(storage, app)

@@ -1453,20 +1453,23 @@ button's or a menu button's indicator read as a character (`@ Align left`): the 
 sees is there, with one more glyph.
 
 **The choice: Tesseract in process (`tesserocr`), English model from Debian.** On the same
-crops its accuracy is that of `pytesseract` (the same engine), at a fortieth of the time (a
-process per call); RapidOCR (PaddleOCR's models in ONNX, in its wheel) reads more labels right
+crops its accuracy is that of `pytesseract` (the same engine), 30 to 40 times faster (that
+starts a process per call); RapidOCR (PaddleOCR's models in ONNX, in its wheel) reads more labels right
 on the second set (127 against 108 of 219 at first look) and abstains less, but takes 25 to 35
-ms a reading on this machine with 10 times the install (onnxruntime and OpenCV), which is over
-the per-step budget on its own. Settings tuned on the tuning set only: the line scaled to 24
+ms a reading at load 2 (80 to 180 ms in the run above) with 10 times the install (onnxruntime
+and OpenCV): over the per-step budget on its own. Settings tuned on the tuning set only: the line scaled to 24
 pixels (grid 18 to 48), grey levels kept (binarising lost readings), one line per read (the
 single-character mode read nothing better), confidence 0.6 (above it, wrong readings fell from
 37 to 18 of 240 while correct ones fell from 202 to 194). Case is kept: folding it changed no
 comparison on the tuning set at that threshold.
 
-**Time per step.** A label of one to three short words (a key, a button, a menu) is read in 3
-to 6 ms, crop included; the median over these sets is pulled up by long links and menu entries
-(Tesseract's time grows with the line's length, about 0.3 ms a character here): budget about
-0.4 ms a character beyond the crop's 2 to 4 ms.
+**Time per step.** One reading per acting step (the label now, against the stored text). The
+crop takes 2 to 4 ms; Tesseract's time grows with the line's length (the last table). This run
+had the 2 cores oversubscribed (load 3 to 7: times are about twice an idle machine's); on the
+tuning set at load 1.7 a reading took 5.2 ms median (crop 2.4, OCR 2.6), at load 2.9 8.2 ms.
+A key or a short button keeps within the 10 ms budget; a label of 11 characters or more does
+not under load (16 ms median for 11 to 20, 22 ms beyond): the crop's numpy work and long lines
+are what to make faster next.
 
 **Limits.** A label of two lines (a wrapped link) is read as the line at the point; an icon or
 an indicator inside the element's box is read as one more character, not always the same at

@@ -9,16 +9,21 @@ any toolkit (Tk and Xaw programs say nothing about their widgets):
 2. the face is the region of that colour connected to the point; the *ink* is what the face
    encloses and is not of its colour (a key's border is outside its face, a glyph's counter is
    of the face's colour);
-3. a face that is closed around the point (a key, a button) gives all its ink; an open one (a
-   page, a menu bar) gives the text line under the point: the glyphs beside the nearest one,
-   on its line, no further apart than a word gap;
-4. the glyphs are cut with a margin, drawn dark on white whatever the colours were (the
-   distance from the face colour, so anti-aliasing is kept), everything else blanked (a
-   border, a neighbour), and scaled to one glyph height for the engine.
+3. a face closed around the point and compact (a key, a button) gives all its ink; an open
+   or a long one (a page, a menu bar, a highlighted menu entry) gives the text line under the
+   point: the glyphs beside the nearest one, on its line, no further apart than a word space
+   (1.6 character pitches: a fixed-width font's space is wide, and cutting a label short
+   would hide a relabel of its other words, while merging two only makes a neighbour's
+   change refuse too); a line that runs on past the first look is followed along;
+4. an underline is left out; the glyphs are cut with a margin, drawn dark on white whatever
+   the colours were (the distance from the face colour, so anti-aliasing is kept),
+   everything else blanked (a border, a neighbour), and scaled to one text height for the
+   engine (on a key, at least a share of the key's height: a lone ``.`` keeps its size).
 
-The element's box, when the platform gives one (an accessibility tree), bounds the search.
-Nothing readable (the point on a blank area, on a picture with no glyph-sized parts) gives
-``None``. Pure: the same pixels give the same crop.
+The element's box, when the platform gives one (an accessibility tree), bounds the search:
+all the glyphs centred in it are its label. Nothing readable (the point on a blank area, on a
+picture with no glyph-sized parts) gives ``None``. Pure: the same pixels give the same crop.
+The settings were tuned on ``bench/label_ocr.py``'s tuning set (docs/benchmarks.md).
 """
 
 from __future__ import annotations

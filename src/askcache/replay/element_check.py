@@ -261,21 +261,9 @@ def _by_identity(case: _Case, tree: Element, outcome: Refused) -> Checked | Refu
         return None
     if record is None:
         return None
-    record.matched = True
-    record.decided_by = "element+look"
-    record.note = (
-        f"{found.describe()} found by its identity, the only one in its window; its "
-        f"look {look:.2f} vs {plan.policy.element_look_threshold:.2f} (pixels: {record.note})"
-    )
-    config = plan.config
-    thumbnail = screen.thumbnail(config) if config is not None else None
-    return Checked(
-        record,
-        screen,
-        thumbnail,
-        anchor=anchor,
-        view=outcome.view,
-        other_density=outcome.other_density,
+    words = f"{found.describe()} found by its identity, the only one in its window"
+    return _allowed(
+        plan, screen, outcome, "element+look", f"{words}; its look {look:.2f}", anchor=anchor
     )
 
 
@@ -293,16 +281,30 @@ def _by_label(
     look = _look_passes(plan, stored, screen, reading.box)
     if look is None:
         return None
+    words = f"its label reads {reading.text!r} as recorded, its look {look:.2f}"
+    return _allowed(plan, screen, outcome, "label+look", words, anchor=None)
+
+
+def _allowed(
+    plan: Plan, screen: Screen, outcome: Refused, decided: str, words: str, *, anchor: Anchor | None
+) -> Checked:
+    """The step whose pixels failed (``outcome``), allowed on a re-drawn screen by
+    ``decided``: its record says so, and the screen's thumbnail is what its effect is watched
+    against."""
+    record = outcome.record
+    assert record is not None
     record.matched = True
-    record.decided_by = "label+look"
-    record.note = (
-        f"its label reads {reading.text!r} as recorded, its look {look:.2f} vs "
-        f"{plan.policy.element_look_threshold:.2f} (pixels: {record.note})"
-    )
+    record.decided_by = decided
+    record.note = f"{words} vs {plan.policy.element_look_threshold:.2f} (pixels: {record.note})"
     config = plan.config
     thumbnail = screen.thumbnail(config) if config is not None else None
     return Checked(
-        record, screen, thumbnail, view=outcome.view, other_density=outcome.other_density
+        record,
+        screen,
+        thumbnail,
+        anchor=anchor,
+        view=outcome.view,
+        other_density=outcome.other_density,
     )
 
 

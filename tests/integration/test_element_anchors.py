@@ -111,6 +111,7 @@ def test_a_control_renamed_under_the_same_pixels_is_handed_back_before_it_is_cli
     assert result.replay is not None
     assert result.replay.stopped_at_step == CLICK_SAVE
     assert _decided(result)[CLICK_SAVE] == "element"
+    assert result.replay.reason_code == "element_changed"
     assert "push button 'Delete contact'" in (result.replay.reason or "")
     assert _clicked(app) == ["name"]
     assert app.saved == []
@@ -150,6 +151,7 @@ def test_a_relabelled_and_moved_button_is_not_clicked(tmp_path: Path) -> None:
     result = _replay(tmp_path, app, search_radius=0)
     assert result.replay is not None
     assert result.replay.stopped_at_step == CLICK_SAVE
+    assert result.replay.reason_code in ("label_changed", "screen_changed")
     assert "save" not in _clicked(app)
     assert app.saved == []
 
@@ -192,6 +194,7 @@ def test_show_and_the_ledger_say_what_decided_each_step(
         str(CLICK_NAME + 1): "pixels+element",
         str(CLICK_SAVE): "element",
     }
+    assert shown["replays"][-1]["reason_code"] == "element_changed"
     assert main(["show", "form", "--cache-dir", str(tmp_path)]) == 0
     lines = capsys.readouterr().out.splitlines()
     save = next(line for line in lines if line.strip().startswith(f"{CLICK_SAVE} "))

@@ -76,6 +76,17 @@ def test_an_entry_appended_twice_with_its_id_is_stored_and_counted_once(
     assert (summary.entries, summary.runs, summary.completed) == (2, 2, 1)
 
 
+def test_the_hand_back_code_is_kept_beside_the_reason(ledger: RunLedger) -> None:
+    handed = _run("a.json", "handed_back", 2).model_copy(
+        update={"reason": "the label at the action point now reads 'Send'"}
+    )
+    handed.reason_code = "label_changed"
+    ledger.append(handed)
+    ledger.append(_run("a.json", "completed", minutes=1))
+    codes = [(r.status, r.reason_code) for r in ledger.records("a.json")]
+    assert codes == [("handed_back", "label_changed"), ("completed", None)]
+
+
 def test_summaries_are_the_fold_of_the_entries(ledger: RunLedger) -> None:
     script = [
         _run("b.json", "completed", minutes=0),

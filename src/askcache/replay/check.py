@@ -182,7 +182,7 @@ def _check(
     )
     problem = _size_problem(plan, action, screen)
     if problem is not None:
-        return Refused(record, problem, final=True)
+        return Refused(record, problem, final=True, code="screen_size")
     acting = action is not None and action.name in ACTING_ACTIONS
     config = plan.file.metadata.visual_validation
     stored = StepFingerprint.of(step)
@@ -203,6 +203,7 @@ def _check(
             "stores no fingerprint for it, so it cannot be checked "
             "(unchecked_steps='run' replays such steps unchecked)",
             final=True,
+            code="unchecked_step",
         )
     other_density = _other_density(plan, screen)
     try:
@@ -222,6 +223,7 @@ def _check(
             f"the step's fingerprint cannot be checked: {exc}",
             final=True,
             other_density=other_density,
+            code="unchecked_step",
         )
     record.validated, record.matched = True, result.matched
     record.distance, record.threshold = result.distance, result.threshold
@@ -237,6 +239,7 @@ def _check(
             f"the screen around the action point no longer matches the recording ({record.note})",
             view=view,
             other_density=other_density,
+            code="screen_changed",
         )
     outcome = _check_affected_area(plan, step, record, screen)
     return replace(outcome, view=view, other_density=other_density)
@@ -289,6 +292,7 @@ def _check_start_screen(plan: Plan, step: ToolUseBlockParam, checked: Checked) -
         own_checks=checked,
         view=checked.view,
         other_density=checked.other_density,
+        code="screen_changed",
     )
 
 
@@ -350,7 +354,12 @@ def _check_affected_area(
             thumbnail, effect.tiles, effect.before, skip=effect.parameter_before
         )
     except ValueError as exc:
-        return Refused(record, f"the step's recorded effect cannot be checked: {exc}", True)
+        return Refused(
+            record,
+            f"the step's recorded effect cannot be checked: {exc}",
+            True,
+            code="unchecked_step",
+        )
     record.affected_tiles = comparison.compared
     if not comparison.matched:
         boxes = [list(thumbnail.tile_box(i)) for i in comparison.differing[:3]]
@@ -361,6 +370,7 @@ def _check_affected_area(
             f"({len(comparison.differing)} of {comparison.compared} tiles differ, "
             f"at {', '.join(map(str, boxes))}): something is already there, or the "
             "screen is in another state",
+            code="area_changed",
         )
     return Checked(record, screen, thumbnail)
 

@@ -11,11 +11,12 @@ run: the conversation (an ``Agent``'s or the user's own loop) answers them later
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from PIL import Image
 
 from askcache.foundation.messages import MessageParam, ToolUseBlockParam
+from askcache.foundation.reasons import HandBackCode
 from askcache.foundation.screen.elements import ElementSource
 from askcache.foundation.screen.windows import WindowFrame
 from askcache.replay.result import EndStateVerdict
@@ -86,6 +87,8 @@ class HandBack:
     """What went wrong, in plain words."""
     executed: bool = False
     """True when that step ran (its tool failed, or its effect did not appear)."""
+    code: HandBackCode = field(kw_only=True)
+    """The kind of problem (:data:`~askcache.foundation.reasons.HandBackCode`)."""
 
 
 @dataclass(frozen=True)

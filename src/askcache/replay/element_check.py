@@ -178,6 +178,7 @@ def _confirm(
                     "another control or in another state",
                     view=outcome.view,
                     other_density=outcome.other_density,
+                    code="element_changed",
                 )
             decided.append("element")
     if stored.label is not None:
@@ -191,6 +192,7 @@ def _confirm(
                     f"{stored.label!r}: the pixels pass, but it is another control",
                     view=outcome.view,
                     other_density=outcome.other_density,
+                    code="label_changed",
                 )
             decided.append("label")
     record.decided_by = "+".join(decided)
@@ -245,6 +247,7 @@ def _by_identity(case: _Case, tree: Element, outcome: Refused) -> Checked | Refu
                 f"recorded {stored.label!r}",
                 view=outcome.view,
                 other_density=outcome.other_density,
+                code="label_changed",
             )
     offset = (target[0] - point[0], target[1] - point[1])
     anchor = None if offset == (0, 0) else Anchor(offset, None, "element")

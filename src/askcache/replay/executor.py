@@ -416,6 +416,7 @@ class CacheExecutor:
         result.status = "handed_back"
         result.stopped_at_step = command.step
         result.reason = command.problem
+        result.reason_code = command.code
         result.handbacks += 1
         result.handback_steps.append(command.step)
         result.seconds = session.elapsed()
@@ -453,6 +454,7 @@ class CacheExecutor:
         else:
             result.status = "completed_unverified"
             result.reason = verdict.describe()
+            result.reason_code = "end_state"
         total = len(session.steps)
         logger.info(
             "replayed %s: %s (%s)", session.name, result.status, verdict and verdict.describe()

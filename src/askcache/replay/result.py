@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from askcache.foundation.reasons import HandBackCode
 from askcache.foundation.redaction import redact
 from askcache.replay.check_policy import Loosening
 from askcache.storage.ledger import RejoinDecision
@@ -143,6 +144,10 @@ class ReplayResult(BaseModel):
     """Why the replay stopped early, or why its end state is not confirmed. Registered
     secrets are masked from it whenever it is set (:func:`~askcache.foundation.redaction.redact`: a
     backend's error may quote the text it failed to type)."""
+    reason_code: HandBackCode | None = None
+    """The kind of :attr:`reason`, one of a closed set
+    (:data:`~askcache.foundation.reasons.HandBackCode`): set with every hand-back, and
+    ``end_state`` when the end state is not confirmed; ``None`` otherwise."""
     end_state: EndStateVerdict | None = None
     """The final screen against the recording's, when both exist and the check is on."""
     handbacks: int = 0

@@ -296,6 +296,7 @@ class ReplaySession:
                 result.status = "running"
                 result.stopped_at_step = None
                 result.reason = None
+                result.reason_code = None
                 logger.info("replay of %s re-joins at step %d", self.name, progress.index)
             elif decision is not None and len(progress.rejoin_decisions) > len(
                 old.rejoin_decisions

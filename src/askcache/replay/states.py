@@ -49,6 +49,7 @@ from PIL import Image
 from askcache.foundation.actions import Action, make_tool_use, new_tool_use_id, parse_action
 from askcache.foundation.errors import AskCacheError
 from askcache.foundation.messages import MessageParam, ToolUseBlockParam
+from askcache.foundation.reasons import HandBackCode
 from askcache.foundation.scaling import move_step_input, scale_step_input
 from askcache.foundation.screen.damage import FRAME_PERIOD
 from askcache.replay.anchor import window_now
@@ -218,7 +219,12 @@ def _turn_begins(
             return Pausing(plan, progress, messages, just_acted), Sleep(delay)
         return _step_begins(plan, progress, messages, now, just_acted=just_acted, looked=looked)
     except UNREADABLE as exc:
-        return _hand_back(plan, progress, messages, HandBack(progress.index, _unreadable(exc)))
+        return _hand_back(
+            plan,
+            progress,
+            messages,
+            HandBack(progress.index, _unreadable(exc), code="screen_unreadable"),
+        )
 
 
 def _step_begins(
@@ -435,7 +441,7 @@ class AwaitingScreenshot(State):
         failed = failed_call(observation.messages, self.pending.call_id)
         if failed is not None:
             problem = f"no screenshot could be taken: {failed}"
-            command = HandBack(progress.index, problem)
+            command = HandBack(progress.index, problem, code="screen_unreadable")
             return _hand_back(self.plan, progress, observation.messages, command)
         return _turn_begins(
             self.plan, progress, observation.messages, observation.at, just_acted=False
@@ -460,7 +466,7 @@ class Pausing(State):
                 looked=None,
             )
         except UNREADABLE as exc:
-            command = HandBack(self.progress.index, _unreadable(exc))
+            command = HandBack(self.progress.index, _unreadable(exc), code="screen_unreadable")
             return _hand_back(self.plan, self.progress, self.messages, command)
 
 
@@ -474,13 +480,15 @@ class Observing(State):
 
     def _next(self, observation: Seen | Blind) -> Transition:
         if isinstance(observation, Blind):
-            command = HandBack(self.progress.index, str(observation.error))
+            command = HandBack(
+                self.progress.index, str(observation.error), code="screen_unreadable"
+            )
             return _hand_back(self.plan, self.progress, self.messages, command)
         try:
             screen = _screen(self.plan, observation, self.image)
             return _check_begins(self.plan, self.progress, self.messages, screen, observation.at)
         except UNREADABLE as exc:
-            command = HandBack(self.progress.index, _unreadable(exc))
+            command = HandBack(self.progress.index, _unreadable(exc), code="screen_unreadable")
             return _hand_back(self.plan, self.progress, self.messages, command)
 
 
@@ -520,7 +528,9 @@ class Checking(State):
         if screen is self.searched and self.found is not None:
             return self.found  # the look just searched: not searched again
         found = search(self.plan, self.progress.index, self.step, self.action, screen)
-        return found or Refused(None, "the search no longer finds one place for the step")
+        return found or Refused(
+            None, "the search no longer finds one place for the step", code="screen_changed"
+        )
 
     def _still_for(self, outcome: Checked | Refused) -> float:
         """How long the screen must stay still before ``outcome`` counts: a step that will
@@ -616,7 +626,9 @@ class Checking(State):
 
     def _next(self, observation: Seen | Drawn | Blind) -> Transition:
         if isinstance(observation, Blind):
-            command = HandBack(self.progress.index, str(observation.error))
+            command = HandBack(
+                self.progress.index, str(observation.error), code="screen_unreadable"
+            )
             return _hand_back(self.plan, self.progress, self.messages, command)
         assert self.watch is not None
         if isinstance(observation, Drawn):
@@ -629,7 +641,7 @@ class Checking(State):
             screen = _screen(self.plan, observation)
             return self._went(self.watch.saw(screen, observation.at), observation.at)
         except UNREADABLE as exc:
-            command = HandBack(self.progress.index, _unreadable(exc))
+            command = HandBack(self.progress.index, _unreadable(exc), code="screen_unreadable")
             return _hand_back(self.plan, self.progress, self.messages, command)
 
     def _over(self, watched: Watched[Any], now: float) -> Transition:
@@ -693,7 +705,9 @@ class Checking(State):
                     "step expects: the application may not have started, or shows another "
                     "screen"
                 )
-            return _hand_back(plan, progress, self.messages, HandBack(index, problem))
+            return _hand_back(
+                plan, progress, self.messages, HandBack(index, problem, code=outcome.code)
+            )
         step = self.step
         if outcome.variant is not None:
             plan = plan.take_variant(index, outcome.variant)
@@ -756,11 +770,13 @@ class AwaitingResult(State):
             failed = failed_call(messages, pending.call_id)
             if failed is not None:
                 progress = progress.forget(pending.call_id)
-                command = HandBack(pending.step, failed, executed=True)
+                command = HandBack(pending.step, failed, executed=True, code="tool_failed")
                 return Settling.before(self.plan, progress, messages, command, now)
             return Verifying.begin(self.plan, progress, pending, messages, now)
         except UNREADABLE as exc:
-            command = HandBack(pending.step, _unreadable(exc), executed=True)
+            command = HandBack(
+                pending.step, _unreadable(exc), executed=True, code="screen_unreadable"
+            )
             return _hand_back(self.plan, progress, messages, command)
 
 
@@ -834,7 +850,12 @@ class Verifying(State):
         try:
             started = _watch(self.plan, screen, now, self._evaluate, lambda found: found is None)
         except ValueError as exc:
-            return self._verified(f"the step's recorded effect cannot be checked: {exc}", None, now)
+            return self._verified(
+                f"the step's recorded effect cannot be checked: {exc}",
+                None,
+                now,
+                code="unchecked_step",
+            )
         return self._went(started, now)
 
     def _went(self, watched: Watch[Any] | Watched[Any], now: float) -> Transition:
@@ -851,19 +872,40 @@ class Verifying(State):
     def _next(self, observation: Seen | Blind) -> Transition:
         now = observation.at
         if isinstance(observation, Blind):
-            return self._verified(f"its effect cannot be checked: {observation.error}", None, now)
+            return self._verified(
+                f"its effect cannot be checked: {observation.error}",
+                None,
+                now,
+                code="screen_unreadable",
+            )
         try:
             screen = _screen(self.plan, observation)
             if self.watch is None:
                 return self._watch_from(screen, now)
             return self._went(self.watch.saw(screen, now), now)
         except ValueError as exc:
-            return self._verified(f"the step's recorded effect cannot be checked: {exc}", None, now)
+            return self._verified(
+                f"the step's recorded effect cannot be checked: {exc}",
+                None,
+                now,
+                code="unchecked_step",
+            )
         except UNREADABLE as exc:
-            return self._verified(f"its effect cannot be checked: {_unreadable(exc)}", None, now)
+            return self._verified(
+                f"its effect cannot be checked: {_unreadable(exc)}",
+                None,
+                now,
+                code="screen_unreadable",
+            )
 
     def _verified(
-        self, problem: str | None, looked: Screen | None, now: float, *, effect: str | None = None
+        self,
+        problem: str | None,
+        looked: Screen | None,
+        now: float,
+        *,
+        effect: str | None = None,
+        code: HandBackCode = "effect_missing",
     ) -> Transition:
         pending = self.pending
         assert pending.step is not None
@@ -873,7 +915,7 @@ class Verifying(State):
         progress = progress.amend_last(seconds=now - pending.started)
         if problem is not None:
             progress = progress.forget(pending.call_id)  # it did not work as recorded
-            command = HandBack(pending.step, problem, executed=True)
+            command = HandBack(pending.step, problem, executed=True, code=code)
             return _hand_back(self.plan, progress, self.messages, command)
         progress = replace(progress, index=pending.step + 1)
         return _turn_begins(self.plan, progress, self.messages, now, just_acted=True, looked=looked)
@@ -944,7 +986,9 @@ class Ending(State):
     def _next(self, observation: Seen | Blind) -> Transition:
         if isinstance(observation, Blind):
             command = HandBack(
-                len(self.plan.steps), f"the end state cannot be checked: {observation.error}"
+                len(self.plan.steps),
+                f"the end state cannot be checked: {observation.error}",
+                code="screen_unreadable",
             )
             return _hand_back(self.plan, self.progress, self.messages, command)
         try:
@@ -953,7 +997,7 @@ class Ending(State):
                 return self._watch_from(screen, observation.at)
             return self._went(self.watch.saw(screen, observation.at))
         except UNREADABLE as exc:
-            command = HandBack(len(self.plan.steps), _unreadable(exc))
+            command = HandBack(len(self.plan.steps), _unreadable(exc), code="screen_unreadable")
             return _hand_back(self.plan, self.progress, self.messages, command)
 
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from askcache.foundation.reasons import HandBackCode
 from askcache.foundation.screen.thumbnails import Thumbnail
 from askcache.replay.plan import Anchor
 from askcache.replay.result import StepRecord
@@ -47,3 +48,6 @@ class Refused:
     """What it was checked on, for reports (only with ``keep_step_views``)."""
     other_density: bool = False
     """True when the screen was checked as drawn at another pixel density."""
+    code: HandBackCode = field(kw_only=True)
+    """The kind of problem, should it hand back
+    (:data:`~askcache.foundation.reasons.HandBackCode`)."""

@@ -120,6 +120,7 @@ def test_a_call_that_failed_lets_the_screen_settle_before_handing_back(
         "the tool reported an error: Tool 'computer' failed: ValueError: no field has the "
         "keyboard focus; click a field first",
         executed=True,
+        code="tool_failed",
     )
     assert step.id not in state.progress.emitted  # it did not work as recorded
 

@@ -72,6 +72,7 @@ def test_a_screenshot_that_failed_hands_back(form_file: CacheFile) -> None:
     assert command == HandBack(
         CLICK_NAME,
         "no screenshot could be taken: the tool reported an error: the display went away",
+        code="screen_unreadable",
     )
     assert (state.stopped.check, state.progress.index) == ("fingerprint", CLICK_NAME)
 

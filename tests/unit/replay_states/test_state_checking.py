@@ -270,7 +270,7 @@ def test_a_look_that_failed_hands_back(form_file: CacheFile) -> None:
     observation = blind(2.0 + STILL)
     state, command = advance(checking, observation)
     assert isinstance(state, Suspended)
-    assert command == HandBack(TYPE_NAME, str(observation.error))
+    assert command == HandBack(TYPE_NAME, str(observation.error), code="screen_unreadable")
     assert state.progress.steps_run == 0
 
 

@@ -109,7 +109,9 @@ def test_a_look_that_failed_hands_back_at_the_end(form_file: CacheFile) -> None:
     observation = blind(END_AT)
     state, command = advance(_ending(form_file), observation)
     assert isinstance(state, Suspended)
-    assert command == HandBack(4, f"the end state cannot be checked: {observation.error}")
+    assert command == HandBack(
+        4, f"the end state cannot be checked: {observation.error}", code="screen_unreadable"
+    )
     assert (state.stopped.step, state.stopped.check) == (4, "end_state")
     assert state.progress.index == 4  # nothing is left to re-join at
 
@@ -118,5 +120,7 @@ def test_a_look_without_an_image_hands_back_at_the_end(form_file: CacheFile) -> 
     state, command = advance(_ending(form_file), seen(None, END_AT))
     assert isinstance(state, Suspended)
     assert command == HandBack(
-        4, "the screen could not be read (AskCacheError: a look without a screenshot)"
+        4,
+        "the screen could not be read (AskCacheError: a look without a screenshot)",
+        code="screen_unreadable",
     )

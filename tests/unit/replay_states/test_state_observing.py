@@ -90,7 +90,9 @@ def test_a_look_without_an_image_hands_back(form_file: CacheFile) -> None:
     state, command = advance(_observing(form_file), seen(None, 2.0))
     assert isinstance(state, Suspended)
     assert command == HandBack(
-        TYPE_NAME, "the screen could not be read (AskCacheError: a look without a screenshot)"
+        TYPE_NAME,
+        "the screen could not be read (AskCacheError: a look without a screenshot)",
+        code="screen_unreadable",
     )
 
 
@@ -98,7 +100,7 @@ def test_a_look_that_failed_hands_back_before_the_step(form_file: CacheFile) -> 
     observation = blind(2.0)
     state, command = advance(_observing(form_file), observation)
     assert isinstance(state, Suspended)
-    assert command == HandBack(TYPE_NAME, str(observation.error))
+    assert command == HandBack(TYPE_NAME, str(observation.error), code="screen_unreadable")
     assert str(observation.error) == (
         "no screenshot could be taken (3 attempts in a row): "
         "OSError: the X server closed the connection"

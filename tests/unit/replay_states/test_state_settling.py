@@ -67,7 +67,7 @@ def test_it_hands_back_once_the_screen_stayed_still_for_the_quiet_period(
     image = form(app)
     state, command, looks = drive(settling, Look(FAILED_AT), lambda at: image)
     assert isinstance(state, Suspended)
-    assert command == HandBack(TYPE_NAME, PROBLEM, executed=True)
+    assert command == HandBack(TYPE_NAME, PROBLEM, executed=True, code="tool_failed")
     assert pauses(FAILED_AT, looks) == pytest.approx(
         [0.0, FIRST, 2 * FIRST, 4 * FIRST, POLL, POLL, POLL, POLL, POLL]
     )
@@ -95,7 +95,7 @@ def test_a_screen_still_changing_is_waited_for_until_it_is_still(form_file: Cach
     settling, _ = _settling(form_file, settle_quiet_period=0.1)
     state, command, looks = drive(settling, Look(FAILED_AT), _flickering(FAILED_AT + 0.2))
     assert isinstance(state, Suspended)
-    assert command == HandBack(TYPE_NAME, PROBLEM, executed=True)
+    assert command == HandBack(TYPE_NAME, PROBLEM, executed=True, code="tool_failed")
     still_from = next(look.at for look in looks if look.at >= FAILED_AT + 0.2)
     assert 0.1 <= looks[-1].at - still_from < 0.1 + POLL
 
@@ -106,7 +106,7 @@ def test_a_screen_that_never_settles_is_handed_back_after_the_timeout(
     settling, _ = _settling(form_file, settle_quiet_period=0.1, settle_timeout=0.3)
     state, command, looks = drive(settling, Look(FAILED_AT), _flickering(float("inf")))
     assert isinstance(state, Suspended)
-    assert command == HandBack(TYPE_NAME, PROBLEM, executed=True)
+    assert command == HandBack(TYPE_NAME, PROBLEM, executed=True, code="tool_failed")
     assert 0.3 <= looks[-1].at - FAILED_AT < 0.3 + POLL
 
 
@@ -114,11 +114,11 @@ def test_a_look_that_failed_hands_back_with_the_calls_problem(form_file: CacheFi
     settling, _ = _settling(form_file)
     state, command = advance(settling, blind(FAILED_AT))
     assert isinstance(state, Suspended)
-    assert command == HandBack(TYPE_NAME, PROBLEM, executed=True)
+    assert command == HandBack(TYPE_NAME, PROBLEM, executed=True, code="tool_failed")
 
 
 def test_a_look_without_an_image_hands_back_with_the_calls_problem(form_file: CacheFile) -> None:
     settling, _ = _settling(form_file)
     state, command = advance(settling, seen(None, FAILED_AT))
     assert isinstance(state, Suspended)
-    assert command == HandBack(TYPE_NAME, PROBLEM, executed=True)
+    assert command == HandBack(TYPE_NAME, PROBLEM, executed=True, code="tool_failed")

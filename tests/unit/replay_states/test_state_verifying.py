@@ -162,7 +162,10 @@ def test_a_look_that_failed_hands_back_after_the_step(form_file: CacheFile) -> N
     after, command = advance(state, observation)
     assert isinstance(after, Suspended)
     assert command == HandBack(
-        TYPE_NAME, f"its effect cannot be checked: {observation.error}", executed=True
+        TYPE_NAME,
+        f"its effect cannot be checked: {observation.error}",
+        executed=True,
+        code="screen_unreadable",
     )
     assert after.stopped.check == "effect"
 

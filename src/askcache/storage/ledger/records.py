@@ -15,6 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
 from askcache.foundation.messages import Usage
+from askcache.foundation.reasons import HandBackCode
 from askcache.foundation.redaction import redact
 
 __all__ = [
@@ -132,6 +133,10 @@ class RunRecord(BaseModel):
     """Why it stopped or was not confirmed. Registered secrets are redacted from it whenever
     the entry is serialized, wherever it is written (:func:`~askcache.foundation.redaction.redact`;
     the other fields are names, numbers and statuses askcache sets)."""
+    reason_code: HandBackCode | None = None
+    """The kind of :attr:`reason` when the replay handed back, one of a closed set
+    (:data:`~askcache.foundation.reasons.HandBackCode`): group entries by it, not by the text.
+    ``None``: it did not hand back, or the entry was written before codes."""
     rejoins: int = 0
     """Times the replay took over again after the model had put the screen back."""
     rejoin_decisions: list[RejoinDecision] = Field(default_factory=list)

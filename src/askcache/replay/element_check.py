@@ -321,12 +321,10 @@ def _allowed(
     record.matched = True
     record.decided_by = decided
     record.note = f"{words} vs {plan.policy.element_look_threshold:.2f} (pixels: {record.note})"
-    config = plan.config
-    thumbnail = screen.thumbnail(config) if config is not None else None
     return Checked(
         record,
         screen,
-        thumbnail,
+        screen.look(plan.config),
         anchor=anchor,
         view=outcome.view,
         other_density=outcome.other_density,

@@ -41,11 +41,14 @@ def settings(folder: Path, strategy: str) -> CachingSettings:
     )
 
 
-def act(folder: Path, strategy: str, layout: Layout = "original") -> tuple[ActResult, Any]:
-    """One ``Agent.act`` of the login on a fresh app; the result and the app."""
+def act(
+    folder: Path, strategy: str, layout: Layout = "original", **client: Any
+) -> tuple[ActResult, Any]:
+    """One ``Agent.act`` of the login on a fresh app; the result and the app. ``client``:
+    options of the anthropic client (``open_telemetry``)."""
     app = SimulatedFormApp(layout=layout)
     with MessagesApiStandIn(FormFillingScript(app, SECRET)) as api:
-        agent = Agent(api.client(), [ComputerTool(app)], model=MODEL, sleep=lambda s: None)
+        agent = Agent(api.client(**client), [ComputerTool(app)], model=MODEL, sleep=lambda s: None)
         return agent.act(GOAL, settings(folder, strategy)), app
 
 

@@ -5,7 +5,8 @@ A login typing a declared secret is recorded on the simulated app through the Me
 stand-in and the real anthropic client, then replayed as recorded (every step a child span
 of the ``Agent.act`` span, the metrics of a hit) and on a changed screen (a hand-back with its
 code on the step's span, the run's span and the hand-back counter; the model's turns after it
-as ``chat`` spans in the same trace). The secret is in no attribute, event or data point.
+as ``chat`` spans in the same trace, the anthropic SDK's own span of each call under
+them). The secret is in no attribute, event or data point.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from askcache import telemetry
 from askcache.replay.observers import registered
 from tests.integration.telemetry_runs import MODEL, RECORDED_CALLS, SECRET, act, record
+from tests.integration.test_own_loop import _run as _loop_run
 
 pytestmark = pytest.mark.integration
 
@@ -157,7 +159,9 @@ def test_a_hand_back_has_its_code_and_the_model_turns_after_it_share_the_trace(
 ) -> None:
     record(tmp_path)
     otel.spans.clear()
-    result, app = act(tmp_path, "execute", layout="banner")
+    # the anthropic SDK traces its own API calls: on the same provider, its spans nest
+    sdk_traces = {"tracer_provider": otel.tracer_provider}
+    result, app = act(tmp_path, "execute", layout="banner", open_telemetry=sdk_traces)
     replay = result.replay
     assert replay is not None
     assert replay.status == "handed_back"
@@ -195,6 +199,11 @@ def test_a_hand_back_has_its_code_and_the_model_turns_after_it_share_the_trace(
         assert call_attributes["askcache.after_handback"] is True
         assert call_attributes["gen_ai.usage.input_tokens"] > 0  # type: ignore[operator]
         assert call_attributes["gen_ai.usage.output_tokens"] > 0  # type: ignore[operator]
+    sdk_calls = [span for span in spans if span.name == "anthropic.messages.create"]
+    assert len(sdk_calls) == len(calls)
+    assert {span.parent.span_id for span in sdk_calls if span.parent} == {
+        call.context.span_id for call in calls if call.context
+    }
     assert refused[0].end_time is not None
     assert calls[0].start_time is not None
     assert refused[0].end_time <= calls[0].start_time  # the model's turns come after
@@ -218,3 +227,28 @@ def test_uninstrumented_runs_make_no_span(tmp_path: Path, otel: _Otel) -> None:
     record(tmp_path)
     act(tmp_path, "execute")
     assert otel.finished() == []
+
+
+def test_a_run_of_the_users_own_loop_is_a_span_with_its_steps(tmp_path: Path, otel: _Otel) -> None:
+    recorded, _, _ = _loop_run(tmp_path, "original", "alice")
+    assert recorded.strategy == "record"
+    otel.spans.clear()
+    result, app, requests = _loop_run(tmp_path, "original", "bob")
+    assert requests == []
+    assert app.saved == [{"name": "bob", "email": ""}]
+    assert result.replay is not None
+    assert result.replay.status == "completed"
+    spans = otel.finished()
+    (run,) = [span for span in spans if span.name == "askcache.loop"]
+    assert run.context is not None
+    attributes = dict(run.attributes or {})
+    assert attributes["askcache.run.kind"] == "loop"
+    assert attributes["askcache.trajectory"] == "login.json"
+    assert attributes["askcache.replay.status"] == "completed"
+    assert attributes["askcache.run.status"] == "done"
+    steps = [span for span in spans if span.name == "askcache.replay.step"]
+    assert len(steps) == result.replay.steps_total
+    assert {span.parent.span_id for span in steps if span.parent} == {run.context.span_id}
+    assert len([span for span in steps if span.parent]) == len(steps)
+    points = otel.points()
+    assert _total(points["askcache.replay.hits"], **{"askcache.trajectory": "login.json"}) == 1

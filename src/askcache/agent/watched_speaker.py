@@ -13,7 +13,7 @@ from collections.abc import Callable
 from askcache.conversation.speakers import AgentSpeaker
 from askcache.conversation.turns import Conversation, SpeakerResult
 from askcache.foundation.messages import Usage
-from askcache.replay.observers import ModelCall, RunObserver
+from askcache.replay.observers import ModelCall, ModelRequest, RunObserver
 
 __all__ = ["WatchedSpeaker"]
 
@@ -38,6 +38,8 @@ class WatchedSpeaker:
 
     def handle_step(self, conversation: Conversation) -> SpeakerResult:
         after = self._handed_back()
+        speaker = self.speaker
+        self.observer.calling(ModelRequest(speaker.model, speaker.max_tokens, after))
         started = time.time_ns()
         try:
             result = self.speaker.handle_step(conversation)

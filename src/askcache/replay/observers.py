@@ -4,7 +4,7 @@ A run (:meth:`Agent.act <askcache.agent.act.Agent.act>`, or the user's own loop,
 :mod:`askcache.loop`) asks :func:`observe` for its :class:`RunObserver` when it starts, and
 tells it what happened, each in one place: a replayed step once its record is final
 (:class:`~askcache.replay.session.ReplaySession`), a hand-back, a model call
-(the ``Agent``'s model speaker), the ledger entry of each replay
+(the ``Agent``'s model speaker, as it begins and when it returns), the ledger entry of each replay
 (:func:`~askcache.agent.run_record.record_runs`), and the run's end.
 
 Nothing is registered by default: :func:`observe` then returns :data:`NO_OBSERVER`, which does
@@ -34,6 +34,7 @@ __all__ = [
     "HandedBack",
     "Instrumentation",
     "ModelCall",
+    "ModelRequest",
     "ReplayedStep",
     "RunKind",
     "RunObserver",
@@ -100,6 +101,17 @@ class HandedBack:
 
 
 @dataclass(frozen=True)
+class ModelRequest:
+    """A call to the model is about to be made (its :class:`ModelCall` follows, in the
+    same thread, when it returns or fails)."""
+
+    model: str
+    max_tokens: int
+    after_handback: bool
+    """True when a replay of this run had handed back before the call."""
+
+
+@dataclass(frozen=True)
 class ModelCall:
     """One call to the model, answered or failed."""
 
@@ -124,7 +136,11 @@ class RunObserver(Protocol):
 
     def handed_back(self, event: HandedBack) -> None: ...
 
-    def model_call(self, call: ModelCall) -> None: ...
+    def calling(self, request: ModelRequest) -> None:
+        """A model call begins (what the client does now belongs to it)."""
+
+    def model_call(self, call: ModelCall) -> None:
+        """The model call begun last returned, or failed."""
 
     def recorded(self, record: RunRecord) -> None:
         """The ledger entry of one of the run's replays (told whether or not the ledger
@@ -148,6 +164,9 @@ class _NoObserver:
         pass
 
     def handed_back(self, event: HandedBack) -> None:
+        pass
+
+    def calling(self, request: ModelRequest) -> None:
         pass
 
     def model_call(self, call: ModelCall) -> None:
@@ -182,6 +201,9 @@ class _Observers:
 
     def handed_back(self, event: HandedBack) -> None:
         self._tell("handed_back", event)
+
+    def calling(self, request: ModelRequest) -> None:
+        self._tell("calling", request)
 
     def model_call(self, call: ModelCall) -> None:
         self._tell("model_call", call)

@@ -21,6 +21,7 @@ from opentelemetry.trace import TracerProvider
 from askcache.replay.observers import (
     HandedBack,
     ModelCall,
+    ModelRequest,
     ReplayedStep,
     RunObserver,
     RunStart,
@@ -56,6 +57,9 @@ class _RunTelemetry:
     def handed_back(self, event: HandedBack) -> None:
         self.spans.handed_back(event)
         self.metrics.handed_back(event)
+
+    def calling(self, request: ModelRequest) -> None:
+        self.spans.calling(request)
 
     def model_call(self, call: ModelCall) -> None:
         self.spans.model_call(call)

@@ -10,10 +10,19 @@ their parent.
 
 from __future__ import annotations
 
+from contextvars import Token
+
 from opentelemetry import context, trace
+from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
-from askcache.replay.observers import HandedBack, ModelCall, ReplayedStep, RunStart
+from askcache.replay.observers import (
+    HandedBack,
+    ModelCall,
+    ModelRequest,
+    ReplayedStep,
+    RunStart,
+)
 from askcache.storage.ledger import RunRecord
 from askcache.telemetry.otel_names import (
     ACT_SPAN,
@@ -87,6 +96,8 @@ class RunSpans:
         """The context the run's children are made in."""
         self._token = context.attach(self.context) if run.current else None
         self._model_calls = 0
+        self._call: tuple[Span, Token[Context]] | None = None
+        """The model call under way: its span and the token of its context."""
 
     def step(self, step: ReplayedStep) -> None:
         record = step.record
@@ -124,40 +135,45 @@ class RunSpans:
         )
         self.span.set_attribute(HANDBACK_REASON_CODE, event.code)
 
-    def model_call(self, call: ModelCall) -> None:
-        self._model_calls += 1
-        model = text(call.model)
+    def calling(self, request: ModelRequest) -> None:
+        model = text(request.model)
         attributes: dict[str, AttributeValue] = {
             GEN_AI_OPERATION: "chat",
             GEN_AI_PROVIDER: "anthropic",
             GEN_AI_REQUEST_MODEL: model,
-            GEN_AI_MAX_TOKENS: call.max_tokens,
-            AFTER_HANDBACK: call.after_handback,
+            GEN_AI_MAX_TOKENS: request.max_tokens,
+            AFTER_HANDBACK: request.after_handback,
         }
+        span = self.tracer.start_span(
+            f"chat {model}", context=self.context, kind=SpanKind.CLIENT, attributes=attributes
+        )
+        self._call = (span, context.attach(trace.set_span_in_context(span, self.context)))
+
+    def model_call(self, call: ModelCall) -> None:
+        self._model_calls += 1
+        if self._call is None:  # told without its start: a span of its times alone
+            self.calling(ModelRequest(call.model, call.max_tokens, call.after_handback))
+            assert self._call is not None
+        span, token = self._call
+        self._call = None
+        context.detach(token)
         usage = call.usage
         if usage is not None:
-            attributes[GEN_AI_INPUT_TOKENS] = (
+            span.set_attribute(
+                GEN_AI_INPUT_TOKENS,
                 usage.input_tokens
                 + usage.cache_read_input_tokens
-                + usage.cache_creation_input_tokens
+                + usage.cache_creation_input_tokens,
             )
-            attributes[GEN_AI_OUTPUT_TOKENS] = usage.output_tokens
-            attributes[GEN_AI_USAGE_CACHE_READ] = usage.cache_read_input_tokens
-            attributes[GEN_AI_USAGE_CACHE_CREATION] = usage.cache_creation_input_tokens
+            span.set_attribute(GEN_AI_OUTPUT_TOKENS, usage.output_tokens)
+            span.set_attribute(GEN_AI_USAGE_CACHE_READ, usage.cache_read_input_tokens)
+            span.set_attribute(GEN_AI_USAGE_CACHE_CREATION, usage.cache_creation_input_tokens)
         if call.stop_reason is not None:
-            attributes[GEN_AI_FINISH_REASONS] = [text(call.stop_reason)]
+            span.set_attribute(GEN_AI_FINISH_REASONS, [text(call.stop_reason)])
         if call.error is not None:
-            attributes[ERROR_TYPE] = call.error
-        span = self.tracer.start_span(
-            f"chat {model}",
-            context=self.context,
-            kind=SpanKind.CLIENT,
-            attributes=attributes,
-            start_time=call.started_ns,
-        )
-        if call.error is not None:
+            span.set_attribute(ERROR_TYPE, call.error)
             span.set_status(Status(StatusCode.ERROR))
-        span.end(end_time=call.ended_ns)
+        span.end()
 
     def recorded(self, record: RunRecord) -> None:
         if record.event != "replay":

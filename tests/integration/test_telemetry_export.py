@@ -2,9 +2,10 @@
 
 - Without OpenTelemetry installed (its imports blocked in a fresh interpreter) a record and a
   replay run as before; with it installed but not turned on, a replay imports none of it.
-- An OTLP/HTTP export, configured the way a fleet operator does (``OTEL_EXPORTER_OTLP_ENDPOINT``,
-  ``OTEL_SERVICE_NAME``), is received by a collector stand-in this test runs on 127.0.0.1 and
-  decoded with ``opentelemetry-proto``: the spans and metrics of a replay arrive.
+- docs/fleet.md's set-up, run as the page shows it in a worker process with the page's
+  environment variables (``OTEL_EXPORTER_OTLP_ENDPOINT``, ``OTEL_SERVICE_NAME``), exports over
+  OTLP/HTTP to a collector stand-in this test runs on 127.0.0.1; decoded with
+  ``opentelemetry-proto``, the spans and metrics of a replay are there.
 - A Prometheus scrape over HTTP on 127.0.0.1 (the Prometheus exporter's own server) shows the
   replay and hand-back counters.
 """
@@ -22,8 +23,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
-from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.exporter.prometheus import PrometheusMetricReader
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
     ExportMetricsServiceRequest,
@@ -31,10 +30,7 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import KeyValue
 from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
-from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from prometheus_client import start_http_server
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -143,59 +139,82 @@ def _values(attributes: Any) -> dict[str, Any]:
     return found
 
 
-def test_an_otlp_http_export_reaches_the_collector_the_environment_names(
-    tmp_path: Path,
-    collector: tuple[str, list[tuple[str, bytes]]],
-    monkeypatch: pytest.MonkeyPatch,
+def _fleet_setup() -> str:
+    """docs/fleet.md's OpenTelemetry set-up, as the page shows it."""
+    section = (ROOT / "docs" / "fleet.md").read_text().split("## OpenTelemetry", 1)[1]
+    return section.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+_WORKER = """
+{setup}
+import sys
+from pathlib import Path
+from tests.integration.telemetry_runs import act, record
+folder = Path(sys.argv[1])
+record(folder)
+result, _ = act(folder, "execute")
+assert result.replay is not None and result.replay.status == "completed", result.replay
+print("REPLAYED")
+"""
+
+
+def test_the_fleet_pages_set_up_exports_over_otlp_http_to_the_collector_it_names(
+    tmp_path: Path, collector: tuple[str, list[tuple[str, bytes]]]
 ) -> None:
+    """A worker process runs docs/fleet.md's set-up as it is, with the page's environment
+    variables naming a collector stand-in on 127.0.0.1, records and replays; what the
+    collector received (sent when the worker exits: the SDK flushes then) is decoded."""
     endpoint, received = collector
-    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
-    monkeypatch.setenv("OTEL_SERVICE_NAME", "form-fleet")
-    resource = Resource.create()
-    tracer_provider = TracerProvider(resource=resource)
-    tracer_provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
-    reader = PeriodicExportingMetricReader(OTLPMetricExporter(), export_interval_millis=3_600_000)
-    meter_provider = MeterProvider(resource=resource, metric_readers=[reader])
-    telemetry.instrument(tracer_provider=tracer_provider, meter_provider=meter_provider)
-    try:
-        record(tmp_path)
-        result, _ = act(tmp_path, "execute")
-    finally:
-        telemetry.uninstrument()
-    assert tracer_provider.force_flush()
-    assert meter_provider.force_flush()
-    tracer_provider.shutdown()
-    meter_provider.shutdown()
-    assert result.replay is not None
-    assert result.replay.status == "completed"
+    done = subprocess.run(
+        [sys.executable, "-c", _WORKER.format(setup=_fleet_setup()), str(tmp_path)],
+        cwd=ROOT,
+        env={
+            "PYTHONPATH": f"{ROOT / 'src'}:{ROOT}",
+            "PATH": "/usr/bin:/bin",
+            "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint,
+            "OTEL_SERVICE_NAME": "form-fleet",
+            "OTEL_RESOURCE_ATTRIBUTES": "deployment.environment=test",
+        },
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "REPLAYED" in done.stdout
 
     spans: list[tuple[dict[str, Any], Any]] = []
     metrics: dict[str, list[Any]] = {}
-    last_metrics = max(i for i, (path, _) in enumerate(received) if path == "/v1/metrics")
+    paths = [path for path, _ in received]
+    assert "/v1/traces" in paths
+    assert "/v1/metrics" in paths
+    last_metrics = max(i for i, path in enumerate(paths) if path == "/v1/metrics")
     for position, (path, body) in enumerate(received):
         if path == "/v1/traces":
             request = ExportTraceServiceRequest()
             request.ParseFromString(body)
             for resource_spans in request.resource_spans:
-                service = _values(resource_spans.resource.attributes)["service.name"]
+                resource = _values(resource_spans.resource.attributes)
                 spans += [
-                    ({"service": service}, span)
-                    for scope in resource_spans.scope_spans
-                    for span in scope.spans
+                    (resource, span) for scope in resource_spans.scope_spans for span in scope.spans
                 ]
         elif position == last_metrics:  # cumulative: the last export holds the totals
             assert path == "/v1/metrics"
             metric_request = ExportMetricsServiceRequest()
             metric_request.ParseFromString(body)
             for resource_metrics in metric_request.resource_metrics:
+                resource = _values(resource_metrics.resource.attributes)
+                assert resource["service.name"] == "form-fleet"
                 for scope_metrics in resource_metrics.scope_metrics:
-                    assert scope_metrics.scope.name == "askcache"
+                    if scope_metrics.scope.name != "askcache":
+                        continue
                     for metric in scope_metrics.metrics:
                         kind = metric.WhichOneof("data")
                         metrics.setdefault(metric.name, []).extend(
                             getattr(metric, kind).data_points
                         )
-    assert {where["service"] for where, _ in spans} == {"form-fleet"}
+    assert {where["service.name"] for where, _ in spans} == {"form-fleet"}
+    assert {where["deployment.environment"] for where, _ in spans} == {"test"}
     runs = [
         span
         for _, span in spans
@@ -212,6 +231,10 @@ def test_an_otlp_http_export_reaches_the_collector_the_environment_names(
     typed = [s for s in replayed if _values(s.attributes)["askcache.step.action"] == "type"]
     assert len(typed) == 1
     assert _values(typed[0].attributes)["askcache.check.matched"] is True
+    recording = [span for _, span in spans if span.name.startswith("chat ")]
+    assert len(recording) == RECORDED_CALLS  # the recording's model calls, and
+    sdk_calls = [span for _, span in spans if span.name == "anthropic.messages.create"]
+    assert {span.parent_span_id for span in sdk_calls} == {span.span_id for span in recording}
     assert SECRET.encode() not in b"".join(body for _, body in received)
 
     completed = [

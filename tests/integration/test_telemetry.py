@@ -246,6 +246,7 @@ def test_a_run_of_the_users_own_loop_is_a_span_with_its_steps(tmp_path: Path, ot
     assert attributes["askcache.trajectory"] == "login.json"
     assert attributes["askcache.replay.status"] == "completed"
     assert attributes["askcache.run.status"] == "done"
+    assert "askcache.model_calls" not in attributes  # the loop's model calls are its own
     steps = [span for span in spans if span.name == "askcache.replay.step"]
     assert len(steps) == result.replay.steps_total
     assert {span.parent.span_id for span in steps if span.parent} == {run.context.span_id}

@@ -96,6 +96,7 @@ class RunSpans:
         """The context the run's children are made in."""
         self._token = context.attach(self.context) if run.current else None
         self._model_calls = 0
+        self._kind = run.kind
         self._call: tuple[Span, Token[Context]] | None = None
         """The model call under way: its span and the token of its context."""
 
@@ -191,7 +192,8 @@ class RunSpans:
 
     def ended(self, status: str, error: BaseException | None) -> None:
         self.span.set_attribute(RUN_STATUS, status)
-        self.span.set_attribute("askcache.model_calls", self._model_calls)
+        if self._kind == "act":  # a loop's model calls are the user's own
+            self.span.set_attribute("askcache.model_calls", self._model_calls)
         if error is not None:
             self.span.set_attribute(ERROR_TYPE, type(error).__qualname__)
             self.span.set_status(Status(StatusCode.ERROR))

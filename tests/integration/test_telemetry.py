@@ -6,7 +6,9 @@ stand-in and the real anthropic client, then replayed as recorded (every step a 
 of the ``Agent.act`` span, the metrics of a hit) and on a changed screen (a hand-back with its
 code on the step's span, the run's span and the hand-back counter; the model's turns after it
 as ``chat`` spans in the same trace, the anthropic SDK's own span of each call under
-them). The secret is in no attribute, event or data point.
+them). The secret is in no attribute, event or data point. Besides: a run of the user's own
+loop (its span, its steps under it), and a replay on a moved window (its clicks say they were
+anchored to the window).
 """
 
 from __future__ import annotations
@@ -24,8 +26,11 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from askcache import telemetry
 from askcache.replay.observers import registered
+from askcache.testing import WindowedFormApp
 from tests.integration.telemetry_runs import MODEL, RECORDED_CALLS, SECRET, act, record
 from tests.integration.test_own_loop import _run as _loop_run
+from tests.integration.test_window_anchor import _record as _record_windowed
+from tests.integration.test_window_anchor import _run as _run_windowed
 
 pytestmark = pytest.mark.integration
 
@@ -253,3 +258,17 @@ def test_a_run_of_the_users_own_loop_is_a_span_with_its_steps(tmp_path: Path, ot
     assert len([span for span in steps if span.parent]) == len(steps)
     points = otel.points()
     assert _total(points["askcache.replay.hits"], **{"askcache.trajectory": "login.json"}) == 1
+
+
+def test_a_step_acted_on_a_moved_window_says_how_it_was_found(tmp_path: Path, otel: _Otel) -> None:
+    _record_windowed(tmp_path)
+    otel.spans.clear()
+    result = _run_windowed(tmp_path, WindowedFormApp(at=(300, 250)))
+    assert result.replay is not None
+    assert result.replay.status == "completed"
+    steps = [span for span in otel.finished() if span.name == "askcache.replay.step"]
+    assert [
+        span.attributes["askcache.step.anchor"]  # type: ignore[index]
+        for span in steps
+        if span.attributes and span.attributes["askcache.step.action"] == "left_click"
+    ] == ["window", "window"]  # the Name and the Save click, on the moved window

@@ -211,6 +211,9 @@ class Agent:
 
         Writes of earlier runs waiting in the outbox for this storage are sent first.
 
+        What is registered in :mod:`askcache.replay.observers` is told how the call goes
+        (:func:`askcache.telemetry.instrument`: its spans and metrics, docs/fleet.md).
+
         Raises:
             CacheInvalidatedError: ``execute`` was asked for a file marked invalid.
             MissingApiKeyError: the client has no key (``ANTHROPIC_API_KEY`` unset) and the

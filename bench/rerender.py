@@ -1415,7 +1415,8 @@ def _write(saved: dict[str, Any]) -> None:
 
     outcomes = [Outcome(**o) for o in saved["outcomes"]]
     text = table(outcomes) + "\n\n" + summary(outcomes)
-    write_section(f"rerender-{saved['detail_hash']}", _section(text, saved, len(outcomes)))
+    anchors = "" if saved["mode"].startswith("pixel-only") else "anchors-"
+    write_section(f"rerender-{anchors}{saved['detail_hash']}", _section(text, saved, len(outcomes)))
 
 
 def _section(text: str, saved: dict[str, Any], count: int) -> str:

@@ -1,0 +1,309 @@
+"""The pytest plugin, run by pytest itself (``pytester``, each run in its own interpreter):
+a suite of agent tests on the simulated form (the real ``anthropic`` client over HTTP to the
+local Messages API stand-in) records, replays with no model call, fails on a hand-back in
+``replay`` mode with the step, the reason and the report page, passes when the model is
+allowed, changes nothing in mode ``off``, keeps secrets out of names and pages, and prints
+one summary whose figures are the run ledger's (``askcache stats --json``), under
+pytest-xdist too; and the same on a real Tk application under Xvfb.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import tomllib
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+
+import askcache
+from askcache.pytest_plugin.naming import trajectory_stem
+
+pytest_plugins = ["pytester"]
+
+pytestmark = pytest.mark.integration
+
+SRC = Path(askcache.__file__).resolve().parents[1]
+ROOT = SRC.parent
+
+FORM_TEST = """
+import os
+
+import pytest
+
+from askcache import Agent, ComputerTool
+from askcache.testing import FormFillingScript, MessagesApiStandIn, SimulatedFormApp
+
+
+@pytest.mark.parametrize("person", ["Ada Lovelace", "Grace"])
+def test_fill(askcache, person):
+    app = SimulatedFormApp(layout=os.environ.get("FORM_LAYOUT", "original"))
+    with MessagesApiStandIn(FormFillingScript(app, person)) as api:
+        agent = askcache.agent(
+            Agent(api.client(), [ComputerTool(app)], model="claude-sonnet-4-6", sleep=lambda s: None)
+        )
+        agent.act(
+            f"Type {person} into the Name field and press Save",
+            askcache.settings(execution_settings={"settle_timeout": 2}),
+        )
+        print(f"requests {len(api.requests)}")
+    assert app.saved == [{"name": person, "email": ""}]
+
+
+def test_without_the_fixture():
+    assert True
+"""
+
+
+@pytest.fixture
+def suite(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """A folder for an agent test suite whose pytest imports this askcache."""
+    monkeypatch.setenv("PYTHONPATH", str(SRC))
+    monkeypatch.delenv("FORM_LAYOUT", raising=False)
+    return pytester
+
+
+def _run(suite: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return suite.runpytest_subprocess(
+        "-p", "askcache.pytest_plugin", "-p", "no:cacheprovider", *args
+    )
+
+
+def _summary(result: pytest.RunResult) -> list[str]:
+    lines = result.outlines
+    start = next(i for i, line in enumerate(lines) if re.match(r"=+ askcache =+$", line))
+    return [line for line in lines[start + 1 :] if not line.startswith("=")][:6]
+
+
+def _stats(cache: Path) -> dict[str, object]:
+    done = subprocess.run(
+        [sys.executable, "-m", "askcache.cli", "stats", "--cache-dir", str(cache), "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"},
+    )
+    data: dict[str, object] = json.loads(done.stdout)
+    return data
+
+
+def test_record_replay_hand_back_and_the_allowed_model(
+    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    suite.makepyfile(test_form=FORM_TEST)
+    cache = suite.path / "askcache"
+    ada = f"test_form/{trajectory_stem(['test_fill'], 'Ada Lovelace')}.json"
+    grace = "test_form/test_fill-Grace.json"
+    assert re.fullmatch(r"test_form/test_fill-Ada-Lovelace-[0-9a-f]{8}\.json", ada)
+
+    recorded = _run(suite, "--askcache-mode=record")
+    recorded.assert_outcomes(passed=3)
+    assert (cache / ada).is_file()
+    assert (cache / grace).is_file()
+    assert _summary(recorded)[:2] == [
+        "askcache (mode record): 2 tests, 0 replayed, 2 recorded",
+        "model calls: 10 made, 0 avoided",
+    ]
+
+    replayed = _run(suite, "--askcache-mode=replay", "-n", "2")  # the summary from the workers
+    replayed.assert_outcomes(passed=3)
+    summary = _summary(replayed)
+    assert summary[:3] == [
+        "askcache (mode replay): 2 tests, 2 replayed, 0 recorded",
+        "replays: 2 completed",
+        "model calls: 0 made, 10 avoided",
+    ]
+    saved = re.fullmatch(
+        r"replays saved 10 model calls and ([\d,]+) tokens \(\$(\d+\.\d\d)\) against the recordings",
+        summary[3],
+    )
+    assert saved is not None, summary
+    stats = _stats(cache)
+    totals = stats["total"]
+    assert isinstance(totals, dict)
+    assert totals["saved_model_calls"] == 10
+    assert int(saved.group(1).replace(",", "")) == totals["saved_tokens"]
+    assert float(saved.group(2)) == pytest.approx(totals["dollars_saved"], abs=0.005)
+
+    monkeypatch.setenv("FORM_LAYOUT", "banner")  # the app moved its form down
+    failed = _run(suite, "--askcache-mode=replay", "-k", "Grace")
+    failed.assert_outcomes(failed=1, deselected=2)
+    out = failed.stdout.str()
+    for line in (
+        "askcache: the replay handed back at step 1 (screen_changed: the screen around the "
+        "step's action point no longer looks as recorded)\n",
+        f"  trajectory: {grace} in {cache}\n",
+        "  reason: the screen around the action point no longer matches the recording (",
+        f"  report: {suite.path}/askcache-reports/test_form/test_fill-Grace.html\n",
+        "  the model was not called (--askcache-mode=replay).",
+    ):
+        assert line in out
+    page = suite.path / "askcache-reports" / "test_form" / "test_fill-Grace.html"
+    text = page.read_text()
+    assert "handed back at step 1 (screen_changed" in text
+    assert "STOPPED HERE" in text
+    assert "whole screen with the region boxed" in text  # what the replay checked step 1 on
+    assert _summary(failed)[:4] == [
+        "askcache (mode replay): 1 test, 1 replayed, 0 recorded, 1 failed by a hand-back",
+        "replays: 1 handed back",
+        "hand-backs by reason: screen_changed 1 (the screen around the step's action point no "
+        "longer looks as recorded)",
+        "model calls: 0 made, 1 avoided",
+    ]
+
+    allowed = _run(suite, "--askcache-mode=replay", "--askcache-allow-model", "-k", "Grace", "-s")
+    allowed.assert_outcomes(passed=1, deselected=2)
+    assert "requests 5" in allowed.stdout.str()
+    summary = _summary(allowed)
+    assert summary[1:4] == [
+        "replays: 1 handed back",
+        "hand-backs by reason: screen_changed 1 (the screen around the step's action point no "
+        "longer looks as recorded)",
+        "model calls: 5 made, 0 avoided",
+    ]
+
+
+def test_mode_off_changes_nothing_and_the_command_line_wins_over_the_marker(
+    suite: pytest.Pytester,
+) -> None:
+    suite.makepyfile(
+        test_off=FORM_TEST.replace(
+            "@pytest.mark.parametrize",
+            '@pytest.mark.askcache(mode="record")\n@pytest.mark.parametrize',
+        )
+    )
+    result = _run(suite, "--askcache-mode=off", "-k", "Grace or without")
+    result.assert_outcomes(passed=2, deselected=1)
+    assert not (suite.path / "askcache").exists()
+    assert not any(re.match(r"=+ askcache =+$", line) for line in result.outlines)
+    result.stdout.fnmatch_lines(["*2 passed*"])
+
+    marked = _run(suite, "-k", "Grace")  # no mode on the command line: the marker's
+    marked.assert_outcomes(passed=1, deselected=2)
+    assert (suite.path / "askcache" / "test_off" / "test_fill-Grace.json").is_file()
+
+
+def test_nothing_is_done_without_a_mode(suite: pytest.Pytester) -> None:
+    suite.makepyfile(test_form=FORM_TEST)
+    result = _run(suite, "-k", "Grace or without")
+    result.assert_outcomes(passed=2, deselected=1)
+    assert not [p.name for p in suite.path.iterdir() if p.name.startswith("askcache")]
+    assert "askcache" not in result.stdout.str().replace("askcache.pytest_plugin", "")
+
+
+SECRET_TEST = """
+import os
+
+import pytest
+
+from askcache import Agent, ComputerTool
+from askcache.testing import FormFillingScript, MessagesApiStandIn, SimulatedFormApp
+
+PASSWORD = "Hunter2-Sesame!"
+
+
+@pytest.mark.parametrize("password", [PASSWORD])
+def test_login(askcache, password):
+    app = SimulatedFormApp(layout=os.environ.get("FORM_LAYOUT", "original"))
+    with MessagesApiStandIn(FormFillingScript(app, password)) as api:
+        agent = askcache.agent(Agent(api.client(), [ComputerTool(app)], model="claude-sonnet-4-6", sleep=lambda s: None))
+        agent.act(
+            f"Type {password} into the Name field and press Save",
+            askcache.settings(secrets={"password": password}, execution_settings={"settle_timeout": 2}),
+        )
+    assert app.saved == [{"name": password, "email": ""}]
+"""
+
+
+def test_a_declared_secret_never_reaches_a_name_a_file_or_the_failure(
+    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    suite.makepyfile(test_login=SECRET_TEST)
+    secret = "Hunter2-Sesame!"
+    _run(suite, "--askcache-mode=record").assert_outcomes(passed=1)
+    monkeypatch.setenv("FORM_LAYOUT", "banner")
+    failed = _run(suite, "--askcache-mode=replay")
+    failed.assert_outcomes(failed=1)
+    written = [p for p in suite.path.rglob("*") if p.is_file() and p.suffix in (".json", ".html")]
+    names = [p.relative_to(suite.path).as_posix() for p in written]
+    assert "askcache/test_login/test_login-secret-password-" in " ".join(names)
+    assert any(name.startswith("askcache-reports/test_login/") for name in names)
+    for path in written:
+        assert secret not in path.as_posix()
+        assert secret.encode() not in path.read_bytes(), path
+    failure = failed.stdout.str()
+    message = failure[failure.index("askcache: the replay") : failure.index("short test summary")]
+    assert secret not in message
+
+
+def test_the_entry_point_names_the_plugin_module() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    points = project["project"]["entry-points"]["pytest11"]
+    assert points == {"askcache.pytest_plugin": "askcache.pytest_plugin"}
+    import askcache.pytest_plugin as plugin
+
+    assert callable(plugin.pytest_addoption)
+    assert callable(plugin.askcache)
+    installed = [
+        point
+        for point in metadata.entry_points(group="pytest11")
+        if point.value.startswith("askcache")
+    ]
+    for point in installed:  # an install made from this pyproject says the same
+        assert (point.name, point.value) == ("askcache.pytest_plugin", "askcache.pytest_plugin")
+
+
+TK_TEST = """
+import os
+
+import pytest
+
+from askcache import Agent, ComputerTool
+from askcache.testing import FormFillingScript, MessagesApiStandIn, SimulatedFormApp, TkFormApp, VirtualDisplay
+from askcache.tools.desktop import DesktopBackend
+
+
+def test_tk_form(askcache, tmp_path):
+    script = FormFillingScript(SimulatedFormApp(), "Ada Lovelace")
+    with MessagesApiStandIn(script) as api, VirtualDisplay(1280, 800) as screen:
+        backend = DesktopBackend(screen.display)
+        try:
+            with TkFormApp(screen.display, tmp_path / "state.json", layout=os.environ.get("FORM_LAYOUT", "original")) as app:
+                tool = ComputerTool(backend, settle_delay=0.3)
+                script.app, script.to_model = app, tool.from_screen
+                agent = askcache.agent(Agent(api.client(), [tool], model="claude-sonnet-4-6"))
+                agent.act(
+                    "Type Ada Lovelace into the Name field and press Save",
+                    askcache.settings(execution_settings={"settle_timeout": 3}),
+                )
+                state = app.settled()
+        finally:
+            backend.close()
+        print(f"requests {len(api.requests)}")
+    assert state["saved"] == [{"name": "Ada Lovelace", "email": ""}]
+"""
+
+
+def test_a_real_tk_application_under_xvfb(
+    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    suite.makepyfile(test_tk=TK_TEST)
+    _run(suite, "--askcache-mode=auto").assert_outcomes(passed=1)
+    assert (suite.path / "askcache" / "test_tk" / "test_tk_form.json").is_file()
+    replayed = _run(suite, "--askcache-mode=replay", "-s")
+    replayed.assert_outcomes(passed=1)
+    assert "requests 0" in replayed.stdout.str()  # the stand-in heard nothing
+    assert _summary(replayed)[:3] == [
+        "askcache (mode replay): 1 test, 1 replayed, 0 recorded",
+        "replays: 1 completed",
+        "model calls: 0 made, 5 avoided",
+    ]
+    monkeypatch.setenv("FORM_LAYOUT", "banner")
+    failed = _run(suite, "--askcache-mode=replay")
+    failed.assert_outcomes(failed=1)
+    out = failed.stdout.str()
+    assert "askcache: the replay handed back at step 1 (" in out
+    assert f"  report: {suite.path}/askcache-reports/test_tk/test_tk_form.html\n" in out

@@ -307,3 +307,108 @@ def test_a_real_tk_application_under_xvfb(
     out = failed.stdout.str()
     assert "askcache: the replay handed back at step 1 (" in out
     assert f"  report: {suite.path}/askcache-reports/test_tk/test_tk_form.html\n" in out
+
+
+LOOP_TEST = """
+import base64
+import io
+import os
+
+from askcache.testing import FormFillingScript, MessagesApiStandIn, SimulatedFormApp
+
+GOAL = "Type Ada Lovelace into the Name field and press Save"
+
+
+def run_tool(app, call):
+    arguments = call["input"]
+    if arguments["action"] == "left_click":
+        app.click(tuple(arguments["coordinate"]), "left", 1, None)
+    elif arguments["action"] == "type":
+        app.type_text(arguments["text"])
+    buffer = io.BytesIO()
+    app.screenshot().save(buffer, format="PNG")
+    data = base64.b64encode(buffer.getvalue()).decode("ascii")
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}}
+    return {"type": "tool_result", "tool_use_id": call["id"], "content": [image]}
+
+
+def test_own_loop(askcache):
+    app = SimulatedFormApp(layout=os.environ.get("FORM_LAYOUT", "original"))
+    width, height = app.screenshot().size
+    tools = [{"type": "computer_20251124", "name": "computer", "display_width_px": width, "display_height_px": height}]
+    with MessagesApiStandIn(FormFillingScript(app, "Ada Lovelace")) as api:
+        client = api.client()
+        messages = [{"role": "user", "content": GOAL}]
+        replay = askcache.loop_replay(
+            messages,
+            settings=askcache.settings(execution_settings={"settle_timeout": 2}),
+            model="claude-sonnet-4-6",
+        )
+        while True:
+            for action in replay.actions(messages):
+                replay.tool_result(run_tool(app, action))
+            if replay.finished:
+                break
+            response = client.beta.messages.create(
+                model="claude-sonnet-4-6", max_tokens=1024, messages=messages, tools=tools,
+                betas=["computer-use-2025-11-24"],
+            )
+            content = [block.model_dump(exclude_none=True) for block in response.content]
+            messages.append({"role": "assistant", "content": content})
+            results = [run_tool(app, block) for block in content if block["type"] == "tool_use"]
+            if not results:
+                break
+            messages.append({"role": "user", "content": results})
+        replay.done(messages)
+        print(f"requests {len(api.requests)}")
+    assert app.saved == [{"name": "Ada Lovelace", "email": ""}]
+"""
+
+
+def test_your_own_loop_records_replays_and_fails_at_a_hand_back(
+    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    suite.makepyfile(test_loop=LOOP_TEST)
+    recorded = _run(suite, "--askcache-mode=auto", "-s")
+    recorded.assert_outcomes(passed=1)
+    assert "requests 5" in recorded.stdout.str()
+    assert (suite.path / "askcache" / "test_loop" / "test_own_loop.json").is_file()
+    replayed = _run(suite, "--askcache-mode=replay", "-s")
+    replayed.assert_outcomes(passed=1)
+    assert "requests 0" in replayed.stdout.str()
+    assert _summary(replayed)[:3] == [
+        "askcache (mode replay): 1 test, 1 replayed, 0 recorded",
+        "replays: 1 completed",
+        "model calls: 0 made, 5 avoided",
+    ]
+    monkeypatch.setenv("FORM_LAYOUT", "banner")
+    failed = _run(suite, "--askcache-mode=replay")
+    failed.assert_outcomes(failed=1)
+    out = failed.stdout.str()
+    assert "askcache: the replay handed back at step 1 (screen_changed: " in out
+    assert "/askcache-reports/test_loop/test_own_loop.html\n" in out
+    assert _summary(failed)[3] == "model calls: 0 made, 1 avoided"
+
+
+MARKER_TEST = """
+import pytest
+
+
+@pytest.mark.askcache(mode="rewind")
+def test_bad_mode(askcache):
+    pass
+
+
+@pytest.mark.askcache(record_mode="once")
+def test_bad_field(askcache):
+    pass
+"""
+
+
+def test_a_wrong_marker_is_named(suite: pytest.Pytester) -> None:
+    suite.makepyfile(test_marker=MARKER_TEST)
+    result = _run(suite)
+    result.assert_outcomes(errors=2)
+    out = result.stdout.str()
+    assert "MarkerError: the askcache marker of test_marker.py::test_bad_mode: mode 'rewind'" in out
+    assert "unknown field record_mode (valid: mode, allow_model, name)" in out

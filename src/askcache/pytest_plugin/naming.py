@@ -34,8 +34,9 @@ def _digest(text: str) -> str:
 
 def safe_part(text: str) -> str:
     """``text`` with every run of characters other than letters, digits, ``_``, ``.`` and
-    ``-`` replaced by one ``-``, and no ``-`` or ``.`` at either end (never hidden)."""
-    return _UNSAFE.sub("-", text).strip("-.")
+    ``-`` replaced by one ``-``, no ``--``, and no ``-`` or ``.`` at either end (never
+    hidden)."""
+    return re.sub(r"-{2,}", "-", _UNSAFE.sub("-", text)).strip("-.")
 
 
 def trajectory_stem(

@@ -412,3 +412,24 @@ def test_a_wrong_marker_is_named(suite: pytest.Pytester) -> None:
     out = result.stdout.str()
     assert "MarkerError: the askcache marker of test_marker.py::test_bad_mode: mode 'rewind'" in out
     assert "unknown field record_mode (valid: mode, allow_model, name)" in out
+
+
+def test_installed_the_entry_point_loads_the_plugin_and_p_names_the_same_one(
+    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    points = project["project"]["entry-points"]["pytest11"]
+    site = tmp_path / "site"  # what an install writes for the entry point, and nothing else
+    info = site / "askcache_entry_point_check-0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: askcache-entry-point-check\n")
+    lines = [f"{name} = {value}" for name, value in points.items()]
+    (info / "entry_points.txt").write_text("[pytest11]\n" + "\n".join(lines) + "\n")
+    monkeypatch.setenv("PYTHONPATH", f"{site}:{SRC}")
+    suite.makepyfile(test_mode="def test_mode(askcache):\n    assert askcache.mode == 'off'\n")
+    for options in ([], ["-p", "askcache.pytest_plugin"]):
+        result = suite.runpytest_subprocess("-p", "no:cacheprovider", *options)
+        result.assert_outcomes(passed=1)  # the fixture is there, registered once
+    off = suite.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:askcache.pytest_plugin")
+    off.assert_outcomes(errors=1)
+    assert "fixture 'askcache' not found" in off.stdout.str()

@@ -973,6 +973,9 @@ class Outcome:
     reason: str = ""
     result: str = ""
     seconds: float = 0.0
+    element_ms: dict[str, float] = field(default_factory=dict)
+    """Acting step index -> milliseconds its element check took in this replay (every look
+    of the step summed): the time the anchors add to the step."""
 
 
 @dataclass
@@ -1072,10 +1075,38 @@ def record(
     return recording
 
 
+_ELEMENT_MS: dict[str, float] = {}
+"""The running replay's element-check time per step (:func:`_timed_element_checks`)."""
+
+
+def _timed_element_checks() -> None:
+    """Time :func:`askcache.replay.element_check.with_element` where the pixel check calls
+    it, summed per step into :data:`_ELEMENT_MS` (the bench's own measurement: the check is
+    run as it is, only timed)."""
+    from askcache.replay import check as check_module
+
+    checked = check_module.with_element
+    if getattr(checked, "timed", False):
+        return
+
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return checked(*args, **kwargs)
+        finally:
+            key = str(args[1])
+            _ELEMENT_MS[key] = _ELEMENT_MS.get(key, 0.0) + (time.perf_counter() - started) * 1000
+
+    timed.timed = True  # type: ignore[attr-defined]
+    check_module.with_element = timed  # type: ignore[assignment]
+
+
 def replay(
     app: App, recording: Recording, situation: str, number: int, options: Options
 ) -> Outcome:
     """One replay of the recording in ``situation``, from a fresh copy of its cache folder."""
+    _timed_element_checks()
+    _ELEMENT_MS.clear()
     folder = recording.folder / f"{situation.replace(' ', '-')}-{number}"
     cache = folder / "cache"
     shutil.copytree(recording.folder / "cache", cache)
@@ -1092,7 +1123,7 @@ def replay(
             seconds = time.monotonic() - started
         time.sleep(0.3)
         result_text = app.outcome(run)
-    return _judge(
+    outcome = _judge(
         app=app,
         recording=recording,
         situation=situation,
@@ -1102,6 +1133,8 @@ def replay(
         result_text=result_text,
         seconds=seconds,
     )
+    outcome.element_ms = {k: round(v, 2) for k, v in _ELEMENT_MS.items()}
+    return outcome
 
 
 def _judge(
@@ -1234,6 +1267,9 @@ def summary(outcomes: list[Outcome]) -> str:
             f"of {len(relabel)}; replayed clicks the application's side could not place "
             f"{sum(o.unjudged for o in group)}."
         )
+    cost = _element_cost(outcomes)
+    if cost:
+        lines += ["", cost]
     wrong: dict[str, int] = {}
     for o in outcomes:
         for w in o.wrong:
@@ -1243,6 +1279,28 @@ def summary(outcomes: list[Outcome]) -> str:
         lines += ["", "The wrong actions:", ""]
         lines += [f"- {line}" + (f" ({n} runs)" if n > 1 else "") for line, n in wrong.items()]
     return "\n".join(lines)
+
+
+def _element_cost(outcomes: list[Outcome]) -> str:
+    """The element check's time per acting step (every look of the step summed), on
+    unchanged screens, per application: what the anchors add to a step that acts."""
+    per_app: dict[str, list[float]] = {}
+    for o in outcomes:
+        if o.situation == "unchanged" and o.element_ms:
+            per_app.setdefault(o.app, []).extend(o.element_ms.values())
+    if not per_app:
+        return ""
+    parts = []
+    for app, times in per_app.items():
+        ordered = sorted(times)
+        p90 = ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))]
+        parts.append(
+            f"{app} {statistics.median(ordered):.1f} ms (p90 {p90:.1f}, {len(ordered)} steps)"
+        )
+    return (
+        "**Time the element check adds per acting step** (`with_element`, every look of the "
+        "step summed; *unchanged*, median): " + "; ".join(parts) + "."
+    )
 
 
 def measure(
@@ -1357,7 +1415,8 @@ def _write(saved: dict[str, Any]) -> None:
 
     outcomes = [Outcome(**o) for o in saved["outcomes"]]
     text = table(outcomes) + "\n\n" + summary(outcomes)
-    write_section(f"rerender-{saved['detail_hash']}", _section(text, saved, len(outcomes)))
+    anchors = "" if saved["mode"].startswith("pixel-only") else "anchors-"
+    write_section(f"rerender-{anchors}{saved['detail_hash']}", _section(text, saved, len(outcomes)))
 
 
 def _section(text: str, saved: dict[str, Any], count: int) -> str:

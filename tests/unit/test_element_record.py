@@ -30,7 +30,15 @@ def test_a_label_is_stored_with_its_look_and_one_showing_a_secret_is_not() -> No
     assert stored is not None
     assert stored.label == "Continue"
     assert stored.look is not None
+    assert stored.label_digest is not None
     shown = step_element(_button("Hunter2Gold"), (120, 40), None, {}, {"pw": "hunter2gold"})
     assert shown is None or shown.label is None  # case aside, it is the secret
     misread = step_element(_button("hunter2goId"), (120, 40), None, {}, {"pw": "hunter2gold"})
     assert misread is None or misread.label is None  # "l" drawn as "I": still the secret
+
+
+def test_a_label_holding_a_parameter_is_stored_as_its_placeholder_without_a_digest() -> None:
+    stored = step_element(_button("Hello Ada"), (120, 40), None, {"who": "Ada"}, {})
+    assert stored is not None
+    assert stored.label == "Hello {{who}}"
+    assert stored.label_digest is None

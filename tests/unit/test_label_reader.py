@@ -71,6 +71,20 @@ def test_the_same_pixels_read_the_same_every_time_and_by_any_engine() -> None:
     assert read_label(image, XCALC_KEY_7, engine=other) == first
 
 
+def test_the_recorded_picture_is_not_read_again_and_any_other_picture_is() -> None:
+    recorded = read_label(_image("tk_form.png"), TK_SAVE)
+    assert recorded is not None
+    assert recorded.digest is not None
+    known = (recorded.text, recorded.digest)
+    again = read_label(_image("tk_form.png"), TK_SAVE, recorded=known)
+    assert again is not None
+    assert (again.text, again.read, again.digest) == ("Save", False, recorded.digest)
+    relabelled = read_label(_image("tk_form_relabelled.png"), TK_SAVE, recorded=known)
+    assert relabelled is not None
+    assert (relabelled.text, relabelled.read) == ("Save As", True)
+    assert relabelled.digest != recorded.digest
+
+
 def test_the_same_menu_at_another_density_reads_the_same() -> None:
     small = read_label(_image("menu_bar_1x.png"), MENU_EDIT_1X)
     large = read_label(_image("menu_bar_2x.png"), MENU_EDIT_2X)

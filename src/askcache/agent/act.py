@@ -35,6 +35,7 @@ from askcache.agent.prepare import (
     usable,
 )
 from askcache.agent.run_record import finish_run, store_recording
+from askcache.agent.watched_speaker import WatchedSpeaker
 from askcache.conversation.speakers import DEFAULT_MODEL, AgentSpeaker
 from askcache.conversation.turns import BeforeTool, Conversation, ConversationResult
 from askcache.foundation.actions import parse_action
@@ -55,6 +56,7 @@ from askcache.replay import (
     ReplayResult,
     ResumeCachedTrajectory,
 )
+from askcache.replay.observers import NO_OBSERVER, RunObserver, RunStart, observe
 from askcache.replay.step_view import StepView
 from askcache.storage.cache_storage import CacheStorage, read_cache_file
 from askcache.storage.ledger import RunLedger
@@ -209,6 +211,9 @@ class Agent:
 
         Writes of earlier runs waiting in the outbox for this storage are sent first.
 
+        What is registered in :mod:`askcache.replay.observers` is told how the call goes
+        (:func:`askcache.telemetry.instrument`: its spans and metrics, docs/fleet.md).
+
         Raises:
             CacheInvalidatedError: ``execute`` was asked for a file marked invalid.
             MissingApiKeyError: the client has no key (``ANTHROPIC_API_KEY`` unset) and the
@@ -224,6 +229,24 @@ class Agent:
                 model call or action).
         """
         settings = caching_settings or CachingSettings(strategy=CacheStrategy.OFF)
+        observer = observe(
+            RunStart(
+                kind="act",
+                trajectory=settings.writing_settings.filename,
+                strategy=settings.strategy.value,
+                model=self.model,
+                current=True,
+            )
+        )
+        try:
+            result = self._act(goal, settings, observer)
+        except BaseException as exc:
+            observer.ended("failed", exc)
+            raise
+        observer.ended(result.status, None)
+        return result
+
+    def _act(self, goal: str, settings: CachingSettings, observer: RunObserver) -> ActResult:
         storage = self.storage or storage_for(settings.cache_dir)
         ledger = open_run_ledger(storage, settings)
         outbox, synced = open_outbox(storage, settings, ledger)
@@ -245,6 +268,7 @@ class Agent:
             ledger=ledger,
             damage=computer.screen_damage() if computer is not None else None,
             elements=elements,
+            observer=observer,
         )
         tools = ToolCollection(self.tools)
         first = agent.name
@@ -294,7 +318,7 @@ class Agent:
             tools.add(resume)
         executor.keep_replayed_screenshots = _rebuilds_from_history(recorder, base, settings)
         conversation = Conversation(
-            [agent, executor],
+            [_watched(agent, observer, executor), executor],
             tools,
             first_speaker=first,
             before_tool=_before_tool(
@@ -336,6 +360,17 @@ class Agent:
             return
         tools.add(ListCachedTrajectories(storage, ledger))
         tools.add(ExecuteCachedTrajectory(storage, executor, settings.execution_settings))
+
+
+def _watched(
+    agent: AgentSpeaker, observer: RunObserver, executor: CacheExecutor
+) -> AgentSpeaker | WatchedSpeaker:
+    """The model's speaker; told to ``observer`` call by call when something watches."""
+    if observer is NO_OBSERVER:
+        return agent
+    return WatchedSpeaker(
+        agent, observer, lambda: any(result.handbacks for result in executor.history)
+    )
 
 
 def _rebuilds_from_history(

@@ -187,6 +187,7 @@ def record_runs(
     before = len(writer.entries)  # a heal's entry, written first, is not a replay's
     for position, session in enumerate(sessions):
         record = run_record(session, outcome, last=position == len(sessions) - 1)
+        session.observer.recorded(record)
         try:
             _import_legacy(writer, session)
         except (AskCacheError, OSError) as exc:  # counted again on the next run

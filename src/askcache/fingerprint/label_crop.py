@@ -28,6 +28,7 @@ The settings were tuned on ``bench/label_ocr.py``'s tuning set (docs/benchmarks.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 from dataclasses import dataclass
 
@@ -79,6 +80,13 @@ class LabelCrop:
     """How many connected parts the glyphs have (1: likely a single character)."""
     closed: bool
     """Whether the label sits on a closed face (a key, a button) rather than an open one."""
+
+    def digest(self) -> str:
+        """A digest of :attr:`image` (16 hex digits): two crops with the same digest are the
+        same picture, which the engine (deterministic) reads the same way."""
+        data = hashlib.sha256(f"{self.image.width}x{self.image.height}:".encode())
+        data.update(self.image.tobytes())
+        return data.hexdigest()[:16]
 
 
 def label_crop(

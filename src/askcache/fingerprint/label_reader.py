@@ -83,6 +83,10 @@ class LabelReading:
     """Where its glyphs are on the screenshot (``x``, ``y``, width, height)."""
     confidence: float = 1.0
     """The engine's confidence, 0 to 1 (at least :data:`MIN_LABEL_CONFIDENCE`)."""
+    digest: str | None = None
+    """The digest of the crop it was read from (:meth:`.label_crop.LabelCrop.digest`)."""
+    read: bool = True
+    """False when the engine was not run: the crop was the recorded one (``recorded``)."""
 
 
 def normalise_label(text: str) -> str:
@@ -99,13 +103,27 @@ def read_label(
     *,
     engine: TesseractEngine | None = None,
     min_confidence: float = MIN_LABEL_CONFIDENCE,
+    recorded: tuple[str, str] | None = None,
 ) -> LabelReading | None:
     """The label under ``point`` on ``screenshot``; ``box`` (``x``, ``y``, width, height:
     the element's, where an accessibility tree gave it) bounds the search. ``None``: nothing
-    readable there, or no OCR engine installed."""
+    readable there, or no OCR engine installed.
+
+    ``recorded``: the text read when recorded and its crop's digest. A crop with that digest
+    is the same picture, which the engine (deterministic) reads as then: it is not read again
+    (a few milliseconds saved on every unchanged step)."""
     crop = label_crop(screenshot, point, box)
     if crop is None:
         return None
+    digest = crop.digest()
+    left, top, right, bottom = crop.box
+    if recorded is not None and recorded[1] == digest:
+        return LabelReading(
+            text=normalise_label(recorded[0]),
+            box=(left, top, right - left, bottom - top),
+            digest=digest,
+            read=False,
+        )
     if engine is None:
         try:
             engine = label_engine()
@@ -118,11 +136,11 @@ def read_label(
     text = normalise_label(reading.text)
     if not text or reading.confidence < min_confidence:
         return None
-    left, top, right, bottom = crop.box
     return LabelReading(
         text=text,
         box=(left, top, right - left, bottom - top),
         confidence=round(reading.confidence, 3),
+        digest=digest,
     )
 
 

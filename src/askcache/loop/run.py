@@ -33,6 +33,7 @@ from askcache.foundation.settings import CacheStrategy, CachingSettings
 from askcache.heal.trajectory import redact_mode
 from askcache.record.recording import CacheManager
 from askcache.replay.executor import CacheExecutor, goal_of
+from askcache.replay.observers import RunStart, observe
 from askcache.storage.cache_storage import CacheStorage, read_cache_file
 from askcache.storage.remote import storage_for
 
@@ -110,6 +111,16 @@ class LoopRun:
             except CacheNotFoundError as exc:
                 exc.args = (f"{exc}: record it first (strategy='record' or 'auto')",)
                 raise
+        self.observer = observe(
+            RunStart(
+                kind="loop",
+                trajectory=name,
+                strategy=settings.strategy.value,
+                model=model,
+                current=False,
+            )
+        )
+        """Who watches the run (:mod:`askcache.replay.observers`)."""
         self.executor = CacheExecutor(
             tool_shape=shape_of(cache_file) if cache_file is not None else "tool",
             screen=screen,
@@ -122,11 +133,16 @@ class LoopRun:
             elements=elements,
             ledger=self.ledger,
             sleep=sleep,
+            observer=self.observer,
         )
         if cache_file is not None:
-            self.executor.activate_cache_execution(
-                cache_file, name, execution_settings=settings.execution_settings
-            )
+            try:
+                self.executor.activate_cache_execution(
+                    cache_file, name, execution_settings=settings.execution_settings
+                )
+            except BaseException as exc:
+                self.observer.ended("failed", exc)
+                raise
             self.typing_mode = redact_mode(cache_file, self.typing_mode)
             check_heal_destination(self.storage, name, settings)
         elif strategy == CacheStrategy.RECORD:
@@ -181,6 +197,15 @@ class LoopRun:
             usage=sum(calls, Usage()),
             seconds=time.monotonic() - self.started,
         )
+        try:
+            result = self._finish(outcome, screen)
+        except BaseException as exc:
+            self.observer.ended("failed", exc)
+            raise
+        self.observer.ended(result.status, None)
+        return result
+
+    def _finish(self, outcome: ConversationResult, screen: Image.Image | None) -> ActResult:
         not_stored = store_recording(self.recorder, outcome, self.settings)
         writer = RunWriter(self.storage, self.outbox, self.ledger)
         healed, entries = finish_run(

@@ -99,19 +99,21 @@ def step_element(
     none), with names made safe, the label's text (not for :data:`CONTENT_ROLES`), and the
     look over the tree's box, else the label's. ``None``: nothing to store."""
     stored_tree = None if tree is None else _stored_tree(tree, parameters, secrets)
-    label = label_box = None
+    label = label_box = digest = None
     if tree is None or tree.role not in CONTENT_ROLES:
         reading = read_label(before, point, tree.box if tree is not None else None)
         if reading is not None and not _near_secret(reading.text, secrets):
             text = _clean(reading.text, parameters, secrets)
             if text and len(text) <= LABEL_CHARS:
                 label, label_box = text, reading.box
+                digest = reading.digest if text == reading.text else None
     look_box = tree.box if tree is not None else label_box
     look = element_look(before, look_box) if look_box is not None else None
     element = StepElement(
         tree=stored_tree,
         label=label,
         label_box=label_box,
+        label_digest=digest,
         look=look,
         look_box=look_box if look is not None else None,
     )

@@ -189,7 +189,8 @@ def _check(
     policy = plan.policy
     if policy.skip_visual_validation:
         record.note = "visual validation skipped by settings"
-        return Checked(record, screen, _before_look(plan, screen))
+        # whether a typed text reached the screen is still checked against it after the step
+        return Checked(record, screen, screen.look(plan.config))
     if not acting:
         record.note = "does not act on the screen"
         return Checked(record, screen, None)
@@ -330,14 +331,6 @@ def apart_from_window(step: ToolUseBlockParam, checked: Checked, thumbnail: Thum
     return set() if box is None else thumbnail.tiles_apart(box)
 
 
-def _before_look(plan: Plan, screen: Screen) -> Thumbnail | None:
-    """The screen a step runs on, as its thumbnail, when its checks are skipped: whether a
-    typed text reached the screen is still checked against it after the step
-    (:func:`~askcache.replay.effects.checked_effect`)."""
-    config = plan.config
-    return screen.thumbnail(config) if config is not None else None
-
-
 def _check_affected_area(
     plan: Plan, step: ToolUseBlockParam, record: StepRecord, screen: Screen
 ) -> Checked | Refused:
@@ -345,7 +338,7 @@ def _check_affected_area(
     config = plan.config
     effect = step.effect
     if config is None or not plan.policy.check_effects:
-        return Checked(record, screen, _before_look(plan, screen))
+        return Checked(record, screen, screen.look(plan.config))
     thumbnail = screen.thumbnail(config)
     if effect is None or not effect.tiles:
         return Checked(record, screen, thumbnail)

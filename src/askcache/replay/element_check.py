@@ -9,6 +9,9 @@ pixels (:func:`~askcache.replay.check.check`):
   <askcache.foundation.screen.elements.Element.identity>`), and its label must not read
   otherwise by OCR. Either differing refuses the step: a relabel is caught at any margin of
   the hashes. The tree saying nothing, or an unreadable label, is no evidence either way.
+  Where the tree confirmed an element with a name, the name already says the label's words
+  and the label is not read; a label whose picture is the recorded one (the same digest) reads
+  as recorded without running the OCR (both keep the check within a few milliseconds a step).
 - **pixels fail** (not for good: another density, theme or font size draws the step's region
   otherwise): the elements like the recorded one are asked for in its window. Exactly one
   with the recorded identity, which an action at its place would reach, whose label does not
@@ -25,8 +28,9 @@ pixels (:func:`~askcache.replay.check.check`):
   offset at the place found is the recorded one (where the toolkit gives offsets: GTK), or the
   screen is of another density (the same text scaled: Qt gives no offsets).
 
-  Without a tree (Tk, X Athena programs), the label's text may stand in for it on a screen
-  of another density only: the label under the point must read as recorded *and* the look
+  Without a tree for the element (Tk, X Athena programs; an open menu, which toolkits do not
+  describe), the label's text stands in for it, at its recorded place only (a label is not
+  searched for elsewhere): the label under the point must read as recorded *and* the look
   of its box must pass. OCR alone never allows a step. A container (a panel, a list, a
   document, a page tab list: :data:`CONTAINER_ROLES`) never allows a step on a re-drawn
   screen: where in it an action lands depends on what it shows.
@@ -152,9 +156,13 @@ class _Case:
 
 
 def _read(
-    screen: Screen, point: Point, box: tuple[int, int, int, int] | None
+    screen: Screen, point: Point, box: tuple[int, int, int, int] | None, stored: StepElement
 ) -> LabelReading | None:
-    return read_label(screen.recorded, point, box)
+    """The label at ``point`` now (not read again when its picture is the recorded one)."""
+    recorded = None
+    if stored.label is not None and stored.label_digest is not None:
+        recorded = (stored.label, stored.label_digest)
+    return read_label(screen.recorded, point, box, recorded=recorded)
 
 
 def _confirm(
@@ -181,8 +189,9 @@ def _confirm(
                     code="element_changed",
                 )
             decided.append("element")
-    if stored.label is not None:
-        reading = _read(screen, point, now.box if now is not None else None)
+    if stored.label is not None and (now is None or not now.name):
+        # a named element the tree confirmed already says its label's words
+        reading = _read(screen, point, now.box if now is not None else None, stored)
         if reading is not None:
             if not same_label(stored.label, reading.text):
                 record.decided_by = "label"
@@ -201,16 +210,25 @@ def _confirm(
 
 def _redrawn(case: _Case, outcome: Refused) -> Checked | Refused | None:
     """Pixels failed: the same element, drawn otherwise or moved in its window (``None``: the
-    element gives no word, and the pixels' verdict stands)."""
+    element gives no word, and the pixels' verdict stands; the step's note says why)."""
     tree = case.stored.tree
+    found: Checked | Refused | str
     if tree is not None and case.screen.elements is not None:
-        return _by_identity(case, tree, outcome)
-    if case.stored.label is not None and outcome.other_density:
-        return _by_label(case.plan, case.stored, case.point, case.screen, outcome)
-    return None
+        found = _by_identity(case, tree, outcome)
+    elif case.stored.label is not None:
+        found = _by_label(case.plan, case.stored, case.point, case.screen, outcome)
+    else:
+        return None
+    if isinstance(found, str):
+        if outcome.record is not None:
+            outcome.record.note = f"{outcome.record.note or ''}; element: {found}: pixels decide"
+        return None
+    return found
 
 
-def _by_identity(case: _Case, tree: Element, outcome: Refused) -> Checked | Refused | None:
+def _by_identity(case: _Case, tree: Element, outcome: Refused) -> Checked | Refused | str:
+    """The element with the recorded identity, found in its window (see the module
+    docstring); a string says why it gives no word."""
     plan, step, stored, point, screen = case.plan, case.step, case.stored, case.point, case.screen
     elements = screen.elements
     assert elements is not None
@@ -220,24 +238,25 @@ def _by_identity(case: _Case, tree: Element, outcome: Refused) -> Checked | Refu
     )
     listed = elements.like(tree, window_point)
     if listed is None:
-        return None
+        return "the tree could not be searched"
     same = [e for e in listed if e.identity() == tree.identity()]
     record = outcome.record
     if len(same) != 1:
-        if record is not None and same:
-            record.note = f"{record.note or ''}; {len(same)} elements like it: pixels decide"
-        return None
+        return f"{len(same)} elements like {tree.describe()} in its window"
     found = same[0]
     if found.role in CONTAINER_ROLES:
-        return None
+        return f"{found.describe()} holds other things (a container)"
     target = _place(tree, found, point)
     reached = elements.at(target)
     if reached is None or reached.identity() != tree.identity():
-        return None  # something else (a dialog, a popup) is over it
+        # something else (a dialog, a popup) is over it
+        return "an action at its place reaches " + (
+            "nothing the tree describes" if reached is None else reached.describe()
+        )
     if not _same_character(tree, reached, other_density=outcome.other_density):
-        return None
+        return f"another character is at its place (offset {reached.text_offset})"
     if stored.label is not None:
-        reading = _read(screen, target, found.box)
+        reading = _read(screen, target, found.box, stored)
         if reading is not None and not same_label(stored.label, reading.text):
             if record is not None:
                 record.decided_by = "label"
@@ -253,17 +272,18 @@ def _by_identity(case: _Case, tree: Element, outcome: Refused) -> Checked | Refu
     anchor = None if offset == (0, 0) else Anchor(offset, None, "element")
     if not _same_place(tree, found):
         if anchor is None:
-            return None
+            return "it is elsewhere in its window, at the same place on the screen"
         moved = case.pixels_at(anchor)
         if isinstance(moved, Checked):
             moved.record.decided_by = "element+pixels"
             moved.record.note = f"{moved.record.note or 'checked'}; {found.describe()} moved"
-        return moved if isinstance(moved, Checked) else None
+            return moved
+        return "it moved in its window, and the pixels at its new place differ"
     look = _look_passes(plan, stored, screen, found.box)
-    if look is None:
-        return None
+    if isinstance(look, str):
+        return look
     if record is None:
-        return None
+        return "no record"
     words = f"{found.describe()} found by its identity, the only one in its window"
     return _allowed(
         plan, screen, outcome, "element+look", f"{words}; its look {look:.2f}", anchor=anchor
@@ -272,18 +292,20 @@ def _by_identity(case: _Case, tree: Element, outcome: Refused) -> Checked | Refu
 
 def _by_label(
     plan: Plan, stored: StepElement, point: Point, screen: Screen, outcome: Refused
-) -> Checked | None:
-    """No tree: on a screen of another density, the label reading as recorded and its look
-    passing allow the step at its (scaled) point."""
+) -> Checked | str:
+    """No tree for the element: the label under the point reading as recorded and its look
+    passing allow the step at its point (a string says why not)."""
     record = outcome.record
     if record is None or stored.label is None:
-        return None
-    reading = _read(screen, point, None)
-    if reading is None or not same_label(stored.label, reading.text):
-        return None
+        return "no label recorded"
+    reading = _read(screen, point, None, stored)
+    if reading is None:
+        return "the label cannot be read"
+    if not same_label(stored.label, reading.text):
+        return f"the label reads {reading.text!r}"
     look = _look_passes(plan, stored, screen, reading.box)
-    if look is None:
-        return None
+    if isinstance(look, str):
+        return look
     words = f"its label reads {reading.text!r} as recorded, its look {look:.2f}"
     return _allowed(plan, screen, outcome, "label+look", words, anchor=None)
 
@@ -299,12 +321,10 @@ def _allowed(
     record.matched = True
     record.decided_by = decided
     record.note = f"{words} vs {plan.policy.element_look_threshold:.2f} (pixels: {record.note})"
-    config = plan.config
-    thumbnail = screen.thumbnail(config) if config is not None else None
     return Checked(
         record,
         screen,
-        thumbnail,
+        screen.look(plan.config),
         anchor=anchor,
         view=outcome.view,
         other_density=outcome.other_density,
@@ -313,19 +333,22 @@ def _allowed(
 
 def _look_passes(
     plan: Plan, stored: StepElement, screen: Screen, box: tuple[int, int, int, int] | None
-) -> float | None:
-    """The look's distance at ``box`` now, when it passes (``None``: no look stored or
-    measurable, or too far)."""
+) -> float | str:
+    """The look's distance at ``box`` now, when it passes (a string: why not: no look stored
+    or measurable, or too far)."""
     if stored.look is None or box is None:
-        return None
+        return "no look recorded"
     now = element_look(screen.recorded, box)
     if now is None:
-        return None
+        return "its box shows nothing"
     try:
         distance = look_distance(stored.look, now)
-    except InvalidHashError:
-        return None
-    return distance if distance <= plan.policy.element_look_threshold else None
+    except InvalidHashError as exc:
+        return f"its recorded look cannot be read ({exc})"
+    threshold = plan.policy.element_look_threshold
+    if distance > threshold:
+        return f"its look {distance:.2f} > {threshold:.2f}"
+    return distance
 
 
 def _same_character(recorded: Element, now: Element, *, other_density: bool) -> bool:

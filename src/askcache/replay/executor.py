@@ -33,6 +33,7 @@ from askcache.foundation.settings import CacheExecutionSettings
 from askcache.replay.commands import Command, Emit, Finished, HandBack, Turn
 from askcache.replay.guard import check_replayable
 from askcache.replay.handback import finished_text, hand_back_text
+from askcache.replay.observers import NO_OBSERVER, RunObserver
 from askcache.replay.profile import ProfileChoice, choose_profile
 from askcache.replay.rejoin import RESUME_TOOL_NAME
 from askcache.replay.result import ReplayResult
@@ -100,6 +101,8 @@ class CacheExecutor:
             of ``screen``'s images (:meth:`askcache.tools.computer.ComputerTool.elements`): a
             step recorded with its element is checked by it beside its pixels
             (:mod:`askcache.replay.element_check`; ``None``: pixels and the label's text alone).
+        observer: Who watches the run (:mod:`askcache.replay.observers`): each replay's steps
+            and hand-backs are told to it. Default: nobody.
         sleep, clock: Injected for tests.
     """
 
@@ -122,8 +125,10 @@ class CacheExecutor:
         elements: ElementSource | None = None,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
+        observer: RunObserver = NO_OBSERVER,
     ) -> None:
         self.name = name
+        self.observer = observer
         self.elements = elements
         self.resume_tool = resume_tool
         self.loop_looks = loop_looks
@@ -258,6 +263,7 @@ class CacheExecutor:
             sleep=self._sleep,
             clock=self._clock,
             elements=self.elements,
+            observer=self.observer,
         )
         self._return_to_agent = return_to_agent_on_success
         self._secrets = secret_values(cache_file, values) | secret_values(view, values)

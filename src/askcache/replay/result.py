@@ -61,10 +61,11 @@ class StepRecord(BaseModel):
     """What decided the step, when it was recorded with its element
     (:mod:`askcache.replay.element_check`): ``pixels`` alone (the tree and the label said
     nothing), ``pixels+element``, ``pixels+label`` or ``pixels+element+label`` (they
-    confirmed), ``element`` or ``label`` (it refused a step whose pixels passed),
-    ``element+look`` or ``label+look`` (a re-drawn screen, acted on by the element's word and
-    its look), ``element+pixels`` (an element moved in its window, checked in full at its
-    place). ``None``: the pixels alone, no element recorded."""
+    confirmed; the label is read only where the tree gave no named element), ``element`` or
+    ``label`` (it refused a step whose pixels passed), ``element+look`` or ``label+look`` (a
+    re-drawn screen, acted on by the element's word and its look), ``element+pixels`` (an
+    element moved in its window, checked in full at its place). ``None``: the pixels alone,
+    no element recorded."""
 
     def check_summary(self) -> str:
         """Distances against thresholds (``distance 32 vs threshold 2, detail 80 vs 14``),

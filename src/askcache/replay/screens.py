@@ -114,6 +114,10 @@ class Screen:
             self._thumbnail = Thumbnail.of(self.recorded, config)
         return self._thumbnail
 
+    def look(self, config: ScreenStateConfig | None) -> Thumbnail | None:
+        """:meth:`thumbnail`, or ``None`` without a config (a file recorded without one)."""
+        return None if config is None else self.thumbnail(config)
+
 
 def _shift(image: Image.Image, offset: tuple[int, int]) -> Image.Image:
     moved = Image.new(image.mode, image.size)

@@ -31,6 +31,8 @@ from askcache.replay.commands import (
     Ask,
     Command,
     Decided,
+    Finished,
+    HandBack,
     Look,
     Observation,
     Quiet,
@@ -39,6 +41,7 @@ from askcache.replay.commands import (
     Turn,
 )
 from askcache.replay.driver import ScreenIO, carry_out
+from askcache.replay.observers import NO_OBSERVER, HandedBack, ReplayedStep, RunObserver
 from askcache.replay.plan import Plan, Stopped
 from askcache.replay.profile import ProfileChoice
 from askcache.replay.result import EndStateVerdict, ReplayResult, StepRecord
@@ -77,6 +80,8 @@ class ReplaySession:
         step
             acts once nothing was drawn for a frame after the look its check passed on,
             instead of a second look ``settle_still_period`` later.
+        observer: Told each replayed step once its record is final, and each hand-back
+            (:mod:`.observers`; default: nobody).
         sleep, clock: Injected for tests.
     """
 
@@ -100,7 +105,13 @@ class ReplaySession:
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
         elements: ElementSource | None = None,
+        observer: RunObserver = NO_OBSERVER,
     ) -> None:
+        self.observer = observer
+        self._told = 0
+        """Records told to :attr:`observer` so far."""
+        self._anchors: dict[int, str] = {}
+        """Per record position: how its step's moved window was found."""
         self.io = ScreenIO(capture, windows, sleep, clock, damage, elements)
         plan = Plan.of(
             cache_file,
@@ -268,6 +279,8 @@ class ReplaySession:
         """Bring :attr:`result` up to the new state's progress; log what changed."""
         progress, result = self.progress, self.result
         old = before.progress
+        if self.observer is not NO_OBSERVER:
+            self._tell(old, command)
         if progress is old:  # a look or a pause that changed nothing the result shows
             return
         for index in progress.variants_used[len(old.variants_used) :]:
@@ -302,6 +315,44 @@ class ReplaySession:
                 old.rejoin_decisions
             ):
                 logger.info("replay of %s does not re-join %s", self.name, decision.describe())
+
+    def _tell(self, old: Progress, command: Command) -> None:
+        """Tell :attr:`observer` the steps whose records became final (a later one began,
+        its time was set when its effect was read, or the replay handed back or ended), and
+        a hand-back."""
+        progress = self.progress
+        records = progress.records
+        if progress.steps_run > old.steps_run and progress.last_anchor is not None:
+            self._anchors[len(records) - 1] = progress.last_anchor.how
+        handback = command if isinstance(command, HandBack) else None
+        ending = handback is not None or isinstance(command, Finished)
+        now = time.time_ns()
+        profile = self.result.profile
+        for position in range(self._told, len(records)):
+            record = records[position]
+            last = position == len(records) - 1
+            if last and record.seconds is None and not ending:
+                break
+            seconds = record.seconds if record.seconds is not None else record.waited_seconds
+            code = (
+                handback.code
+                if handback is not None and last and handback.step == record.step_index
+                else None
+            )
+            self.observer.step(
+                ReplayedStep(
+                    trajectory=self.name,
+                    profile=profile,
+                    record=record,
+                    anchor=self._anchors.get(position),
+                    handback_code=code,
+                    started_ns=now - round(max(seconds, 0.0) * 1e9),
+                    ended_ns=now,
+                )
+            )
+            self._told = position + 1
+        if handback is not None:
+            self.observer.handed_back(HandedBack(self.name, profile, handback.step, handback.code))
 
     # -- looks without acting ------------------------------------------------------------
 

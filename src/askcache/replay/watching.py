@@ -148,7 +148,7 @@ class Watch(Generic[T]):
         still_for = still if still is not None and config is not None else _at_once
         if not watchable or (done(outcome) and still_for(outcome) <= 0):
             return Watched(outcome, 0.0, screen)
-        first = screen.thumbnail(config) if config is not None else None
+        first = screen.look(config)
         watch = cls(
             evaluate=evaluate,
             done=done,
@@ -187,7 +187,7 @@ class Watch(Generic[T]):
         """The look ``screen``, taken at ``now``."""
         config = self.config
         outcome = self.evaluate(screen)
-        current = screen.thumbnail(config) if config is not None else None
+        current = screen.look(config)
         passing = self.passing
         if not self.done(outcome):
             passing = None

@@ -160,6 +160,11 @@ class StepElement(BaseModel):
     no OCR engine installed)."""
     label_box: tuple[int, int, int, int] | None = None
     """Where the label was read (``x``, ``y``, width, height)."""
+    label_digest: str | None = Field(None, pattern=r"^[0-9a-f]{16}$")
+    """The digest of the picture the label was read from
+    (:meth:`~askcache.fingerprint.label_crop.LabelCrop.digest`): a replay that cuts the same
+    picture knows it reads as :attr:`label` without running the OCR again. Stored only when
+    :attr:`label` is the text as read (no parameter or secret in it)."""
     look: str | None = Field(None, max_length=1024)
     """The element's look (:func:`askcache.fingerprint.element_look.element_look`) over its box
     (the tree's, else the label's): what a screen drawn otherwise is compared with."""

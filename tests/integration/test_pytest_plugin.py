@@ -433,3 +433,66 @@ def test_installed_the_entry_point_loads_the_plugin_and_p_names_the_same_one(
     off = suite.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:askcache.pytest_plugin")
     off.assert_outcomes(errors=1)
     assert "fixture 'askcache' not found" in off.stdout.str()
+
+
+CONFIG_TEST = """
+import pytest
+
+from askcache.pytest_plugin.fixture import FixtureUsageError
+
+
+def test_plain(askcache, pytestconfig):
+    expected = pytestconfig.getoption("expect")
+    assert askcache.mode.value == expected.split(",")[0]
+    assert str(askcache.cache_dir) == expected.split(",")[1].replace("ROOT", str(pytestconfig.rootpath))
+    assert askcache.name() == expected.split(",")[2]
+    settings = askcache.settings(parameters={"user": "ada"}, secrets={"pw": "Open-Sesame-9"})
+    assert settings.writing_settings.secret_parameters == {"pw": "Open-Sesame-9"}
+    assert settings.execution_settings.parameter_values == {"user": "ada", "pw": "Open-Sesame-9"}
+    with pytest.raises(FixtureUsageError, match="strategy is set by the plugin"):
+        askcache.settings(strategy="off")
+
+
+@pytest.mark.askcache(mode="replay")
+class TestMarked:
+    @pytest.mark.askcache(allow_model=True)
+    def test_marked(self, askcache, pytestconfig):
+        settings = askcache.settings()
+        assert str(settings.strategy) == pytestconfig.getoption("marked")
+        assert askcache.allow_model
+        assert settings.execution_settings.model_after_hand_back
+        assert askcache.name(part="second").endswith("TestMarked.test_marked-second.json")
+
+    def test_strict(self, askcache, pytestconfig):
+        settings = askcache.settings()
+        assert str(settings.strategy) == pytestconfig.getoption("marked")
+        if askcache.mode.value == "replay":
+            assert not settings.execution_settings.model_after_hand_back
+            assert settings.execution_settings.keep_step_views
+"""
+
+CONFIG_CONFTEST = """
+def pytest_addoption(parser):
+    parser.addoption("--expect")
+    parser.addoption("--marked")
+"""
+
+
+def test_the_ini_options_the_marker_and_the_command_line_decide_in_that_order(
+    suite: pytest.Pytester,
+) -> None:
+    suite.makepyfile(test_cfg=CONFIG_TEST)
+    suite.makeconftest(CONFIG_CONFTEST)
+    suite.makeini("[pytest]\naskcache_mode = auto\naskcache_dir = cache\n")
+    # the ini's mode for the unmarked test, the markers' (class, then method) for the others
+    result = _run(suite, "--expect=auto,ROOT/cache,test_cfg/test_plain.json", "--marked=execute")
+    result.assert_outcomes(passed=3)
+    # the command line wins over both; a URL is kept as given
+    result = _run(
+        suite,
+        "--askcache-mode=record",
+        "--askcache-dir=s3://bucket/suite",
+        "--expect=record,s3://bucket/suite,test_cfg/test_plain.json",
+        "--marked=record",
+    )
+    result.assert_outcomes(passed=3)

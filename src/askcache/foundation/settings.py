@@ -620,6 +620,13 @@ class CacheExecutionSettings(SettingsModel):
     is not progress), goes on (has not ended its turn or said it stops), and the screen
     passes the next step's check and the check that failed (:mod:`askcache.replay.rejoin`). The
     model may also ask for it with the ``resume_cached_trajectory`` tool."""
+    model_after_hand_back: bool = True
+    """Give the turn to the model when the replay hands back (the default). ``False``: the
+    run ends at the hand-back with no model call, its status ``failed``, for runs that must
+    replay or fail (the pytest plugin's ``replay`` mode, docs/pytest.md); the ledger entry
+    says the hand-back as any other, and nothing is healed. In your own loop
+    (:class:`~askcache.loop.LoopReplay`) the loop calls the model, not askcache: there
+    ``handed_back`` says it as before."""
     allow_invalidated: bool = False
     """Replay a file marked invalid. Without it, ``execute`` refuses such a file."""
     invalidate_after: int | None = Field(3, ge=1, le=1000)

@@ -327,7 +327,7 @@ class LoopReplay:
             return _api(call)
         for message in turn.messages:  # the hand-back, or the note on an unverified end
             self._history.append(message)
-        if turn.status == "switch_speaker" and turn.messages:
+        if turn.status in ("switch_speaker", "failed") and turn.messages:  # a hand-back
             self._status = "handed_back"
         else:
             self._status = "finished"

@@ -443,11 +443,16 @@ class CacheExecutor:
             command.step,
             command.problem,
         )
+        message = MessageParam(role="user", content=[TextBlockParam(text=text)])
+        if not session.settings.model_after_hand_back:  # replay or fail: no model call
+            return SpeakerResult(
+                "failed",
+                [message],
+                reason=f"the replay handed back at step {command.step} and "
+                f"model_after_hand_back is off: {command.problem}",
+            )
         return SpeakerResult(
-            "switch_speaker",
-            [MessageParam(role="user", content=[TextBlockParam(text=text)])],
-            next_speaker=self.agent_speaker,
-            reason=command.problem,
+            "switch_speaker", [message], next_speaker=self.agent_speaker, reason=command.problem
         )
 
     def _finish(self, session: ReplaySession, command: Finished) -> SpeakerResult:

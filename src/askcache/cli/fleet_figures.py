@@ -21,10 +21,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from askcache.cli.commands.stats import stats_json
 from askcache.cli.prices import ModelPrice, price_for
+from askcache.foundation.messages import Usage
 from askcache.foundation.reasons import HANDBACK_CODES, describe_code
 from askcache.storage.cache_storage import CacheStorage
 from askcache.storage.ledger import TrajectorySummary
-from askcache.storage.ledger.day_totals import DayTotals, spot_parts
+from askcache.storage.ledger.day_totals import DAY_COUNTS, DayTotals, spot_parts
 from askcache.storage.versions import VERSIONS_FOLDER
 
 __all__ = [
@@ -190,14 +191,17 @@ def fleet_figures(
     now: datetime | None = None,
 ) -> FleetFigures:
     """The page's figures from every trajectory's summary (see the module docstring)."""
-    days: dict[str, DayTotals] = {}
+    days: dict[str, _Day] = {}
     spots: list[HotSpot] = []
     by_code: dict[str, int] = {}
     profiles: dict[str, ProfileFigures] = {}
     changes: list[Change] = []
     for summary in summaries:
         for day, totals in summary.days.items():
-            days.setdefault(day, DayTotals()).add(totals)
+            found = days.get(day)
+            if found is None:
+                found = days[day] = _Day()
+            found.add(totals)
         for key, count in summary.hand_backs.items():
             step, code, profile = spot_parts(key)
             spots.append(
@@ -243,29 +247,62 @@ def fleet_figures(
     )
 
 
-def _day_figures(
-    day: str, totals: DayTotals, prices: Mapping[str, ModelPrice] | None
-) -> DayFigures:
+class _Day:
+    """One day's buckets of every trajectory added up, in plain Python (a fleet has
+    trajectories x days of them: no model is built per bucket)."""
+
+    __slots__ = ("counts", "saved", "usage")
+
+    def __init__(self) -> None:
+        self.counts = dict.fromkeys(DAY_COUNTS, 0.0)
+        self.usage: dict[str, list[int]] = {}
+        self.saved: dict[str, int] = {}
+
+    def add(self, totals: DayTotals) -> None:
+        counts, values = self.counts, totals.__dict__
+        for name in DAY_COUNTS:
+            counts[name] += values[name]
+        for model, usage in totals.usage.items():
+            mine = self.usage.get(model)
+            if mine is None:
+                mine = self.usage[model] = [0, 0, 0, 0]
+            mine[0] += usage.input_tokens
+            mine[1] += usage.output_tokens
+            mine[2] += usage.cache_creation_input_tokens
+            mine[3] += usage.cache_read_input_tokens
+        for model, saved in totals.saved_by_model.items():
+            self.saved[model] = self.saved.get(model, 0) + saved
+
+
+def _day_figures(day: str, totals: _Day, prices: Mapping[str, ModelPrice] | None) -> DayFigures:
+    c = totals.counts
+    runs, completed = int(c["runs"]), int(c["completed"])
     figures = DayFigures(
         day=day,
-        runs=totals.runs,
-        completed=totals.completed,
-        handed_back=totals.handed_back,
-        hit_rate=totals.completed / totals.runs if totals.runs else None,
-        model_calls=totals.model_calls,
-        saved_model_calls=totals.saved_model_calls,
-        saved_tokens=totals.saved_tokens,
-        saved_seconds=totals.saved_seconds,
-        heals=totals.heals,
-        proposals=totals.proposals,
-        invalidations=totals.invalidations,
+        runs=runs,
+        completed=completed,
+        handed_back=int(c["handed_back"]),
+        hit_rate=completed / runs if runs else None,
+        model_calls=int(c["model_calls"]),
+        saved_model_calls=int(c["saved_model_calls"]),
+        saved_tokens=int(c["saved_tokens"]),
+        saved_seconds=c["saved_seconds"],
+        heals=int(c["heals"]),
+        proposals=int(c["proposals"]),
+        invalidations=int(c["invalidations"]),
     )
-    for model in sorted({*totals.usage, *totals.saved_by_model}):
+    for model in sorted({*totals.usage, *totals.saved}):
         price = price_for(model or None, prices)
         if price is None:
             continue
-        spent = price.cost(totals.usage[model]) if model in totals.usage else 0.0
-        saved = price.saved(totals.saved_by_model.get(model, 0))
+        tokens = totals.usage.get(model, [0, 0, 0, 0])
+        usage = Usage(
+            input_tokens=tokens[0],
+            output_tokens=tokens[1],
+            cache_creation_input_tokens=tokens[2],
+            cache_read_input_tokens=tokens[3],
+        )
+        spent, saved = price.cost(usage), price.saved(totals.saved.get(model, 0))
         figures.dollars_spent = (figures.dollars_spent or 0.0) + spent
         figures.dollars_saved = (figures.dollars_saved or 0.0) + saved
     return figures

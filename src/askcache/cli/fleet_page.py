@@ -24,11 +24,12 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from askcache.cli.fleet_figures import FleetFigures
 from askcache.foundation.redaction import redact
 
-__all__ = ["render_fleet_page", "write_fleet_page"]
+__all__ = ["TRAJECTORY_ROWS", "render_fleet_page", "write_fleet_page"]
 
 _VENDOR = "vendor"
 
@@ -178,6 +179,27 @@ def render_fleet_page(figures: FleetFigures) -> str:
         "</body></html>",
     ]
     return redact("\n".join(page))
+
+
+TRAJECTORY_ROWS = 100
+"""Trajectories the page's table lists (the most hand-backs first; the embedded figures, and
+``askcache stats``, have them all)."""
+
+
+def _shown_trajectories(figures: FleetFigures) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = figures.stats["trajectories"]
+    ordered = sorted(rows, key=lambda t: (-t["handed_back"], -t["runs"], t["trajectory"]))
+    return ordered[:TRAJECTORY_ROWS]
+
+
+def _more_trajectories(figures: FleetFigures) -> str:
+    more = len(figures.stats["trajectories"]) - TRAJECTORY_ROWS
+    if more <= 0:
+        return ""
+    return (
+        f"<p class='where'>and {more:,} more with fewer hand-backs "
+        "(askcache stats lists them all)</p>"
+    )
 
 
 def _tiles(total: dict[str, object]) -> str:

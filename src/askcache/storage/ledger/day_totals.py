@@ -15,15 +15,16 @@ on the day it ran).
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Protocol
+from typing import Any, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from askcache.foundation.messages import Usage
 from askcache.foundation.reasons import HandBackCode
 from askcache.storage.ledger.records import RunEvent, RunRecord
 
 __all__ = [
+    "DAY_COUNTS",
     "RECENT_EVENTS",
     "DayTotals",
     "EventNote",
@@ -37,6 +38,22 @@ __all__ = [
 
 RECENT_EVENTS = 5
 """Heals, proposals and invalidations a summary keeps the notes of (the latest)."""
+
+
+DAY_COUNTS = (
+    "runs",
+    "completed",
+    "handed_back",
+    "refused",
+    "model_calls",
+    "saved_model_calls",
+    "saved_tokens",
+    "saved_seconds",
+    "heals",
+    "proposals",
+    "invalidations",
+)
+"""The figures of :class:`DayTotals` that add up as numbers."""
 
 
 class DayTotals(BaseModel):
@@ -71,29 +88,21 @@ class DayTotals(BaseModel):
     invalidations: int = 0
     """``invalidated`` entries."""
 
+    @model_serializer(mode="wrap")
+    def _compact(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Written without its zero figures (read back as zeros): a summary keeps one of
+        these per day, for ever."""
+        data: dict[str, Any] = handler(self)
+        return {name: value for name, value in data.items() if value not in (0, {})}
+
     def add(self, other: DayTotals) -> None:
         """Add ``other``'s figures to these (in place)."""
-        for name in _DAY_COUNTS:
+        for name in DAY_COUNTS:
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for model, usage in other.usage.items():
             self.usage[model] = self.usage.get(model, Usage()) + usage
         for model, saved in other.saved_by_model.items():
             self.saved_by_model[model] = self.saved_by_model.get(model, 0) + saved
-
-
-_DAY_COUNTS = (
-    "runs",
-    "completed",
-    "handed_back",
-    "refused",
-    "model_calls",
-    "saved_model_calls",
-    "saved_tokens",
-    "saved_seconds",
-    "heals",
-    "proposals",
-    "invalidations",
-)
 
 
 class ProfileTotals(BaseModel):

@@ -26,11 +26,12 @@ def fleet_records(
     """``days`` days of entries, ``per_day`` replays a day (give or take), oldest first."""
     rng = random.Random(seed)
     last = end or datetime(2026, 11, 27, 18, tzinfo=UTC)
-    start = (last - timedelta(days=days - 1)).replace(hour=8, minute=0, second=0, microsecond=0)
+    start = (last - timedelta(days=days - 1)).replace(hour=0, minute=30, second=0, microsecond=0)
+    gap = max(2, 1380 // (per_day + 3))  # minutes: a day's replays stay in that day
     for day in range(days):
         moment = start + timedelta(days=day)
         for _ in range(max(1, per_day + rng.randint(-3, 3))):
-            moment += timedelta(minutes=rng.randint(1, 50))
+            moment += timedelta(minutes=rng.randint(1, gap))
             name = rng.choice(TRAJECTORIES)
             profile = _PROFILES[rng.random() < 0.3]
             fails = rng.random() < (0.35 if day < days // 3 else 0.12)

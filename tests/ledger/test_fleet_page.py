@@ -23,7 +23,7 @@ from askcache.cli.fleet_figures import fleet_figures
 from askcache.storage.cache_storage import LocalCacheStorage
 from askcache.storage.ledger import RunLedger, open_ledger
 from askcache.storage.ledger.sqlite import SqliteLedger
-from tests.ledger.fleet_ledger import fleet_records
+from tests.ledger.fleet_ledger import TRAJECTORIES, fleet_records
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
@@ -231,3 +231,26 @@ def test_serve_answers_on_127_0_0_1_and_rebuilds_the_page(tmp_path: Path) -> Non
         server.wait(timeout=30)
         if server.stdout is not None:
             server.stdout.close()
+
+
+def test_the_page_from_the_s3_segment_engine_has_the_stats_figures(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Segments compacted into generations (their summaries merged) give the same page."""
+    from askcache.storage.ledger import SegmentLedger
+    from askcache.storage.remote import storage_for
+
+    where = f"memory://fleet-page-{tmp_path.name}"
+    storage = storage_for(where)
+    with open_ledger(storage) as ledger:
+        assert isinstance(ledger, SegmentLedger)
+        _fill(ledger)
+        assert sum(ledger.compact(name, force=True) for name in TRAJECTORIES) > 0
+        for number, record in enumerate(fleet_records(days=2, per_day=3, seed=1)):
+            ledger.append(record, entry_id=f"late{number:03d}")  # loose, beside the generations
+    page = _dashboard(capsys, "--cache-dir", where, "-o", str(tmp_path / "fleet.html"))
+    stats = _stats(capsys, "--cache-dir", where)
+    figures = _embedded(page.read_text())
+    assert figures["stats"] == stats
+    assert sum(d["runs"] for d in figures["days"]) == stats["total"]["runs"]
+    assert sum(figures["hand_backs_by_code"].values()) == stats["total"]["handed_back"]

@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._common import machine, write_section
 
-from askcache.cli.fleet_figures import fleet_figures
+from askcache.cli.fleet_figures import collector_paused, fleet_figures
 from askcache.cli.fleet_page import write_fleet_page
 from askcache.foundation.messages import Usage
 from askcache.storage.ledger import RunRecord, TrajectorySummary
@@ -136,9 +136,10 @@ def _median(repeat: int, action: Callable[[], object]) -> float:
 
 def _write_api(url: str, folder: Path) -> Callable[[], object]:
     def write() -> None:
-        with PostgresLedger(url) as ledger:
-            summaries = ledger.summaries()
-        figures = fleet_figures(summaries, cache_dir=str(folder), ledger="postgresql://...")
+        with collector_paused():  # as askcache dashboard does
+            with PostgresLedger(url) as ledger:
+                summaries = ledger.summaries()
+            figures = fleet_figures(summaries, cache_dir=str(folder), ledger="postgresql://...")
         write_fleet_page(folder / "api.html", figures)
 
     return write

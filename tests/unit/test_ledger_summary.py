@@ -152,7 +152,9 @@ def test_a_summary_keeps_each_day_hot_spot_profile_and_the_latest_heals() -> Non
     assert (third.runs, third.invalidations) == (0, 1)
     assert sum(d.saved_tokens for d in s.days.values()) == s.saved_tokens
     assert sum(d.model_calls for d in s.days.values()) == s.model_calls
-    assert first.usage["m"] == Usage(input_tokens=200, output_tokens=20)
+    assert first.usage("m") == Usage(input_tokens=200, output_tokens=20)
+    assert first.saved("m") == 100
+    assert first.models == {"m": [200, 20, 0, 0, 100]}
     assert s.hand_backs == {
         "3|screen_changed|": 1,
         "3|screen_changed|1280x800@1x": 1,

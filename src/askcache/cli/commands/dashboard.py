@@ -18,7 +18,12 @@ from pathlib import Path
 
 from askcache.cli.commands.common import EXIT_OK, emit_json, location, open_run_ledger, open_storage
 from askcache.cli.commands.stats import parse_price_argument
-from askcache.cli.fleet_figures import FleetFigures, fleet_figures, proposals_in
+from askcache.cli.fleet_figures import (
+    FleetFigures,
+    collector_paused,
+    fleet_figures,
+    proposals_in,
+)
 from askcache.cli.fleet_page import render_fleet_page, write_fleet_page
 from askcache.cli.fleet_serve import serve_fleet_page
 from askcache.storage.ledger.open import LEDGER_ENV
@@ -82,16 +87,17 @@ def add_dashboard_command(
 def build_figures(args: argparse.Namespace) -> FleetFigures:
     """The page's figures for the command line's cache and ledger."""
     storage = open_storage(args.cache_dir)
-    with open_run_ledger(args, storage) as ledger:
-        summaries = ledger.summaries()
     url = args.ledger or os.environ.get(LEDGER_ENV)
-    return fleet_figures(
-        summaries,
-        cache_dir=location(storage),
-        ledger=redact_url(url) if url else f"{location(storage)} (the cache's own ledger)",
-        proposals=proposals_in(storage),
-        prices=dict(args.price),
-    )
+    with collector_paused():
+        with open_run_ledger(args, storage) as ledger:
+            summaries = ledger.summaries()
+        return fleet_figures(
+            summaries,
+            cache_dir=location(storage),
+            ledger=redact_url(url) if url else f"{location(storage)} (the cache's own ledger)",
+            proposals=proposals_in(storage),
+            prices=dict(args.price),
+        )
 
 
 def run_dashboard(args: argparse.Namespace) -> int:

@@ -25,6 +25,7 @@ from askcache.storage.ledger.records import RunEvent, RunRecord
 
 __all__ = [
     "DAY_COUNTS",
+    "MODEL_FIGURES",
     "RECENT_EVENTS",
     "DayTotals",
     "EventNote",
@@ -35,6 +36,10 @@ __all__ = [
     "spot_key",
     "spot_parts",
 ]
+
+MODEL_FIGURES = ("input", "output", "cache_write", "cache_read", "saved")
+"""The numbers :attr:`DayTotals.models` keeps per model, in order: tokens spent (input,
+output, prompt-cache writes and reads) and tokens saved."""
 
 RECENT_EVENTS = 5
 """Heals, proposals and invalidations a summary keeps the notes of (the latest)."""
@@ -77,10 +82,11 @@ class DayTotals(BaseModel):
     """Tokens saved (estimate)."""
     saved_seconds: float = 0.0
     """Seconds saved, over the replays whose recording time is known."""
-    usage: dict[str, Usage] = Field(default_factory=dict)
-    """Tokens spent per recording model (``""``: unknown), for dollars."""
-    saved_by_model: dict[str, int] = Field(default_factory=dict)
-    """Tokens saved per recording model, for dollars."""
+    models: dict[str, list[int]] = Field(default_factory=dict)
+    """Per recording model (``""``: unknown), for dollars: the tokens spent (input, output,
+    prompt-cache writes, prompt-cache reads) and the tokens saved, five numbers
+    (:data:`MODEL_FIGURES`; plain numbers, not models: a summary keeps a bucket per day, and
+    reading a fleet's reads them all)."""
     heals: int = 0
     """``healed`` entries."""
     proposals: int = 0
@@ -99,10 +105,25 @@ class DayTotals(BaseModel):
         """Add ``other``'s figures to these (in place)."""
         for name in DAY_COUNTS:
             setattr(self, name, getattr(self, name) + getattr(other, name))
-        for model, usage in other.usage.items():
-            self.usage[model] = self.usage.get(model, Usage()) + usage
-        for model, saved in other.saved_by_model.items():
-            self.saved_by_model[model] = self.saved_by_model.get(model, 0) + saved
+        for model, figures in other.models.items():
+            mine = self.models.setdefault(model, [0] * len(MODEL_FIGURES))
+            for index, value in enumerate(figures[: len(MODEL_FIGURES)]):
+                mine[index] += value
+
+    def usage(self, model: str) -> Usage:
+        """The tokens spent with ``model`` that day."""
+        figures = [*self.models.get(model, ()), 0, 0, 0, 0][:4]
+        return Usage(
+            input_tokens=figures[0],
+            output_tokens=figures[1],
+            cache_creation_input_tokens=figures[2],
+            cache_read_input_tokens=figures[3],
+        )
+
+    def saved(self, model: str) -> int:
+        """The tokens saved with ``model`` that day."""
+        figures = self.models.get(model, [])
+        return figures[4] if len(figures) > 4 else 0
 
 
 class ProfileTotals(BaseModel):
@@ -178,8 +199,13 @@ def fold_extras(s: _Extras, record: RunRecord) -> None:
         day.saved_tokens += record.saved_tokens
         day.saved_seconds += record.saved_seconds or 0.0
         model = record.model or ""
-        day.usage[model] = day.usage.get(model, Usage()) + record.usage
-        day.saved_by_model[model] = day.saved_by_model.get(model, 0) + record.saved_tokens
+        used = record.usage
+        mine = day.models.setdefault(model, [0] * len(MODEL_FIGURES))
+        mine[0] += used.input_tokens
+        mine[1] += used.output_tokens
+        mine[2] += used.cache_creation_input_tokens
+        mine[3] += used.cache_read_input_tokens
+        mine[4] += record.saved_tokens
         if status == "handed_back":
             key = spot_key(record.stopped_at_step, record.reason_code, record.profile)
             s.hand_backs[key] = s.hand_backs.get(key, 0) + 1

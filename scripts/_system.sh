@@ -7,7 +7,8 @@
 #   x11-apps: xcalc, a real application the tests drive
 #   x11-utils: xwininfo, which finds xcalc's buttons (the fault-injection tests), and
 #     xmessage, a real dialog the accuracy benchmark measures
-#   chromium: headless Chromium, which renders pages for parity checks
+#   chromium: headless Chromium, which renders pages for parity checks and loads the fleet
+#     page (askcache dashboard) with no network
 #   postgresql: a real PostgreSQL server the run-ledger tests start in a temporary folder
 #     (askcache.testing.postgres_server; as root, it runs as nobody)
 #   util-linux: unshare, which runs two lock holders in two PID namespaces sharing a host

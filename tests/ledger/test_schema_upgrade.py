@@ -14,7 +14,8 @@ import pytest
 
 from askcache.storage.ledger import RunRecord, StepWaits
 from askcache.storage.ledger.postgres import PostgresLedger, PostgresTimeouts
-from askcache.storage.ledger.sqlite import SqliteLedger
+from askcache.storage.ledger.postgres_schema import SCHEMA_VERSION as PG_SCHEMA_VERSION
+from askcache.storage.ledger.sqlite import SCHEMA_VERSION, SqliteLedger
 from askcache.storage.ledger.summary import TrajectorySummary, fold_all
 from tests.integration.test_read_only_folder import _ReadOnly
 
@@ -106,7 +107,7 @@ def test_a_version_1_sqlite_ledger_is_upgraded_and_keeps_its_entries(tmp_path: P
     _sqlite_v1(path, old)
     ledger = SqliteLedger(path, retention_days=None)
     assert ledger.records("a.json") == old
-    assert ledger.meta("schema_version") == "2"
+    assert ledger.meta("schema_version") == str(SCHEMA_VERSION)
     assert ledger.step_waits("a.json", profile="1280x800", digest="d1") == StepWaits()
     ledger.append(_new(2, {1: 0.5, 2: 0.0}))
     ledger.append(_new(3, {1: 0.7}))
@@ -132,7 +133,7 @@ def test_a_version_1_sqlite_ledger_is_upgraded_and_keeps_its_entries(tmp_path: P
     assert "TEMP B-TREE" not in plan  # read in the index's order: no sort
     again = SqliteLedger(path, retention_days=None)  # a second open changes nothing
     assert again.records("a.json")[:2] == old
-    assert again.meta("schema_version") == "2"
+    assert again.meta("schema_version") == str(SCHEMA_VERSION)
     again.close()
 
 
@@ -199,6 +200,6 @@ def test_version_1_postgres_tables_are_upgraded_and_keep_their_entries(
                 "ORDER BY started_at DESC, seq DESC LIMIT 50"
             )
         )
-    assert version == ("2",)
+    assert version == (str(PG_SCHEMA_VERSION),)
     assert "askcache_ledger_entries_by_waits" in plan
     assert "Sort" not in plan  # read in the index's order

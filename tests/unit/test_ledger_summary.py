@@ -125,3 +125,51 @@ def test_merging_two_stretches_equals_folding_them_in_order(
             exclude={"saved_seconds"}
         )
         assert abs(merged.saved_seconds - whole.saved_seconds) < 1e-9
+
+
+def test_a_summary_keeps_each_day_hot_spot_profile_and_the_latest_heals() -> None:
+    def run(
+        status: str, day: int, *, step: int | None = None, code: str | None = None
+    ) -> RunRecord:
+        return _replay(status, step, minute=day * 24 * 60 + 30).model_copy(
+            update={"reason_code": code, "profile": "1280x800@1x" if day else None}
+        )
+
+    records = [
+        run("completed", 0),
+        run("handed_back", 0, step=3, code="screen_changed"),
+        run("handed_back", 1, step=3, code="screen_changed"),
+        run("completed_unverified", 1),
+        run("handed_back", 1, step=2, code=None),
+        *(_event("healed", minute=24 * 60 + 40 + n) for n in range(7)),
+        _event("invalidated", minute=2 * 24 * 60),
+    ]
+    s = fold_all(TrajectorySummary(trajectory="a.json"), records)
+    assert sorted(s.days) == ["2026-11-25", "2026-11-26", "2026-11-27"]
+    first, second, third = (s.days[d] for d in sorted(s.days))
+    assert (first.runs, first.completed, first.handed_back) == (2, 1, 1)
+    assert (second.runs, second.completed, second.handed_back, second.heals) == (3, 1, 2, 7)
+    assert (third.runs, third.invalidations) == (0, 1)
+    assert sum(d.saved_tokens for d in s.days.values()) == s.saved_tokens
+    assert sum(d.model_calls for d in s.days.values()) == s.model_calls
+    assert first.usage("m") == Usage(input_tokens=200, output_tokens=20)
+    assert first.saved("m") == 100
+    assert first.models == {"m": [200, 20, 0, 0, 100]}
+    assert s.hand_backs == {
+        "3|screen_changed|": 1,
+        "3|screen_changed|1280x800@1x": 1,
+        "2||1280x800@1x": 1,
+    }
+    assert (s.profiles[""].runs, s.profiles["1280x800@1x"].runs) == (2, 3)
+    assert s.profiles["1280x800@1x"].handed_back == 2
+    assert len(s.recent) == 5  # the latest only
+    assert [n.event for n in s.recent] == ["healed"] * 4 + ["invalidated"]
+    assert s.recent[-1].at == START + timedelta(days=2)
+
+
+def test_an_old_summary_without_per_day_figures_still_reads() -> None:
+    old = '{"trajectory": "a.json", "entries": 3, "runs": 3, "completed": 3}'
+    s = TrajectorySummary.model_validate_json(old)
+    assert (s.runs, s.days, s.hand_backs, s.profiles, s.recent) == (3, {}, {}, {}, [])
+    later = fold(s, _replay("completed", minute=5))
+    assert (later.runs, later.days["2026-11-25"].runs) == (4, 1)

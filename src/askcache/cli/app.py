@@ -30,6 +30,7 @@ from askcache.cli.commands.common import (
     emit_json,
     redacted_output,
 )
+from askcache.cli.commands.dashboard import add_dashboard_command
 from askcache.cli.commands.lint import add_lint_command
 from askcache.cli.commands.listing import add_list_command
 from askcache.cli.commands.replay import add_replay_command
@@ -51,6 +52,7 @@ Record computer-use agent runs once, replay them with no model calls.
   askcache show NAME             one cache file step by step
   askcache lint [NAME ...]       problems in cache files
   askcache stats [NAME]          replays, hit rate and savings from the run ledger
+  askcache dashboard [-o PAGE | --serve]   the fleet page: charts, hot spots, heals (HTML)
   askcache replay NAME --dry-run --screenshot STEP=PNG | --display :N   check, never act
   askcache report NAME [--screenshots DIR | --live]   an HTML report of a file and its runs
   askcache tune NAME --run DIR ...   learn per-step masks from repeat runs that were right
@@ -203,6 +205,7 @@ def _parser() -> argparse.ArgumentParser:
     add_show_command(commands, cached)
     add_lint_command(commands, cached)
     add_stats_command(commands, cached)
+    add_dashboard_command(commands, cached)
     add_signing_commands(commands, cached)
     add_replay_command(commands, cached)
     add_tune_command(commands, cached)

@@ -10,7 +10,8 @@ overrides); the saved tokens are priced as input tokens, a lower bound.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -31,7 +32,9 @@ from askcache.storage.ledger.summary import fold_all
 __all__ = [
     "TrajectoryStats",
     "add_stats_command",
+    "parse_price_argument",
     "run_stats",
+    "stats_json",
     "stats_line",
     "stats_of",
     "summarize",
@@ -114,6 +117,21 @@ def summarize(
     return stats_of(trajectory, [summary], prices)
 
 
+def stats_json(
+    cache_dir: str,
+    summaries: Sequence[TrajectorySummary],
+    prices: Mapping[str, ModelPrice] | None = None,
+) -> dict[str, Any]:
+    """What ``askcache stats --json`` prints for ``summaries`` (the fleet page embeds the
+    same): the cache's location, the prices' date, each trajectory's figures and the total."""
+    return {
+        "cache_dir": cache_dir,
+        "prices_as_of": PRICES_AS_OF,
+        "trajectories": [stats_of(s.trajectory, [s], prices).model_dump() for s in summaries],
+        "total": stats_of("(all)", summaries, prices).model_dump(),
+    }
+
+
 def add_stats_command(
     commands: argparse._SubParsersAction[argparse.ArgumentParser],
     parents: list[argparse.ArgumentParser],
@@ -133,14 +151,15 @@ def add_stats_command(
         "--price",
         action="append",
         default=[],
-        type=_price_argument,
+        type=parse_price_argument,
         metavar="MODEL=INPUT,OUTPUT",
         help="dollars per million tokens for a model (repeatable); overrides the table",
     )
     parser.set_defaults(run=run_stats)
 
 
-def _price_argument(text: str) -> tuple[str, ModelPrice]:
+def parse_price_argument(text: str) -> tuple[str, ModelPrice]:
+    """``--price MODEL=INPUT,OUTPUT`` read (argparse's type)."""
     try:
         return parse_price(text)
     except ValueError as exc:
@@ -190,14 +209,7 @@ def run_stats(args: argparse.Namespace) -> int:
     rows = [stats_of(s.trajectory, [s], prices) for s in summaries]
     total = stats_of("(all)", summaries, prices)
     if args.json:
-        emit_json(
-            {
-                "cache_dir": location(storage),
-                "prices_as_of": PRICES_AS_OF,
-                "trajectories": [row.model_dump() for row in rows],
-                "total": total.model_dump(),
-            }
-        )
+        emit_json(stats_json(location(storage), summaries, prices))
         return EXIT_OK
     if not summaries:
         print(f"no replays recorded in the run ledger of {location(storage)}")

@@ -15,7 +15,8 @@ any number of processes starting at once create them once):
   (:data:`SCHEMA_VERSION`). Tables of an older version are upgraded on first use, under the
   same lock: version 1 to 2 adds the ``waits_key`` column (no row is rewritten) and its
   partial index (one scan of the table; appends wait for it, up to their lock timeout, then
-  go to the outbox). An askcache of version 1 refuses tables of version 2 ("upgrade
+  go to the outbox); version 2 to 3 changes no table (the summaries gain per-day figures as
+  entries are folded). An askcache refuses tables of a newer version than its own ("upgrade
   askcache"): its entries wait in its outbox until it is upgraded.
 
 To keep the tables in a schema of their own, give the URL a search path:
@@ -33,9 +34,11 @@ from askcache.foundation.errors import LedgerUnavailableError
 
 __all__ = ["SCHEMA_VERSION", "SELECT_WAITS", "create", "select_entries"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """The version of the tables this askcache writes (``askcache_ledger_meta``): 1, the first;
-2, step waits (``waits_key`` and its index)."""
+2, step waits (``waits_key`` and its index); 3, summaries with per-day figures, hot spots and
+profiles (:mod:`~askcache.storage.ledger.day_totals`; no table changes, but an askcache of
+version 2 would fold entries into a summary and drop them, so it must refuse these tables)."""
 
 _LOCK_KEY = 0x61736B6C6564  # "askled": the advisory lock held while the tables are created
 

@@ -55,11 +55,14 @@ SQLITE_FILE = f"{LEDGER_FOLDER}/ledger.sqlite3"
 PRUNE_EVERY_SECONDS = 3600.0
 """Appends prune old entries at most this often (per process, and per database)."""
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """The version of the tables this askcache writes (``meta.schema_version``). 1 (no
 ``schema_version`` row): before step waits; 2: ``entries.waits_key`` and its index
-(:meth:`SqliteLedger.step_waits`). A database of an older version is upgraded on first open
-(adding a column and an index; the entries stay as they are)."""
+(:meth:`SqliteLedger.step_waits`); 3: the summaries keep per-day figures, hot spots and
+profiles (:mod:`~askcache.storage.ledger.day_totals`; no table changes: an askcache before
+it would fold entries into a summary and drop them). A database of an older version is
+upgraded on first open (adding a column and an index; the entries and summaries stay as they
+are: per-day figures start with the upgrade)."""
 
 _TABLES = (
     """CREATE TABLE IF NOT EXISTS entries (

@@ -8,6 +8,9 @@ the retention period (``CachingSettings.ledger_retention_days``).
 :func:`merge` joins the summaries of two consecutive stretches of entries (the earlier first),
 so an engine can fold entries in parts (the S3 segments, a migration) and add them up.
 Both are pure: they return a new summary and never change their arguments.
+
+A summary also keeps the figures a fleet page reads (per day, per hot spot, per screen
+profile, the latest heals: :mod:`askcache.storage.ledger.day_totals`), folded the same way.
 """
 
 from __future__ import annotations
@@ -18,6 +21,13 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict, Field
 
 from askcache.foundation.messages import Usage
+from askcache.storage.ledger.day_totals import (
+    DayTotals,
+    EventNote,
+    ProfileTotals,
+    fold_extras,
+    merge_extras_into,
+)
 from askcache.storage.ledger.records import RunRecord
 
 __all__ = ["ModelTotals", "TrajectorySummary", "fold", "fold_all", "merge"]
@@ -93,6 +103,18 @@ class TrajectorySummary(BaseModel):
     """The earliest ``started_at`` folded."""
     last_at: datetime | None = None
     """The latest ``started_at`` folded."""
+    days: dict[str, DayTotals] = Field(default_factory=dict)
+    """Per UTC day (``YYYY-MM-DD``) of ``started_at``: that day's entries added up
+    (:mod:`~askcache.storage.ledger.day_totals`). Empty for entries folded by an askcache
+    before per-day figures (schema version 3)."""
+    hand_backs: dict[str, int] = Field(default_factory=dict)
+    """Hand-backs per hot spot, ``step|reason code|screen profile``
+    (:func:`~askcache.storage.ledger.day_totals.spot_key`; an empty part: not known)."""
+    profiles: dict[str, ProfileTotals] = Field(default_factory=dict)
+    """Replays per screen profile (``""``: not known)."""
+    recent: list[EventNote] = Field(default_factory=list)
+    """The latest heals, proposals and invalidations, oldest first
+    (:data:`~askcache.storage.ledger.day_totals.RECENT_EVENTS` at most)."""
 
     @property
     def tokens(self) -> int:
@@ -122,6 +144,7 @@ def _fold_into(s: TrajectorySummary, record: RunRecord) -> None:
     when = record.started_at
     s.first_at = _earliest(s.first_at, when)
     s.last_at = _latest(s.last_at, when)
+    fold_extras(s, record)
     if record.event == "replay":
         _fold_replay(s, record)
     elif record.event == "healed":
@@ -180,6 +203,7 @@ def merge(a: TrajectorySummary, b: TrajectorySummary) -> TrajectorySummary:
         mine.runs += totals.runs
     s.first_at = _earliest(a.first_at, b.first_at)
     s.last_at = _latest(a.last_at, b.last_at)
+    merge_extras_into(s, b)
     if b.streak_reset:
         s.failure_streak, s.failure_step, s.streak_reset = b.failure_streak, b.failure_step, True
     elif b.failure_streak > 0:

@@ -18,10 +18,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from askcache.cli.app import main as askcache
-from askcache.storage.cache_storage import LocalCacheStorage
-from askcache.storage.ledger import open_ledger
-from tests.ledger.fleet_ledger import fleet_records
+from tests.ledger.fleet_ledger import fleet_records  # noqa: E402
+
+from askcache.cli.app import main as askcache  # noqa: E402
+from askcache.storage.cache_storage import LocalCacheStorage  # noqa: E402
+from askcache.storage.ledger import open_ledger  # noqa: E402
 
 
 def main() -> None:

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from askcache.cli.app import main
+from askcache.cli.commands.stats import stats_json
 from askcache.cli.fleet_figures import fleet_figures
 from askcache.storage.cache_storage import LocalCacheStorage
 from askcache.storage.ledger import RunLedger, open_ledger
@@ -161,10 +162,11 @@ def test_the_page_from_a_postgresql_ledger_has_the_same_figures(
 def test_the_retention_leaves_the_days_as_they_were(tmp_path: Path) -> None:
     ledger = SqliteLedger(tmp_path / "ledger.sqlite3", retention_days=None)
     _fill(ledger)
-    before = fleet_figures(ledger.summaries(), cache_dir="c", ledger="l")
+    stats = stats_json("c", ledger.summaries())
+    before = fleet_figures(ledger.summaries(), stats=stats, ledger="l")
     assert ledger.prune(datetime(2027, 1, 1, tzinfo=UTC)) > 0
     assert ledger.records() == []
-    after = fleet_figures(ledger.summaries(), cache_dir="c", ledger="l", now=before.generated_at)
+    after = fleet_figures(ledger.summaries(), stats=stats, ledger="l", now=before.generated_at)
     assert after == before
     assert len(after.days) == 21
 
@@ -173,12 +175,19 @@ def test_the_figures_read_no_runs(tmp_path: Path) -> None:
     """Summaries only: a ledger whose entries table is gone still gives the whole page."""
     ledger = SqliteLedger(tmp_path / "ledger.sqlite3")
     _fill(ledger)
-    expected = fleet_figures(ledger.summaries(), cache_dir="c", ledger="l")
+    expected = fleet_figures(
+        ledger.summaries(), stats=stats_json("c", ledger.summaries()), ledger="l"
+    )
     ledger.close()
     with sqlite3.connect(tmp_path / "ledger.sqlite3") as db:
         db.execute("DROP TABLE entries")
     again = SqliteLedger(tmp_path / "ledger.sqlite3")
-    found = fleet_figures(again.summaries(), cache_dir="c", ledger="l", now=expected.generated_at)
+    found = fleet_figures(
+        again.summaries(),
+        stats=stats_json("c", again.summaries()),
+        ledger="l",
+        now=expected.generated_at,
+    )
     assert found == expected
 
 

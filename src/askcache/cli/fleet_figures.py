@@ -22,7 +22,6 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from askcache.cli.commands.stats import stats_json
 from askcache.cli.prices import ModelPrice, price_for
 from askcache.foundation.messages import Usage
 from askcache.foundation.reasons import HANDBACK_CODES, describe_code
@@ -203,13 +202,16 @@ def collector_paused() -> Iterator[None]:
 def fleet_figures(
     summaries: Sequence[TrajectorySummary],
     *,
-    cache_dir: str,
+    stats: Mapping[str, Any],
     ledger: str,
     proposals: Sequence[Proposal] = (),
     prices: Mapping[str, ModelPrice] | None = None,
     now: datetime | None = None,
 ) -> FleetFigures:
-    """The page's figures from every trajectory's summary (see the module docstring)."""
+    """The page's figures from every trajectory's summary (see the module docstring);
+    ``stats``: what ``askcache stats --json`` prints for the same summaries
+    (:func:`~askcache.cli.commands.stats.stats_json`, given by the caller: the commands sit
+    above this module)."""
     days: dict[str, _Day] = {}
     spots: list[HotSpot] = []
     by_code: dict[str, int] = {}
@@ -255,7 +257,7 @@ def fleet_figures(
     return FleetFigures(
         generated_at=now or datetime.now(UTC),
         ledger=ledger,
-        stats=stats_json(cache_dir, summaries, prices),
+        stats=dict(stats),
         days=[_day_figures(day, days[day], prices) for day in ordered],
         days_since=ordered[0] if ordered else None,
         hot_spots=spots[:HOT_SPOTS],

@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 
 from askcache.cli.commands.common import EXIT_OK, emit_json, location, open_run_ledger, open_storage
-from askcache.cli.commands.stats import parse_price_argument
+from askcache.cli.commands.stats import parse_price_argument, stats_json
 from askcache.cli.fleet_figures import (
     FleetFigures,
     collector_paused,
@@ -91,12 +91,13 @@ def build_figures(args: argparse.Namespace) -> FleetFigures:
     with collector_paused():
         with open_run_ledger(args, storage) as ledger:
             summaries = ledger.summaries()
+        prices = dict(args.price)
         return fleet_figures(
             summaries,
-            cache_dir=location(storage),
+            stats=stats_json(location(storage), summaries, prices),
             ledger=redact_url(url) if url else f"{location(storage)} (the cache's own ledger)",
             proposals=proposals_in(storage),
-            prices=dict(args.price),
+            prices=prices,
         )
 
 

@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 
 from askcache.cli.commands.common import EXIT_OK, emit_json, location, open_run_ledger, open_storage
-from askcache.cli.commands.stats import parse_price_argument, stats_json
+from askcache.cli.commands.stats import add_price_argument, stats_json
 from askcache.cli.fleet_figures import (
     FleetFigures,
     collector_paused,
@@ -73,14 +73,7 @@ def add_dashboard_command(
         default=DEFAULT_PORT,
         help=f"with --serve: the port (default: {DEFAULT_PORT}; 0: any free one)",
     )
-    parser.add_argument(
-        "--price",
-        action="append",
-        default=[],
-        type=parse_price_argument,
-        metavar="MODEL=INPUT,OUTPUT",
-        help="dollars per million tokens for a model (repeatable); overrides the table",
-    )
+    add_price_argument(parser)
     parser.set_defaults(run=run_dashboard)
 
 

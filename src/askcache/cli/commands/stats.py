@@ -31,6 +31,7 @@ from askcache.storage.ledger.summary import fold_all
 
 __all__ = [
     "TrajectoryStats",
+    "add_price_argument",
     "add_stats_command",
     "parse_price_argument",
     "run_stats",
@@ -147,6 +148,12 @@ def add_stats_command(
         "(askcache.cli.prices); saved tokens are priced as input tokens, a lower bound.",
     )
     parser.add_argument("name", nargs="?", help="one cache file (default: all)")
+    add_price_argument(parser)
+    parser.set_defaults(run=run_stats)
+
+
+def add_price_argument(parser: argparse.ArgumentParser) -> None:
+    """``--price MODEL=INPUT,OUTPUT`` (repeatable), as ``stats`` and ``dashboard`` take it."""
     parser.add_argument(
         "--price",
         action="append",
@@ -155,7 +162,6 @@ def add_stats_command(
         metavar="MODEL=INPUT,OUTPUT",
         help="dollars per million tokens for a model (repeatable); overrides the table",
     )
-    parser.set_defaults(run=run_stats)
 
 
 def parse_price_argument(text: str) -> tuple[str, ModelPrice]:

@@ -16,10 +16,7 @@ Registered secret values are redacted from the page, as from every report
 
 from __future__ import annotations
 
-import contextlib
 import html
-import os
-import uuid
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from importlib import resources
@@ -27,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from askcache.cli.fleet_figures import FleetFigures
+from askcache.cli.html_report import write_whole
 from askcache.foundation.redaction import redact
 
 __all__ = ["TRAJECTORY_ROWS", "render_fleet_page", "write_fleet_page"]
@@ -41,17 +39,7 @@ def _vendored(name: str) -> str:
 def write_fleet_page(path: Path, figures: FleetFigures) -> Path:
     """Write the page to ``path`` (a temporary file beside it, then renamed: never half
     written)."""
-    data = render_fleet_page(figures).encode("utf-8")
-    temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.tmp")
-    try:
-        with temporary.open("xb") as file:
-            file.write(data)
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)
-        raise
-    return path
+    return write_whole(path, render_fleet_page(figures).encode("utf-8"))
 
 
 def render_fleet_page(figures: FleetFigures) -> str:

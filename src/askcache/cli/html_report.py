@@ -65,6 +65,7 @@ __all__ = [
     "write_html_report",
     "write_page",
     "write_trajectory_report",
+    "write_whole",
 ]
 
 MARK_COLOUR = (230, 30, 30)
@@ -311,6 +312,12 @@ def write_page(path: Path, title: str, body: Sequence[str]) -> Path:
         "</body></html>",
     ]
     data = redact("\n".join(parts)).encode("utf-8")  # secrets never written
+    return write_whole(path, data)
+
+
+def write_whole(path: Path, data: bytes) -> Path:
+    """Write ``data`` to ``path`` through a temporary file beside it, renamed over it: a
+    reader never sees it half written, and a failure leaves no temporary file behind."""
     temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.tmp")
     try:
         with temporary.open("xb") as file:  # the umask's permissions, as any new file

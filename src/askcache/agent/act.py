@@ -233,7 +233,7 @@ class Agent:
             RunStart(
                 kind="act",
                 trajectory=settings.writing_settings.filename,
-                strategy=settings.strategy.value,
+                strategy=str(settings.strategy),  # a StrEnum, or its text after a model_copy
                 model=self.model,
                 current=True,
             )

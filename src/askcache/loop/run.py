@@ -115,7 +115,7 @@ class LoopRun:
             RunStart(
                 kind="loop",
                 trajectory=name,
-                strategy=settings.strategy.value,
+                strategy=str(settings.strategy),  # a StrEnum, or its text after a model_copy
                 model=model,
                 current=False,
             )

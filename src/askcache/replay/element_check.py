@@ -29,8 +29,11 @@ pixels (:func:`~askcache.replay.check.check`):
   screen is of another density (the same text scaled: Qt gives no offsets).
 
   Without a tree for the element (Tk, X Athena programs; an open menu, which toolkits do not
-  describe), the label's text stands in for it, at its recorded place only (a label is not
-  searched for elsewhere): the label under the point must read as recorded *and* the look
+  describe), the label's text stands in for it on a screen of another density only, at its
+  recorded place (a label is not searched for elsewhere). At the same density a failing pixel
+  check is trusted: a typing step whose field lost the keyboard focus to a dialog elsewhere
+  still shows its label (the fault table caught one such step typed when this was allowed).
+  The label under the point must read as recorded *and* the look
   of its box must pass. OCR alone never allows a step. A container (a panel, a list, a
   document, a page tab list: :data:`CONTAINER_ROLES`) never allows a step on a re-drawn
   screen: where in it an action lands depends on what it shows.
@@ -215,7 +218,7 @@ def _redrawn(case: _Case, outcome: Refused) -> Checked | Refused | None:
     found: Checked | Refused | str
     if tree is not None and case.screen.elements is not None:
         found = _by_identity(case, tree, outcome)
-    elif case.stored.label is not None:
+    elif case.stored.label is not None and outcome.other_density:
         found = _by_label(case.plan, case.stored, case.point, case.screen, outcome)
     else:
         return None
@@ -293,8 +296,8 @@ def _by_identity(case: _Case, tree: Element, outcome: Refused) -> Checked | Refu
 def _by_label(
     plan: Plan, stored: StepElement, point: Point, screen: Screen, outcome: Refused
 ) -> Checked | str:
-    """No tree for the element: the label under the point reading as recorded and its look
-    passing allow the step at its point (a string says why not)."""
+    """No tree for the element, another density: the label under the point reading as
+    recorded and its look passing allow the step at its point (a string says why not)."""
     record = outcome.record
     if record is None or stored.label is None:
         return "no label recorded"

@@ -13,6 +13,7 @@ from askcache.foundation.screen.elsewhere import (
     ChangeElsewhere,
     changed_blocks,
     changes_elsewhere,
+    check_before,
     check_elsewhere,
     prune,
 )
@@ -107,3 +108,14 @@ def test_a_caret_blinking_away_from_the_point_is_not_a_place() -> None:
     ImageDraw.Draw(after).line((100, 300, 100, 318), fill="black", width=2)  # a caret shows
     assert changed_blocks(before, after).any()
     assert changes_elsewhere(before, after, KEY, radius=16) == []
+
+
+def test_before_the_action_each_place_must_look_as_it_did_then() -> None:
+    before = _screen("12")
+    places = changes_elsewhere(before, _screen("3", pressed=True), KEY, radius=192)
+    assert check_before(places, _screen("12")) is None
+    problem = check_before(places, _screen("47"))  # the display already shows another number
+    assert problem is not None
+    assert "looks different before it now" in problem
+    assert str(list(places[0].box)) in problem
+    assert check_before([], _screen("47")) is None

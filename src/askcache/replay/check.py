@@ -28,6 +28,7 @@ from askcache.foundation.errors import InvalidHashError
 from askcache.foundation.geometry import Point
 from askcache.foundation.messages import ToolUseBlockParam
 from askcache.foundation.scaling import same_aspect
+from askcache.foundation.screen.elsewhere import check_before
 from askcache.foundation.screen.thumbnails import Thumbnail, compare_tiles
 from askcache.replay.anchor import window_anchor
 from askcache.replay.element_check import with_element
@@ -334,7 +335,9 @@ def apart_from_window(step: ToolUseBlockParam, checked: Checked, thumbnail: Thum
 def _check_affected_area(
     plan: Plan, step: ToolUseBlockParam, record: StepRecord, screen: Screen
 ) -> Checked | Refused:
-    """The area the action changed when recorded must look as it did before it then."""
+    """The area the action changed when recorded must look as it did before it then: the
+    tiles near its point, and (on a screen of the recorded size) the places away from it
+    (:func:`~askcache.foundation.screen.elsewhere.check_before`)."""
     config = plan.config
     effect = step.effect
     if config is None or not plan.policy.check_effects:
@@ -365,6 +368,11 @@ def _check_affected_area(
             "screen is in another state",
             code="area_changed",
         )
+    if effect.elsewhere and screen.image.size == plan.space:
+        problem = check_before(effect.elsewhere, screen.image)
+        if problem is not None:
+            record.matched = False
+            return Refused(record, problem, code="area_changed")
     return Checked(record, screen, thumbnail)
 
 

@@ -16,7 +16,11 @@ the effect radius, so that the text typed and its blinking caret stay the near e
 group one block wide, a caret, never), and stores each place's box (the changed
 blocks and one block around them) with a perceptual hash of it before and after the action
 (:class:`ChangeElsewhere`; hashes only, no pixels). After a replayed action, each place must
-look as recorded after it (within :data:`MATCH_THRESHOLD` bits). An xcalc key rebound to
+look as recorded after it (within :data:`MATCH_THRESHOLD` bits), and before it each must look as
+recorded before it (:func:`check_before`): a key pressed in a text whose caret stands on
+another line than when recorded (the file has another line, the caret went to its end) writes
+elsewhere than it did, while the pointer's region, where a key is checked, looks the same.
+An xcalc key rebound to
 another digit, whose label still looks as recorded, is clicked (nothing on the screen could
 tell before) but the replay hands back at once: the display shows another digit.
 
@@ -53,6 +57,7 @@ __all__ = [
     "ChangeElsewhere",
     "changed_blocks",
     "changes_elsewhere",
+    "check_before",
     "check_elsewhere",
     "prune",
 ]
@@ -210,4 +215,22 @@ def check_elsewhere(
             f"the action's effect at {list(place.box)}, away from its point, differs from the "
             "recording: that place changed, but looks different from the recording after it"
         )
+    return None
+
+
+def check_before(places: Iterable[ChangeElsewhere], now: Image.Image) -> str | None:
+    """Why the places do not look as they did just before the action when recorded
+    (``None``: they do, within :data:`MATCH_THRESHOLD` bits). ``now`` is the screen just
+    before the replayed action, at the recorded size: a place the action is to change that
+    shows something else already (another line, another number in a display) says the
+    action would act on another state than the recording's."""
+    for place in places:
+        distance = hamming_distance(_hash(now, place.box), place.before)
+        if distance > MATCH_THRESHOLD:
+            return (
+                f"a place away from the action point that the action changed when recorded, "
+                f"{list(place.box)}, looks different before it now ({distance} bits of "
+                f"{HASH_SIZE * HASH_SIZE} differ, at most {MATCH_THRESHOLD}): the screen "
+                "is in another state"
+            )
     return None

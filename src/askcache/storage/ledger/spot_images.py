@@ -122,7 +122,9 @@ def decode_thumbnail(data: bytes, *, entry: str, which: str) -> Image.Image:
                 )
             opened.load()
             return opened.copy()
-    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
+    except UnidentifiedImageError as exc:
+        raise ThumbnailError(entry, which, "not an image") from exc
+    except (OSError, SyntaxError, ValueError) as exc:
         if isinstance(exc, ThumbnailError):
             raise
         raise ThumbnailError(entry, which, f"not a readable PNG image ({exc})") from exc

@@ -19,6 +19,10 @@ any number of processes starting at once create them once):
   entries are folded). An askcache refuses tables of a newer version than its own ("upgrade
   askcache"): its entries wait in its outbox until it is upgraded.
 
+A fourth, ``askcache_ledger_spot_images`` (failing-region thumbnails, the latest per hot
+spot: :mod:`~askcache.storage.ledger.spot_images`), is made by its first write
+(:func:`ensure_spots`): no schema version changes for it.
+
 To keep the tables in a schema of their own, give the URL a search path:
 ``postgresql://.../db?options=-csearch_path%3Daskcache`` (the schema must exist).
 """

@@ -5,7 +5,9 @@ indexed by trajectory and start time, and the replays that kept step waits by tr
 steps and profile: :meth:`SqliteLedger.step_waits`) and one of summaries, updated in the same
 transaction as the insert and only when the insert stored something. WAL mode lets readers
 go on while a writer commits; ``BEGIN IMMEDIATE`` with a busy timeout queues writers from any
-number of processes, so none loses an entry. Each thread of a process keeps its own connection (the
+number of processes, so none loses an entry. Failing-region thumbnails
+(:mod:`~askcache.storage.ledger.spot_images`) go in a table of their own, ``spot_images``,
+made by their first write. Each thread of a process keeps its own connection (the
 engine is safe from several threads and after a fork); :meth:`SqliteLedger.close`, or the
 ledger's end, closes them.
 

@@ -192,3 +192,22 @@ def test_the_setting_is_validated() -> None:
 
 def _near(colour: Any, target: tuple[int, int, int]) -> bool:
     return all(abs(int(a) - b) <= 12 for a, b in zip(colour, target, strict=False))
+
+
+def test_the_own_loop_keeps_them_too(tmp_path: Path) -> None:
+    from tests.integration.test_own_loop import _run
+
+    first, _, _ = _run(tmp_path, "original", "alice", ledger_thumbnails=True)
+    assert first.strategy == "record"
+    result, _, _ = _run(tmp_path, "banner", "bob", ledger_thumbnails=True)
+    assert result.replay is not None
+    assert (result.replay.stopped_at_step, result.replay.reason_code) == (1, "screen_changed")
+    with open_ledger(LocalCacheStorage(tmp_path)) as ledger:
+        (entry,) = (r for r in ledger.records("login.json") if r.status == "handed_back")
+        key = ("login.json", spot_key(1, entry.reason_code, entry.profile))
+        images = _images(ledger, key)
+    assert images is not None
+    assert images.latest is not None
+    latest = decode_thumbnail(images.latest, entry=images.entry_id, which="latest")
+    colours = {c for _, c in latest.convert("RGB").getcolors(THUMBNAIL_SIDE**2) or []}
+    assert any(_near(c, BANNER) for c in colours)

@@ -179,6 +179,29 @@ def test_no_image_of_a_region_over_the_field_a_secret_was_typed_into(tmp_path: P
         )
         or ""
     )
+    # a secret typed where askcache cannot place it (no anchor): no later step is pictured
+    last = len(cache_file.trajectory) - 1
+    nowhere = secret_refusal(
+        cache_file,
+        cache_file.trajectory,
+        [None] * len(cache_file.trajectory),
+        index=last,
+        box=(600, 380, 640, 400),
+        values={"password": SECRET},
+    )
+    assert "cannot place it" in (nowhere or "")
+    # and far from where it was typed, a later step's region may be pictured
+    assert (
+        secret_refusal(
+            cache_file,
+            cache_file.trajectory,
+            [(360, 88)] * len(cache_file.trajectory),
+            index=last,
+            box=(0, 330, 40, 400),
+            values={"password": SECRET},
+        )
+        is None
+    )
     assert result.replay is not None
 
 

@@ -20,7 +20,7 @@ when the step types a secret (a ``{{secret:name}}`` placeholder, a parameter the
 describes as secret, or text holding a registered secret value), or when the region overlaps
 a field an earlier step typed a secret into: the tiles that step changed when recorded, and a
 band of the screen's width around where it typed (its anchor:
-:func:`~askcache.foundation.actions.action_anchors`), as high as three check regions. When an
+:func:`~askcache.foundation.actions.action_anchors`), as high as a check region. When an
 earlier step typed a secret somewhere askcache cannot place (no anchor), no picture of any
 later step is kept. A picture of a screen showing a secret askcache was never told about (a
 page that prints a password it made up) cannot be recognised: keep the setting off for such
@@ -61,9 +61,9 @@ logger = logging.getLogger(__name__)
 THUMBNAIL_CODES = frozenset({"screen_changed", "area_changed"})
 """The hand-back reason codes whose failing region is kept: a step's pixel or area check."""
 
-_FIELD_BAND = 3
+_FIELD_BAND = 1
 """A typed secret's field is taken as a band this many check regions high (and the screen's
-width) around where it was typed."""
+width) around where it was typed (besides the tiles its typing changed when recorded)."""
 
 _NOT_STORED = (238, 232, 213)
 """What the recorded picture shows where the file keeps no pixels (beige)."""

@@ -24,12 +24,15 @@ import io
 import logging
 from collections.abc import Iterable
 from datetime import datetime
+from typing import TYPE_CHECKING
 
-from PIL import Image, UnidentifiedImageError
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from askcache.foundation.errors import AskCacheError, ThumbnailError
 from askcache.storage.cache_storage import CacheStorage
+
+if TYPE_CHECKING:  # Pillow is imported where an image is made or read: the ledger starts lean
+    from PIL import Image
 
 __all__ = [
     "MAX_THUMBNAIL_BYTES",
@@ -96,6 +99,8 @@ class SpotImages(BaseModel):
 def png_of(image: Image.Image) -> bytes:
     """``image`` as a thumbnail: scaled down to at most :data:`THUMBNAIL_SIDE` pixels a side
     (keeping its proportions), as PNG."""
+    from PIL import Image
+
     small = image.convert("RGB")
     small.thumbnail((THUMBNAIL_SIDE, THUMBNAIL_SIDE), Image.Resampling.LANCZOS)
     out = io.BytesIO()
@@ -110,6 +115,8 @@ def decode_thumbnail(data: bytes, *, entry: str, which: str) -> Image.Image:
         ThumbnailError: it is not a PNG image, is truncated, or is larger than askcache
             writes (the message names ``entry`` and ``which``).
     """
+    from PIL import Image, UnidentifiedImageError
+
     if len(data) > MAX_THUMBNAIL_BYTES:
         raise ThumbnailError(entry, which, f"{len(data)} bytes, more than {MAX_THUMBNAIL_BYTES}")
     try:

@@ -266,6 +266,7 @@ class Agent:
             sleep=self._sleep,
             offered_tools=[tool.name for tool in self.tools],
             ledger=ledger,
+            keep_failure_views=settings.ledger_thumbnails,
             damage=computer.screen_damage() if computer is not None else None,
             elements=elements,
             observer=observer,

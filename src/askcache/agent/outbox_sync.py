@@ -167,10 +167,11 @@ class RunWriter:
     """Seconds a ledger entry may take to be written before it is kept in the outbox
     instead: a slow or locked engine never holds up the end of a run for longer."""
 
-    def append(self, record: RunRecord) -> None:
+    def append(self, record: RunRecord) -> str:
         """Write a ledger entry, or keep it: when the ledger fails, or does not answer within
         :attr:`ledger_timeout` seconds (the entry has a fixed id: if the slow write lands
-        after all, sending it again from the outbox stores nothing more)."""
+        after all, sending it again from the outbox stores nothing more). Returns the
+        entry's id, written or kept."""
         entry_id = RunLedger.new_entry_id()
         try:
             self.entries.append(
@@ -181,6 +182,7 @@ class RunWriter:
                 raise
             summary = f"run-ledger entry of {record.trajectory} ({record.event}, {record.status})"
             self._keep(PendingLedgerEntry(entry_id=entry_id, record=record), summary, exc)
+        return entry_id
 
     def heal(self, heal: PreparedHeal, record: RunRecord) -> HealOutcome | None:
         """Write a heal and its ledger entry (``record``, completed with what was written),

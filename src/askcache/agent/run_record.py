@@ -21,6 +21,7 @@ from datetime import UTC, datetime, timedelta
 
 from PIL import Image
 
+from askcache.agent.failure_regions import keep_failing_region
 from askcache.agent.outbox_sync import RunWriter
 from askcache.conversation.turns import ConversationResult
 from askcache.foundation.errors import AskCacheError, RecordingNotStoredError
@@ -82,6 +83,7 @@ def finish_run(
         outcome,
         settings.execution_settings,
         read_only=settings.heal_mode == HealMode.OFF,
+        thumbnails=settings.ledger_thumbnails,
     )
     return healed, entries
 
@@ -178,12 +180,15 @@ def record_runs(
     settings: CacheExecutionSettings,
     *,
     read_only: bool = False,
+    thumbnails: bool = False,
 ) -> list[str]:
     """Append an entry per replay (and, once per file, the counts an old file kept inside
-    itself); invalidate a file that keeps failing at the same step (never when
-    ``read_only``: heal mode ``off``). Returns the entry names written; an entry the storage
-    does not take waits in the outbox (``writer.kept``). Nothing here raises: the run itself
-    succeeded."""
+    itself); with ``thumbnails`` (``CachingSettings.ledger_thumbnails``), keep the failing
+    region of a replay that handed back beside its entry
+    (:func:`~askcache.agent.failure_regions.keep_failing_region`); invalidate a file that
+    keeps failing at the same step (never when ``read_only``: heal mode ``off``). Returns
+    the entry names written; an entry the storage does not take waits in the outbox
+    (``writer.kept``). Nothing here raises: the run itself succeeded."""
     before = len(writer.entries)  # a heal's entry, written first, is not a replay's
     for position, session in enumerate(sessions):
         record = run_record(session, outcome, last=position == len(sessions) - 1)
@@ -193,10 +198,12 @@ def record_runs(
         except (AskCacheError, OSError) as exc:  # counted again on the next run
             logger.warning("could not import the counts of %s: %s", session.name, exc)
         try:
-            writer.append(record)
+            entry_id = writer.append(record)
         except (AskCacheError, OSError) as exc:
             logger.warning("could not write the run ledger: %s", exc)
             continue
+        if thumbnails and record.status == "handed_back":
+            keep_failing_region(writer, session, record, entry_id)
         if record.status == "handed_back" and not read_only:
             try:
                 _maybe_invalidate(writer, session.name, settings)

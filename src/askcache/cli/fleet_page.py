@@ -17,15 +17,17 @@ Registered secret values are redacted from the page, as from every report
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from askcache.cli.fleet_figures import FleetFigures
+from askcache.cli.fleet_regions import regions_section
 from askcache.cli.html_report import write_whole
 from askcache.foundation.redaction import redact
+from askcache.storage.ledger.spot_images import SpotImages, SpotKey
 
 __all__ = ["TRAJECTORY_ROWS", "render_fleet_page", "write_fleet_page"]
 
@@ -36,14 +38,20 @@ def _vendored(name: str) -> str:
     return resources.files("askcache.cli").joinpath(_VENDOR, name).read_text(encoding="utf-8")
 
 
-def write_fleet_page(path: Path, figures: FleetFigures) -> Path:
+def write_fleet_page(
+    path: Path, figures: FleetFigures, regions: Mapping[SpotKey, SpotImages] | None = None
+) -> Path:
     """Write the page to ``path`` (a temporary file beside it, then renamed: never half
     written)."""
-    return write_whole(path, render_fleet_page(figures).encode("utf-8"))
+    return write_whole(path, render_fleet_page(figures, regions).encode("utf-8"))
 
 
-def render_fleet_page(figures: FleetFigures) -> str:
-    """The page's HTML (see the module docstring)."""
+def render_fleet_page(
+    figures: FleetFigures, regions: Mapping[SpotKey, SpotImages] | None = None
+) -> str:
+    """The page's HTML (see the module docstring); ``regions``: the hot spots' failing-region
+    thumbnails (:func:`~askcache.cli.fleet_regions.hot_spot_regions`), shown in a section of
+    their own (:func:`~askcache.cli.fleet_regions.regions_section`)."""
     embedded = figures.model_dump_json().replace("<", "\\u003c")
     total = figures.stats["total"]
     body = [
@@ -75,6 +83,7 @@ def render_fleet_page(figures: FleetFigures) -> str:
             empty="no hand-backs",
             cls="hotspots",
         ),
+        regions_section(figures.hot_spots, regions or {}),
         "<h2>Hand-backs by reason</h2>",
         _table(
             ["reason code", "hand-backs"],

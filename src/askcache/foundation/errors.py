@@ -40,6 +40,7 @@ __all__ = [
     "StorageLockBusyError",
     "StorageLockLostError",
     "StorageUnwritableError",
+    "ThumbnailError",
     "UnsupportedCacheVersionError",
 ]
 
@@ -554,3 +555,22 @@ class SignatureLossRefusedError(AskCacheError, ValueError):
         self.name = name
         self.reason = reason
         super().__init__(f"{name} not changed: {reason}")
+
+
+class ThumbnailError(AskCacheError, ValueError):
+    """A failing region's thumbnail kept beside a run-ledger entry is not a PNG image of the
+    size askcache writes (damaged, truncated, foreign): the fleet page shows it as not kept.
+
+    Attributes:
+        entry: The ledger entry the thumbnail was kept beside (its id).
+        which: ``recorded`` or ``latest``.
+        reason: What is wrong with it.
+    """
+
+    def __init__(self, entry: str, which: str, reason: str) -> None:
+        self.entry = entry
+        self.which = which
+        self.reason = reason
+        super().__init__(
+            f"the {which} thumbnail kept beside ledger entry {entry} is unreadable: {reason}"
+        )

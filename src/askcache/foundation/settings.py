@@ -698,6 +698,15 @@ class CachingSettings(SettingsModel):
     ledger_retention_days: int | None = Field(DEFAULT_LEDGER_RETENTION_DAYS, ge=1, le=36500)
     """Days raw run-ledger entries are kept; each trajectory's summary (its counts, spending
     and savings) is kept for ever. ``None``: keep every entry for ever."""
+    ledger_thumbnails: bool = False
+    """Keep, beside the run ledger, small thumbnails of the failing region of each hand-back
+    hot spot: when a replay hands back because a step's pixel or area check failed, the
+    step's checked region as recorded and as it was then (PNG, at most 96 px a side; the
+    latest per trajectory, step, reason code and screen profile), shown side by side on the
+    fleet page (``askcache dashboard``; docs/ledger.md, "Failing-region thumbnails"). Never
+    one that could show a secret: none for a step that types a secret, nor for a region
+    overlapping a field a secret was typed into. Off (the default): no image of a screen
+    leaves the run."""
 
     @field_validator("ledger")
     @classmethod

@@ -132,6 +132,7 @@ class LoopRun:
             windows=windows,
             elements=elements,
             ledger=self.ledger,
+            keep_failure_views=settings.ledger_thumbnails,
             sleep=sleep,
             observer=self.observer,
         )

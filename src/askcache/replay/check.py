@@ -232,10 +232,13 @@ def _check(
     record.detail_distance = result.detail_distance
     record.detail_threshold = result.detail_threshold
     record.note = result.describe()
+    box = result.box if keep_view else None
     view = None
-    if result.box is not None and keep_view and plan.settings.keep_step_views:
-        view = StepView.of(screen.recorded, result.box, plan.anchors[index] or _point(action))
+    if box is not None and plan.settings.keep_step_views:
+        view = StepView.of(screen.recorded, box, plan.anchors[index] or _point(action))
     if not result.matched:
+        if box is not None and view is None and plan.keep_failure_views:
+            view = StepView.of(screen.recorded, box, plan.anchors[index] or _point(action))
         return Refused(
             record,
             f"the screen around the action point no longer matches the recording ({record.note})",
@@ -244,6 +247,9 @@ def _check(
             code="screen_changed",
         )
     outcome = _check_affected_area(plan, step, record, screen)
+    failed = isinstance(outcome, Refused)
+    if box is not None and view is None and plan.keep_failure_views and failed:
+        view = StepView.of(screen.recorded, box, plan.anchors[index] or _point(action))
     return replace(outcome, view=view, other_density=other_density)
 
 

@@ -82,6 +82,9 @@ class CacheExecutor:
             memory does not grow with its steps. The replay's own look at the screen each
             step acted on (:attr:`~askcache.replay.session.ReplaySession.seen`, what a trajectory
             built from the run fingerprints its replayed steps on) is kept with it.
+        keep_failure_views: Keep what a step was checked on when its check refused it
+            (:attr:`~askcache.replay.session.ReplaySession.views`), for the failing-region
+            thumbnails (``CachingSettings.ledger_thumbnails``).
         resume_tool: The model is offered ``resume_cached_trajectory`` (askcache's
             :class:`~askcache.Agent`); ``False`` (the user's own loop, :mod:`askcache.loop`):
             the hand-back message does not name it.
@@ -118,6 +121,7 @@ class CacheExecutor:
         screen_size: tuple[int, int] | None = None,
         offered_tools: Collection[str] | None = None,
         keep_replayed_screenshots: bool = True,
+        keep_failure_views: bool = False,
         resume_tool: bool = True,
         loop_looks: bool = False,
         ledger: RunLedger | None = None,
@@ -142,6 +146,7 @@ class CacheExecutor:
         self.windows = windows
         self.screen_size = screen_size
         self.keep_replayed_screenshots = keep_replayed_screenshots
+        self.keep_failure_views = keep_failure_views
         self._latest_screenshot = LatestReplayedScreenshot()
         self._sleep = sleep
         self._clock = clock
@@ -257,6 +262,7 @@ class CacheExecutor:
             windows=self.windows,
             profile=profile,
             keep_seen=self.keep_replayed_screenshots,
+            keep_failure_views=self.keep_failure_views,
             can_look=self.screen is not None or self.loop_looks,
             budgets=self._budgets(view, cache_file_name, profile, settings),
             damage=self.damage,

@@ -251,6 +251,9 @@ class Plan:
     keep_seen: bool = True
     """Keep the screens each replayed call was checked on and left
     (:class:`~askcache.replay.run_progress.SeenLog`)."""
+    keep_failure_views: bool = False
+    """Keep what a step was checked on when its check refuses it (for the failing-region
+    thumbnails, ``CachingSettings.ledger_thumbnails``), even without ``keep_step_views``."""
     budgets: Mapping[int, float] = field(default_factory=dict)
     """Per step index: how long its past waits on this screen profile say an unchanged
     screen may be waited on before handing back (the run ledger's 99th percentile of them

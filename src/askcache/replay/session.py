@@ -72,6 +72,8 @@ class ReplaySession:
         windows: Lists the screen's windows as the model sees them (``None``: it cannot).
         profile: The screen profile it runs on.
         keep_seen: Keep the screens each replayed call was checked on and left.
+        keep_failure_views: Keep what a step was checked on when its check refused it
+            (:attr:`views`), for the failing-region thumbnails.
         can_look: The replay may look at the screen (default: when ``capture`` is given;
             the user's own loop looks for it, one :meth:`feed` at a time).
         budgets: Per step index: how long its past waits say an unchanged screen may be
@@ -99,6 +101,7 @@ class ReplaySession:
         windows: Callable[[], list[WindowFrame] | None] | None = None,
         profile: ProfileChoice | None = None,
         keep_seen: bool = True,
+        keep_failure_views: bool = False,
         can_look: bool | None = None,
         budgets: Mapping[int, float] | None = None,
         damage: DamageSource | None = None,
@@ -124,7 +127,12 @@ class ReplaySession:
             lists_windows=windows is not None,
             profile=profile,
         )
-        plan = replace(plan, keep_seen=keep_seen, budgets=dict(budgets or {}))
+        plan = replace(
+            plan,
+            keep_seen=keep_seen,
+            keep_failure_views=keep_failure_views,
+            budgets=dict(budgets or {}),
+        )
         progress = Progress(index=start_step, started=clock(), seen=SeenLog(keep=keep_seen))
         self.state: State = Idle(plan, progress)
         """The replay's current state."""
@@ -203,7 +211,8 @@ class ReplaySession:
 
     @property
     def views(self) -> dict[int, StepView]:
-        """Per checked step: what it was checked on (only with ``keep_step_views``)."""
+        """Per checked step: what it was checked on (only with ``keep_step_views``; the
+        steps a check refused, also with ``keep_failure_views``)."""
         return dict(self.progress.views)
 
     @property

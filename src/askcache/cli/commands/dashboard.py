@@ -4,7 +4,9 @@ It reads every trajectory's summary (never the runs: any engine, a PostgreSQL le
 millions of entries included) and one listing of the cache's ``.versions/`` folder
 (proposals awaiting review), and writes the page (:mod:`askcache.cli.fleet_page`): the
 totals (exactly ``askcache stats --json``'s), hit rate and savings per day as charts,
-hand-back hot spots, heals, proposals and invalidations, and screen profiles.
+hand-back hot spots (with their failing regions, where replays kept them:
+:func:`spot_regions`, which reads those hot spots' thumbnails only), heals, proposals and
+invalidations, and screen profiles.
 
 ``--serve`` serves it on 127.0.0.1 instead (:mod:`askcache.cli.fleet_serve`), built again
 from the ledger at each request, until interrupted.
@@ -25,8 +27,10 @@ from askcache.cli.fleet_figures import (
     proposals_in,
 )
 from askcache.cli.fleet_page import render_fleet_page, write_fleet_page
+from askcache.cli.fleet_regions import hot_spot_regions
 from askcache.cli.fleet_serve import serve_fleet_page
 from askcache.storage.ledger.open import LEDGER_ENV
+from askcache.storage.ledger.spot_images import SpotImages, SpotKey
 from askcache.storage.ledger.url import redact_url
 
 __all__ = [
@@ -35,6 +39,7 @@ __all__ = [
     "add_dashboard_command",
     "build_figures",
     "run_dashboard",
+    "spot_regions",
 ]
 
 DEFAULT_PAGE = "askcache-fleet.html"
@@ -94,13 +99,27 @@ def build_figures(args: argparse.Namespace) -> FleetFigures:
         )
 
 
+def spot_regions(args: argparse.Namespace, figures: FleetFigures) -> dict[SpotKey, SpotImages]:
+    """The failing-region thumbnails of the page's hot spots (theirs only; none when the
+    ledger cannot give them: :func:`~askcache.cli.fleet_regions.hot_spot_regions`)."""
+    if not figures.hot_spots:
+        return {}
+    with open_run_ledger(args, open_storage(args.cache_dir)) as ledger:
+        return hot_spot_regions(ledger, figures.hot_spots)
+
+
+def _page(args: argparse.Namespace) -> str:
+    figures = build_figures(args)
+    return render_fleet_page(figures, spot_regions(args, figures))
+
+
 def run_dashboard(args: argparse.Namespace) -> int:
     """Run ``dashboard``."""
     if args.serve:
-        serve_fleet_page(lambda: render_fleet_page(build_figures(args)), port=args.port)
+        serve_fleet_page(lambda: _page(args), port=args.port)
         return EXIT_OK
     figures = build_figures(args)
-    path = write_fleet_page(Path(args.output), figures)
+    path = write_fleet_page(Path(args.output), figures, spot_regions(args, figures))
     if args.json:
         emit_json({"page": str(path), "figures": figures.model_dump(mode="json")})
     else:

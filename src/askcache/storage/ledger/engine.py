@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import uuid
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
 from datetime import datetime
 from types import TracebackType
 
 from askcache.storage.ledger.records import RunRecord
+from askcache.storage.ledger.spot_images import SpotImages, SpotKey
 from askcache.storage.ledger.summary import TrajectorySummary
 from askcache.storage.ledger.waits import DEFAULT_WAIT_RUNS, StepWaits, collect_waits
 
@@ -91,6 +93,18 @@ class RunLedger(ABC):
         if summary is None:
             return 0, None
         return summary.failure_streak, summary.failure_step
+
+    def put_spot_images(self, images: SpotImages) -> None:  # noqa: B027 (engines override)
+        """Keep ``images`` as their hot spot's failing-region thumbnails
+        (:mod:`askcache.storage.ledger.spot_images`), apart from entries and summaries,
+        replacing those kept for the spot unless they are of a replay that started later.
+        Every engine askcache ships overrides this; the default keeps nothing."""
+
+    def spot_images(self, keys: Iterable[SpotKey]) -> dict[SpotKey, SpotImages]:
+        """The thumbnails kept for each hot spot of ``keys`` (trajectory, spot key); a spot
+        without any is left out. Reads only those spots' rows or objects, never an entry."""
+        del keys
+        return {}
 
     def close(self) -> None:  # noqa: B027 (an engine with nothing open keeps this no-op)
         """Release connections and files (the ledger is unusable afterwards)."""

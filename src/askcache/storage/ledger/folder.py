@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
+from collections.abc import Iterable
 from datetime import UTC, datetime
 
 from pydantic import ValidationError
@@ -22,6 +23,12 @@ from askcache.foundation.errors import AskCacheError, CacheExistsError, CacheNot
 from askcache.storage.cache_storage import CacheStorage
 from askcache.storage.ledger.engine import LEDGER_FOLDER, RunLedger
 from askcache.storage.ledger.records import RunRecord, newest_records
+from askcache.storage.ledger.spot_images import (
+    SpotImages,
+    SpotKey,
+    put_object,
+    read_objects,
+)
 from askcache.storage.ledger.summary import TrajectorySummary, fold_all
 
 __all__ = ["FolderLedger", "create_entry", "entry_id_of"]
@@ -106,6 +113,15 @@ class FolderLedger(RunLedger):
         return [
             fold_all(TrajectorySummary(trajectory=name), by_name[name]) for name in sorted(by_name)
         ]
+
+    def put_spot_images(self, images: SpotImages) -> None:
+        """See :meth:`RunLedger.put_spot_images`: one object per hot spot under
+        ``.ledger-images/`` (:func:`~askcache.storage.ledger.spot_images.put_object`)."""
+        put_object(self.storage, images)
+
+    def spot_images(self, keys: Iterable[SpotKey]) -> dict[SpotKey, SpotImages]:
+        """See :meth:`RunLedger.spot_images`: one object read per spot."""
+        return read_objects(self.storage, keys)
 
     def prune(self, before: datetime) -> int:
         """Nothing: this engine's summaries are folded from its entries, so it keeps every

@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -37,6 +37,7 @@ from askcache.foundation.errors import (
 )
 from askcache.storage.ledger.engine import RunLedger
 from askcache.storage.ledger.records import RunRecord
+from askcache.storage.ledger.spot_images import SpotImages, SpotKey
 from askcache.storage.ledger.summary import TrajectorySummary, fold
 from askcache.storage.ledger.url import HIDDEN, PasswordFilter, hide_password, redact_url
 from askcache.storage.ledger.waits import (
@@ -242,6 +243,41 @@ class PostgresLedger(RunLedger):
             dropped += count
             if count < PRUNE_BATCH:
                 return dropped
+
+    def put_spot_images(self, images: SpotImages) -> None:
+        """See :meth:`RunLedger.put_spot_images`: one row of
+        ``askcache_ledger_spot_images`` (made by the first write)."""
+        with self._transaction("write") as cursor:
+            schema.ensure_spots(cursor)
+            cursor.execute(
+                schema.PUT_SPOT,
+                (images.trajectory, images.spot, _utc(images.at), images.model_dump_json()),
+            )
+
+    def spot_images(self, keys: Iterable[SpotKey]) -> dict[SpotKey, SpotImages]:
+        """See :meth:`RunLedger.spot_images`: one query of the spots' primary keys."""
+        wanted = list(keys)
+        found: dict[SpotKey, SpotImages] = {}
+        if not wanted:
+            return found
+        with self._transaction("read") as cursor:
+            exists = cursor.execute(schema.HAS_SPOTS).fetchone()
+            if exists is None or exists[0] is None:
+                return found
+            rows = cursor.execute(
+                schema.GET_SPOT, ([t for t, _ in wanted], [s for _, s in wanted])
+            ).fetchall()
+        for trajectory, spot, text in rows:
+            try:
+                found[trajectory, spot] = SpotImages.model_validate_json(text)
+            except (ValidationError, ValueError) as exc:
+                logger.warning(
+                    "skipping unreadable failing-region images of %s (%s): %s",
+                    trajectory,
+                    spot,
+                    exc,
+                )
+        return found
 
     def close(self) -> None:
         self._pool.close()

@@ -19,6 +19,10 @@ any number of processes starting at once create them once):
   entries are folded). An askcache refuses tables of a newer version than its own ("upgrade
   askcache"): its entries wait in its outbox until it is upgraded.
 
+A fourth, ``askcache_ledger_spot_images`` (failing-region thumbnails, the latest per hot
+spot: :mod:`~askcache.storage.ledger.spot_images`), is made by its first write
+(:func:`ensure_spots`): no schema version changes for it.
+
 To keep the tables in a schema of their own, give the URL a search path:
 ``postgresql://.../db?options=-csearch_path%3Daskcache`` (the schema must exist).
 """
@@ -28,11 +32,21 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, LiteralString
 
-from psycopg import Connection, sql
+from psycopg import Connection, Cursor, sql
 
 from askcache.foundation.errors import LedgerUnavailableError
 
-__all__ = ["SCHEMA_VERSION", "SELECT_WAITS", "create", "select_entries"]
+__all__ = [
+    "CREATE_SPOTS",
+    "GET_SPOT",
+    "HAS_SPOTS",
+    "PUT_SPOT",
+    "SCHEMA_VERSION",
+    "SELECT_WAITS",
+    "create",
+    "ensure_spots",
+    "select_entries",
+]
 
 SCHEMA_VERSION = 3
 """The version of the tables this askcache writes (``askcache_ledger_meta``): 1, the first;
@@ -109,6 +123,39 @@ PRUNE_BATCH = """DELETE FROM askcache_ledger_entries WHERE entry_id IN (
 
 SET_STATEMENT_TIMEOUT = "SELECT set_config('statement_timeout', %s, true)"
 """This transaction's statement timeout."""
+
+CREATE_SPOTS = """CREATE TABLE IF NOT EXISTS askcache_ledger_spot_images (
+    trajectory text NOT NULL,
+    spot text NOT NULL,
+    at timestamptz NOT NULL,
+    images text NOT NULL,
+    PRIMARY KEY (trajectory, spot))"""
+"""Failing-region thumbnails, the latest per hot spot
+(:mod:`~askcache.storage.ledger.spot_images`), as their JSON: a table apart, made by the
+first write (:func:`ensure_spots`), so the schema version does not change and no read of
+entries or summaries touches it."""
+
+HAS_SPOTS = "SELECT to_regclass('askcache_ledger_spot_images')"
+
+PUT_SPOT = """INSERT INTO askcache_ledger_spot_images (trajectory, spot, at, images)
+    VALUES (%s, %s, %s, %s)
+    ON CONFLICT (trajectory, spot) DO UPDATE SET at = excluded.at, images = excluded.images
+    WHERE excluded.at >= askcache_ledger_spot_images.at"""
+"""Keep a hot spot's images unless those kept are of a replay that started later."""
+
+GET_SPOT = """SELECT trajectory, spot, images FROM askcache_ledger_spot_images
+    WHERE (trajectory, spot) IN (SELECT * FROM unnest(%s::text[], %s::text[]))"""
+"""The images of some hot spots (primary-key lookups)."""
+
+
+def ensure_spots(cursor: Cursor[Any]) -> None:
+    """Make :data:`CREATE_SPOTS`'s table unless it exists (under the tables' advisory lock:
+    two processes making it at once would collide)."""
+    found = cursor.execute(HAS_SPOTS).fetchone()
+    if found is not None and found[0] is not None:
+        return
+    cursor.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
+    cursor.execute(CREATE_SPOTS)
 
 
 def select_entries(

@@ -51,7 +51,7 @@ import contextlib
 import logging
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 
 from askcache.foundation.errors import AskCacheError, CacheExistsError, InvalidSettingsError
@@ -82,6 +82,12 @@ from askcache.storage.ledger.segment_reads import (
     read_views,
 )
 from askcache.storage.ledger.segment_retention import prune_trajectory
+from askcache.storage.ledger.spot_images import (
+    SpotImages,
+    SpotKey,
+    put_object,
+    read_objects,
+)
 from askcache.storage.ledger.summary import TrajectorySummary
 from askcache.storage.ledger.waits import (
     DEFAULT_WAIT_RUNS,
@@ -232,6 +238,15 @@ class SegmentLedger(RunLedger):
         if self.retention_days is None:
             return None
         return stem_at(self.clock() - timedelta(days=self.retention_days))
+
+    def put_spot_images(self, images: SpotImages) -> None:
+        """See :meth:`RunLedger.put_spot_images`: one object per hot spot under
+        ``.ledger-images/`` (:func:`~askcache.storage.ledger.spot_images.put_object`)."""
+        put_object(self.storage, images)
+
+    def spot_images(self, keys: Iterable[SpotKey]) -> dict[SpotKey, SpotImages]:
+        """See :meth:`RunLedger.spot_images`: one object read per spot."""
+        return read_objects(self.storage, keys)
 
     def prune(self, before: datetime) -> int:
         """Compact every trajectory, then drop its entries started before ``before``: the

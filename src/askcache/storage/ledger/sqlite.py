@@ -5,7 +5,9 @@ indexed by trajectory and start time, and the replays that kept step waits by tr
 steps and profile: :meth:`SqliteLedger.step_waits`) and one of summaries, updated in the same
 transaction as the insert and only when the insert stored something. WAL mode lets readers
 go on while a writer commits; ``BEGIN IMMEDIATE`` with a busy timeout queues writers from any
-number of processes, so none loses an entry. Each thread of a process keeps its own connection (the
+number of processes, so none loses an entry. Failing-region thumbnails
+(:mod:`~askcache.storage.ledger.spot_images`) go in a table of their own, ``spot_images``,
+made by their first write. Each thread of a process keeps its own connection (the
 engine is safe from several threads and after a fork); :meth:`SqliteLedger.close`, or the
 ledger's end, closes them.
 
@@ -36,6 +38,7 @@ from askcache.foundation.errors import LedgerUnavailableError
 from askcache.foundation.settings import DEFAULT_LEDGER_RETENTION_DAYS
 from askcache.storage.ledger.engine import LEDGER_FOLDER, RunLedger
 from askcache.storage.ledger.records import RunRecord
+from askcache.storage.ledger.spot_images import SpotImages, SpotKey
 from askcache.storage.ledger.summary import TrajectorySummary, fold_all
 from askcache.storage.ledger.waits import (
     DEFAULT_WAIT_RUNS,
@@ -95,6 +98,25 @@ _INSERT = """INSERT OR IGNORE INTO entries
 
 _SELECT_WAITS = """SELECT id, record FROM entries WHERE trajectory = ? AND waits_key = ?
     ORDER BY started_at DESC, rowid DESC LIMIT ?"""
+
+_SPOT_TABLE = """CREATE TABLE IF NOT EXISTS spot_images (
+    trajectory TEXT NOT NULL,
+    spot TEXT NOT NULL,
+    at TEXT NOT NULL,
+    images TEXT NOT NULL,
+    PRIMARY KEY (trajectory, spot)
+)"""
+"""Failing-region thumbnails, the latest per hot spot
+(:mod:`~askcache.storage.ledger.spot_images`); made by the first write, so no schema version
+changes: a database without it has none."""
+
+_PUT_SPOT = """INSERT INTO spot_images (trajectory, spot, at, images) VALUES (?, ?, ?, ?)
+    ON CONFLICT (trajectory, spot) DO UPDATE SET at = excluded.at, images = excluded.images
+    WHERE excluded.at >= spot_images.at"""
+
+_HAS_SPOTS = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'spot_images'"
+
+_GET_SPOT = "SELECT images FROM spot_images WHERE trajectory = ? AND spot = ?"
 
 _prepared: set[Path] = set()
 _last_prune: dict[Path, float] = {}
@@ -366,6 +388,39 @@ class SqliteLedger(RunLedger):
                 "INSERT OR REPLACE INTO meta VALUES ('pruned_at', ?)", (_stamp(datetime.now(UTC)),)
             )
             return pruned.rowcount
+
+    def put_spot_images(self, images: SpotImages) -> None:
+        """See :meth:`RunLedger.put_spot_images`: one row of the ``spot_images`` table
+        (made by the first write: a database without it has none), keyed by trajectory and
+        spot."""
+        with self._transaction("write") as db:
+            db.execute(_SPOT_TABLE)
+            db.execute(
+                _PUT_SPOT,
+                (images.trajectory, images.spot, _stamp(images.at), images.model_dump_json()),
+            )
+
+    def spot_images(self, keys: Iterable[SpotKey]) -> dict[SpotKey, SpotImages]:
+        """See :meth:`RunLedger.spot_images`: one primary-key lookup per spot."""
+        found: dict[SpotKey, SpotImages] = {}
+        with self._connection("read", write=False) as db:
+            if db is None or db.execute(_HAS_SPOTS).fetchone() is None:
+                return found
+            for trajectory, spot in keys:
+                row = db.execute(_GET_SPOT, (trajectory, spot)).fetchone()
+                if row is None:
+                    continue
+                try:
+                    found[trajectory, spot] = SpotImages.model_validate_json(row[0])
+                except (ValidationError, ValueError) as exc:
+                    logger.warning(
+                        "skipping unreadable failing-region images of %s (%s) in %s: %s",
+                        trajectory,
+                        spot,
+                        self.path,
+                        exc,
+                    )
+        return found
 
     def meta(self, key: str) -> str | None:
         """A bookkeeping value (``pruned_at``, the migration's state), ``None`` when unset."""

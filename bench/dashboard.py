@@ -1,7 +1,11 @@
 """The fleet page: `askcache dashboard` from a PostgreSQL ledger of 1,000,000 entries, and
 Chromium loading the page.
 
-    bash scripts/bench.sh dashboard [ENTRIES]   (default: 1000000)
+    bash scripts/bench.sh dashboard [ENTRIES] [--keep FOLDER]   (default: 1000000)
+
+``--keep FOLDER`` keeps the PostgreSQL cluster in FOLDER and, when FOLDER already holds one
+(an earlier run's), reuses it instead of loading the entries again (the load takes minutes);
+a kept ledger of an older schema is upgraded by the ledger's own migration when it opens.
 
 Starts Debian's PostgreSQL in a temporary folder (askcache.testing.PostgresServer, default
 settings, fsync on) on 127.0.0.1 and bulk-loads ENTRIES entries with COPY: 1,000 trajectories
@@ -25,6 +29,7 @@ Writes the "fleet page" section of docs/benchmarks.md.
 
 from __future__ import annotations
 
+import argparse
 import random
 import statistics
 import subprocess
@@ -41,6 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._common import machine, write_section
 
+from askcache.cli.commands.stats import stats_json
 from askcache.cli.fleet_figures import collector_paused, fleet_figures
 from askcache.cli.fleet_page import write_fleet_page
 from askcache.foundation.messages import Usage
@@ -138,8 +144,11 @@ def _write_api(url: str, folder: Path) -> Callable[[], object]:
     def write() -> None:
         with collector_paused():  # as askcache dashboard does
             with PostgresLedger(url) as ledger:
-                summaries = ledger.summaries()
-            figures = fleet_figures(summaries, cache_dir=str(folder), ledger="postgresql://...")
+                summaries, days = ledger.fleet_summaries()
+            figures = fleet_figures(
+                summaries, days_added=days, stats=stats_json(str(folder), summaries, {}),
+                ledger="postgresql://...",
+            )  # fmt: skip
         write_fleet_page(folder / "api.html", figures)
 
     return write
@@ -179,15 +188,22 @@ def _chromium(page: Path) -> tuple[float, float, int]:
     return statistics.median(loads[1:]), statistics.median(drawn[1:]), page.stat().st_size
 
 
-def main(entries: int) -> None:
-    with PostgresServer() as server, tempfile.TemporaryDirectory() as scratch:
+def main(entries: int, keep: Path | None) -> None:
+    server = PostgresServer(keep=keep)
+    with server, tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
-        with PostgresLedger(server.url) as ledger:
-            ledger.summary("warm-up.json")  # creates the tables
-        started = time.perf_counter()
-        _load(server.url, entries)
-        loaded = time.perf_counter() - started
-        print(f"loaded {entries:,} entries in {loaded:.0f} s", flush=True)
+        if server.reused:
+            loaded = float((keep / "loaded-seconds").read_text()) if keep else 0.0
+            print(f"reusing the ledger in {keep} (loaded in {loaded:.0f} s)", flush=True)
+        else:
+            with PostgresLedger(server.url) as ledger:
+                ledger.summary("warm-up.json")  # creates the tables
+            started = time.perf_counter()
+            _load(server.url, entries)
+            loaded = time.perf_counter() - started
+            if keep is not None:
+                (keep / "loaded-seconds").write_text(f"{loaded:.1f}\n")
+            print(f"loaded {entries:,} entries in {loaded:.0f} s", flush=True)
         with PostgresLedger(server.url) as ledger:
             summaries = ledger.summaries()
         buckets = sum(len(s.days) for s in summaries)
@@ -262,4 +278,8 @@ def _write(
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else ENTRIES)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("entries", nargs="?", type=int, default=ENTRIES)
+    parser.add_argument("--keep", type=Path, default=None, help="keep/reuse the cluster here")
+    arguments = parser.parse_args()
+    main(arguments.entries, arguments.keep)

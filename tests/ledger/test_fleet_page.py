@@ -263,3 +263,71 @@ def test_the_page_from_the_s3_segment_engine_has_the_stats_figures(
     assert figures["stats"] == stats
     assert sum(d["runs"] for d in figures["days"]) == stats["total"]["runs"]
     assert sum(figures["hand_backs_by_code"].values()) == stats["total"]["handed_back"]
+
+
+def _days_without_floats(figures: Any) -> list[dict[str, Any]]:
+    """The per-day figures, their float sums rounded (added up in another order)."""
+    shown = []
+    for day in figures.days:
+        data = day.model_dump()
+        for name in ("saved_seconds", "dollars_spent", "dollars_saved"):
+            if data[name] is not None:
+                data[name] = round(data[name], 6)
+        shown.append(data)
+    return shown
+
+
+def test_postgresql_adds_the_days_up_in_the_database_to_the_same_figures(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """One row per day from the database, the summaries without their days: the same page as
+    the summaries' own days added up here, and as a SQLite ledger of the same entries."""
+    from askcache.storage.ledger.postgres import PostgresLedger
+
+    with PostgresLedger(postgres_url) as ledger:
+        _fill(ledger)
+        whole = ledger.summaries()
+        summaries, days = ledger.fleet_summaries()
+    assert days is not None
+    assert len(days) == 21
+    assert [s.trajectory for s in summaries] == [s.trajectory for s in whole]
+    assert all(s.days == {} for s in summaries)
+    assert all(s.days for s in whole)
+    stats = stats_json("c", whole)
+    assert stats_json("c", summaries) == stats  # the days are not part of stats
+    here = fleet_figures(whole, stats=stats, ledger="l")
+    there = fleet_figures(
+        summaries, stats=stats, ledger="l", now=here.generated_at, days_added=days
+    )
+    assert _days_without_floats(there) == _days_without_floats(here)
+    assert there.model_copy(update={"days": []}) == here.model_copy(update={"days": []})
+    with SqliteLedger(tmp_path / "ledger.sqlite3") as sqlite:
+        _fill(sqlite)
+        alone = fleet_figures(sqlite.summaries(), stats=stats, ledger="l", now=here.generated_at)
+    assert _days_without_floats(alone) == _days_without_floats(there)
+
+
+def test_a_damaged_day_makes_postgresql_add_the_days_up_here(
+    postgres_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A bucket the database cannot add up (edited by hand): the summaries come whole, with a
+    warning, and the page adds their days up as for any engine."""
+    import psycopg
+
+    from askcache.storage.ledger.postgres import PostgresLedger
+
+    with PostgresLedger(postgres_url) as ledger:
+        _fill(ledger)
+        expected = ledger.summaries()
+        with psycopg.connect(postgres_url, autocommit=True) as connection:
+            day = next(iter(expected[0].days))
+            connection.execute(
+                "UPDATE askcache_ledger_summaries SET summary = jsonb_set(summary, "
+                "ARRAY['days', %s, 'runs'], '\"many\"') WHERE trajectory = %s",
+                (day, expected[0].trajectory),
+            )
+        summaries, days = ledger.fleet_summaries()
+    assert days is None
+    assert "adding the ledger's days up here instead" in caplog.text
+    assert [s.trajectory for s in summaries] == [s.trajectory for s in expected[1:]]
+    assert summaries == expected[1:]  # the damaged summary is skipped, as summaries() does

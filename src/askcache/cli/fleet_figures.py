@@ -207,18 +207,23 @@ def fleet_figures(
     proposals: Sequence[Proposal] = (),
     prices: Mapping[str, ModelPrice] | None = None,
     now: datetime | None = None,
+    days_added: Mapping[str, DayTotals] | None = None,
 ) -> FleetFigures:
     """The page's figures from every trajectory's summary (see the module docstring);
     ``stats``: what ``askcache stats --json`` prints for the same summaries
     (:func:`~askcache.cli.commands.stats.stats_json`, given by the caller: the commands sit
-    above this module)."""
+    above this module). ``days_added``: every trajectory's days already added up by the
+    ledger (:meth:`~askcache.storage.ledger.RunLedger.fleet_summaries`), used instead of the
+    summaries' own."""
     days: dict[str, _Day] = {}
+    for day, totals in (days_added or {}).items():
+        days.setdefault(day, _Day()).add(totals)
     spots: list[HotSpot] = []
     by_code: dict[str, int] = {}
     profiles: dict[str, ProfileFigures] = {}
     changes: list[Change] = []
     for summary in summaries:
-        for day, totals in summary.days.items():
+        for day, totals in summary.days.items() if days_added is None else ():
             found = days.get(day)
             if found is None:
                 found = days[day] = _Day()

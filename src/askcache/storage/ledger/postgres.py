@@ -35,6 +35,7 @@ from askcache.foundation.errors import (
     LedgerUrlError,
     MissingDependencyError,
 )
+from askcache.storage.ledger.day_totals import DAY_COUNTS, DayTotals
 from askcache.storage.ledger.engine import RunLedger
 from askcache.storage.ledger.records import RunRecord
 from askcache.storage.ledger.summary import TrajectorySummary, fold
@@ -233,6 +234,27 @@ class PostgresLedger(RunLedger):
         found = [self._summary(name, data) for name, data in rows]
         return sorted((s for s in found if s is not None), key=lambda s: s.trajectory)
 
+    def fleet_summaries(self) -> tuple[list[TrajectorySummary], dict[str, DayTotals] | None]:
+        """The summaries without their days, and the days added up by the database
+        (:data:`~askcache.storage.ledger.postgres_schema.SUM_DAYS`): one row per day, not
+        one bucket per trajectory and day. Read in one repeatable-read transaction, so the
+        two agree. Buckets the database cannot add up (a summary damaged by hand) make it
+        fall back to the summaries whole (the caller adds their days up), with a warning."""
+        with self._transaction("read") as cursor:
+            cursor.execute(schema.REPEATABLE_READ)
+            rows = cursor.execute(schema.SELECT_SUMMARIES_WITHOUT_DAYS).fetchall()
+            try:
+                with cursor.connection.transaction():  # a savepoint
+                    day_rows = cursor.execute(schema.SUM_DAYS).fetchall()
+                    model_rows = cursor.execute(schema.SUM_DAY_MODELS).fetchall()
+            except psycopg.DataError as exc:
+                logger.warning("adding the ledger's days up here instead: %s", _clean(exc))
+                rows, days = cursor.execute(schema.SELECT_SUMMARIES).fetchall(), None
+            else:
+                days = _day_totals(day_rows, model_rows)
+        found = [self._summary(name, data) for name, data in rows]
+        return sorted((s for s in found if s is not None), key=lambda s: s.trajectory), days
+
     def prune(self, before: datetime) -> int:
         dropped = 0
         while True:
@@ -380,6 +402,19 @@ def _waits(entry_id: str, data: Any) -> dict[int, float] | None:
     except (ValueError, TypeError, AttributeError) as exc:
         logger.warning("skipping unreadable ledger entry %s: %s", entry_id, exc)
         return None
+
+
+def _day_totals(
+    day_rows: list[tuple[Any, ...]], model_rows: list[tuple[Any, ...]]
+) -> dict[str, DayTotals]:
+    """:data:`~askcache.storage.ledger.postgres_schema.SUM_DAYS`' and ``SUM_DAY_MODELS``' rows
+    as one :class:`DayTotals` per day."""
+    days = {
+        str(row[0]): DayTotals(**dict(zip(DAY_COUNTS, row[1:], strict=True))) for row in day_rows
+    }
+    for day, model, *figures in model_rows:
+        days.setdefault(str(day), DayTotals()).models[str(model)] = [int(f) for f in figures]
+    return days
 
 
 def _utc(when: datetime) -> datetime:

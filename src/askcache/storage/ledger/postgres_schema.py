@@ -31,6 +31,7 @@ from typing import Any, LiteralString
 from psycopg import Connection, sql
 
 from askcache.foundation.errors import LedgerUnavailableError
+from askcache.storage.ledger.day_totals import DAY_COUNTS, MODEL_FIGURES
 
 __all__ = ["SCHEMA_VERSION", "SELECT_WAITS", "create", "select_entries"]
 
@@ -102,6 +103,42 @@ SELECT_WAITS = """SELECT entry_id, record->'step_waits' FROM askcache_ledger_ent
 
 SELECT_SUMMARY = "SELECT summary FROM askcache_ledger_summaries WHERE trajectory = %s"
 SELECT_SUMMARIES = "SELECT trajectory, summary FROM askcache_ledger_summaries"
+
+REPEATABLE_READ = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ"
+"""The first statement of a transaction whose reads must see one snapshot."""
+
+SELECT_SUMMARIES_WITHOUT_DAYS = "SELECT trajectory, summary - 'days' FROM askcache_ledger_summaries"
+"""Every summary but its per-day figures (a fleet page reads :data:`SUM_DAYS` instead)."""
+
+_EACH_DAY = """FROM askcache_ledger_summaries AS s
+    CROSS JOIN LATERAL jsonb_each(s.summary -> 'days') AS d"""
+
+SUM_DAYS: LiteralString = f"""SELECT d.key,
+    {
+    ", ".join(
+        f"coalesce(sum((d.value ->> '{name}')::{kind}), 0)::{kind}"
+        for name in DAY_COUNTS
+        for kind in ("float8" if name == "saved_seconds" else "bigint",)
+    )
+}
+    {_EACH_DAY}
+    GROUP BY d.key"""
+"""Every trajectory's per-day figures added up in the database, one row per UTC day: the day,
+then :data:`~askcache.storage.ledger.day_totals.DAY_COUNTS` in order (a figure a bucket
+leaves out is a zero, as :class:`~askcache.storage.ledger.day_totals.DayTotals` reads it)."""
+
+SUM_DAY_MODELS: LiteralString = f"""SELECT d.key, m.key,
+    {
+    ", ".join(
+        f"coalesce(sum((m.value ->> {index})::bigint), 0)::bigint"
+        for index in range(len(MODEL_FIGURES))
+    )
+}
+    {_EACH_DAY}
+    CROSS JOIN LATERAL jsonb_each(d.value -> 'models') AS m
+    GROUP BY d.key, m.key"""
+"""The same per day and recording model: the day, the model, then the five numbers of
+:data:`~askcache.storage.ledger.day_totals.MODEL_FIGURES` added up."""
 
 PRUNE_BATCH = """DELETE FROM askcache_ledger_entries WHERE entry_id IN (
     SELECT entry_id FROM askcache_ledger_entries WHERE started_at < %s LIMIT %s)"""

@@ -195,6 +195,10 @@ def main(entries: int, keep: Path | None) -> None:
         if server.reused:
             loaded = float((keep / "loaded-seconds").read_text()) if keep else 0.0
             print(f"reusing the ledger in {keep} (loaded in {loaded:.0f} s)", flush=True)
+            started = time.perf_counter()
+            with PostgresLedger(server.url) as ledger:
+                ledger.summary("warm-up.json")  # upgrades tables of an older version
+            print(f"opened (upgraded if older) in {time.perf_counter() - started:.1f} s")
         else:
             with PostgresLedger(server.url) as ledger:
                 ledger.summary("warm-up.json")  # creates the tables
@@ -212,8 +216,8 @@ def main(entries: int, keep: Path | None) -> None:
             raise RuntimeError(f"the summaries count {stored} entries, not {entries}")
         with psycopg.connect(server.url) as connection:
             row = connection.execute(
-                "SELECT sum(pg_column_size(summary)), sum(octet_length(summary::text)) "
-                "FROM askcache_ledger_summaries"
+                "SELECT sum(pg_column_size(summary)), sum(octet_length(summary::text)), "
+                "(SELECT count(*) FROM askcache_ledger_days) FROM askcache_ledger_summaries"
             ).fetchone()
         api = _median(5, _write_api(server.url, folder))
         cli = _median(3, lambda: _write_cli(server.url, folder))
@@ -231,13 +235,13 @@ def _write(
     entries: int,
     loaded: float,
     buckets: int,
-    sizes: tuple[int, int] | None,
+    sizes: tuple[int, int, int] | None,
     api: float,
     cli: float,
     browser: tuple[float, float, int],
 ) -> None:
     load, drawn, size = browser
-    stored, text = sizes or (0, 0)
+    stored, text, rows = sizes or (0, 0, 0)
     body = "\n".join(
         [
             "## The fleet page (`bench/dashboard.py`)",
@@ -250,9 +254,11 @@ def _write(
             f"{entries:,} entries bulk-loaded with COPY ({loaded:.0f} s, folding included), "
             f"{TRAJECTORIES:,} trajectories over {DAYS} days (the default retention), 15 % "
             "handed back with a reason code, two screen profiles, two models, heals; each "
-            "summary row the fold of its entries. The page reads the summaries only: "
-            f"{TRAJECTORIES:,} rows holding {buckets:,} per-day buckets "
-            f"({text / 2**20:.1f} MiB of JSON, {stored / 2**20:.1f} MiB stored).",
+            "summary row the fold of its entries. The page reads the summaries without their "
+            f"days ({TRAJECTORIES:,} rows; whole, they hold {buckets:,} per-day buckets, "
+            f"{text / 2**20:.1f} MiB of JSON, {stored / 2**20:.1f} MiB stored) and the days "
+            f"added up by the database from the {rows:,} rows of `askcache_ledger_days` (kept "
+            "by a trigger as each summary is written, schema version 4): one row per day.",
             "",
             "| what | time | goal |",
             "| --- | --- | --- |",

@@ -307,27 +307,51 @@ def test_postgresql_adds_the_days_up_in_the_database_to_the_same_figures(
     assert _days_without_floats(alone) == _days_without_floats(there)
 
 
-def test_a_damaged_day_makes_postgresql_add_the_days_up_here(
-    postgres_url: str, caplog: pytest.LogCaptureFixture
-) -> None:
-    """A bucket the database cannot add up (edited by hand): the summaries come whole, with a
-    warning, and the page adds their days up as for any engine."""
-    import psycopg
+def test_the_page_command_runs_without_the_replay_or_images(tmp_path: Path) -> None:
+    """``askcache dashboard`` imports the ledger and the page, not the replay, the cache file's
+    model, numpy or Pillow (its start-up is part of the page's time)."""
+    from askcache.cli import fleet_figures as figures_module
+    from askcache.storage.versions import VERSIONS_FOLDER
 
-    from askcache.storage.ledger.postgres import PostgresLedger
-
-    with PostgresLedger(postgres_url) as ledger:
+    assert figures_module.VERSIONS_FOLDER == VERSIONS_FOLDER
+    cache = _cache_with_a_proposal(tmp_path)
+    with open_ledger(LocalCacheStorage(cache)) as ledger:
         _fill(ledger)
-        expected = ledger.summaries()
-        with psycopg.connect(postgres_url, autocommit=True) as connection:
-            day = next(iter(expected[0].days))
-            connection.execute(
-                "UPDATE askcache_ledger_summaries SET summary = jsonb_set(summary, "
-                "ARRAY['days', %s, 'runs'], '\"many\"') WHERE trajectory = %s",
-                (day, expected[0].trajectory),
-            )
-        summaries, days = ledger.fleet_summaries()
-    assert days is None
-    assert "adding the ledger's days up here instead" in caplog.text
-    assert [s.trajectory for s in summaries] == [s.trajectory for s in expected[1:]]
-    assert summaries == expected[1:]  # the damaged summary is skipped, as summaries() does
+    probe = (
+        "import sys\n"
+        "from askcache.cli.app import main\n"
+        f"code = main(['dashboard', '--cache-dir', {str(cache)!r}, '-o', {str(tmp_path / 'p.html')!r}])\n"
+        "heavy = {'numpy', 'PIL', 'anthropic', 'askcache.replay', 'askcache.cachefile.format'}\n"
+        "print(code, sorted(m for m in sys.modules if m in heavy or m.split('.')[0] in heavy))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+        env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"},
+    )
+    assert done.stdout.strip().splitlines()[-1] == "0 []", done.stdout
+    assert (tmp_path / "p.html").stat().st_size > 0
+
+
+def test_the_page_lists_the_trajectories_with_most_hand_backs_and_embeds_them_all() -> None:
+    from askcache.cli.fleet_page import TRAJECTORY_ROWS, render_fleet_page
+    from askcache.storage.ledger import TrajectorySummary
+
+    summaries = [
+        TrajectorySummary(trajectory=f"t{n:03d}.json", runs=50, completed=50 - n % 40,
+                          handed_back=n % 40)
+        for n in range(TRAJECTORY_ROWS + 20)
+    ]  # fmt: skip
+    stats = stats_json("c", summaries)
+    page = render_fleet_page(fleet_figures(summaries, stats=stats, ledger="l"))
+    table = re.search(r"<table class='trajectories'>(.*?)</table>", page, re.S)
+    assert table is not None
+    names = re.findall(r"<tr><td>(t\d+\.json)</td>", table.group(1))
+    assert len(names) == TRAJECTORY_ROWS
+    assert names[0] == "t039.json"  # 39 hand-backs: the most (with t079 and t119)
+    assert "t000.json" not in names  # none
+    assert "and 20 more with fewer hand-backs" in page
+    assert _embedded(page)["stats"] == stats  # the figures keep them all

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import heapq
 import operator
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -27,8 +28,13 @@ from askcache.foundation.messages import Usage
 from askcache.foundation.reasons import HANDBACK_CODES, describe_code
 from askcache.storage.cache_storage import CacheStorage
 from askcache.storage.ledger import TrajectorySummary
-from askcache.storage.ledger.day_totals import DAY_COUNTS, MODEL_FIGURES, DayTotals, spot_parts
-from askcache.storage.versions import VERSIONS_FOLDER
+from askcache.storage.ledger.day_totals import (
+    DAY_COUNTS,
+    MODEL_FIGURES,
+    DayTotals,
+    EventNote,
+    spot_parts,
+)
 
 __all__ = [
     "HOT_SPOTS",
@@ -218,10 +224,10 @@ def fleet_figures(
     days: dict[str, _Day] = {}
     for day, totals in (days_added or {}).items():
         days.setdefault(day, _Day()).add(totals)
-    spots: list[HotSpot] = []
+    spots: list[tuple[int, str, int, int, str]] = []  # models for the shown ones alone
     by_code: dict[str, int] = {}
     profiles: dict[str, ProfileFigures] = {}
-    changes: list[Change] = []
+    notes: list[tuple[datetime, str, EventNote]] = []
     for summary in summaries:
         for day, totals in summary.days.items() if days_added is None else ():
             found = days.get(day)
@@ -229,17 +235,9 @@ def fleet_figures(
                 found = days[day] = _Day()
             found.add(totals)
         for key, count in summary.hand_backs.items():
-            step, code, profile = spot_parts(key)
-            spots.append(
-                HotSpot(
-                    trajectory=summary.trajectory,
-                    step=step,
-                    reason_code=code,
-                    reason=_WORDS.get(code, code) if code else describe_code(None),
-                    profile=profile,
-                    hand_backs=count,
-                )
-            )
+            step, code, _ = spot_parts(key)
+            order = (-count, summary.trajectory, step if step is not None else -1, len(spots), key)
+            spots.append(order)
             by_code[code or "(none)"] = by_code.get(code or "(none)", 0) + count
         for name, seen in summary.profiles.items():
             shown = profiles.setdefault(
@@ -251,13 +249,10 @@ def fleet_figures(
             shown.handed_back += seen.handed_back
             if seen.last_at is not None and (shown.last_at is None or seen.last_at > shown.last_at):
                 shown.last_at = seen.last_at
-        changes.extend(
-            Change(trajectory=summary.trajectory, **note.model_dump()) for note in summary.recent
-        )
+        notes.extend((note.at, summary.trajectory, note) for note in summary.recent)
     for shown in profiles.values():
         shown.hit_rate = shown.completed / shown.runs if shown.runs else None
-    spots.sort(key=lambda s: (-s.hand_backs, s.trajectory, s.step if s.step is not None else -1))
-    changes.sort(key=lambda c: c.at, reverse=True)
+    notes.sort(key=operator.itemgetter(0), reverse=True)  # stable: the fold's order on ties
     ordered = sorted(days)
     return FleetFigures(
         generated_at=now or datetime.now(UTC),
@@ -265,11 +260,28 @@ def fleet_figures(
         stats=dict(stats),
         days=[_day_figures(day, days[day], prices) for day in ordered],
         days_since=ordered[0] if ordered else None,
-        hot_spots=spots[:HOT_SPOTS],
+        hot_spots=[
+            _hot_spot(name, key, -minus)
+            for minus, name, _, _, key in heapq.nsmallest(HOT_SPOTS, spots)
+        ],
         hand_backs_by_code=dict(sorted(by_code.items(), key=lambda kv: -kv[1])),
-        changes=changes[:RECENT_CHANGES],
+        changes=[
+            Change(trajectory=name, **note.model_dump()) for _, name, note in notes[:RECENT_CHANGES]
+        ],
         proposals=list(proposals),
         profiles=sorted(profiles.values(), key=lambda p: (-p.runs, p.profile)),
+    )
+
+
+def _hot_spot(trajectory: str, key: str, hand_backs: int) -> HotSpot:
+    step, code, profile = spot_parts(key)
+    return HotSpot(
+        trajectory=trajectory,
+        step=step,
+        reason_code=code,
+        reason=_WORDS.get(code, code) if code else describe_code(None),
+        profile=profile,
+        hand_backs=hand_backs,
     )
 
 
@@ -339,6 +351,11 @@ def _day_figures(day: str, totals: _Day, prices: Mapping[str, ModelPrice] | None
 
 
 _WORDS: dict[str, str] = {str(code): words for code, words in HANDBACK_CODES.items()}
+
+VERSIONS_FOLDER = ".versions"
+"""``askcache.storage.versions.VERSIONS_FOLDER``, not imported from there: that module brings
+the cache file's model, which the fleet page never reads (tests/ledger/test_fleet_page.py
+checks that the two agree)."""
 
 _PROPOSAL_NAME = re.compile(rf"^{re.escape(VERSIONS_FOLDER)}/(.+)/(proposed-[^/]+\.json)$")
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from askcache.cli.fleet_figures import FleetFigures
-from askcache.cli.html_report import write_whole
+from askcache.cli.whole_file import write_whole
 from askcache.foundation.redaction import redact
 
 __all__ = ["TRAJECTORY_ROWS", "render_fleet_page", "write_fleet_page"]
@@ -148,11 +148,12 @@ def render_fleet_page(figures: FleetFigures) -> str:
                     f"{t['saved_tokens']:,}",
                     _money(t["dollars_saved"]),
                 ]
-                for t in figures.stats["trajectories"]
+                for t in _shown_trajectories(figures)
             ),
             empty="no trajectories in the ledger",
             cls="trajectories",
         ),
+        _more_trajectories(figures),
     ]
     page = [
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>",

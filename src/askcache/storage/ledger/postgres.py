@@ -235,25 +235,18 @@ class PostgresLedger(RunLedger):
         return sorted((s for s in found if s is not None), key=lambda s: s.trajectory)
 
     def fleet_summaries(self) -> tuple[list[TrajectorySummary], dict[str, DayTotals] | None]:
-        """The summaries without their days, and the days added up by the database
-        (:data:`~askcache.storage.ledger.postgres_schema.SUM_DAYS`): one row per day, not
-        one bucket per trajectory and day. Read in one repeatable-read transaction, so the
-        two agree. Buckets the database cannot add up (a summary damaged by hand) make it
-        fall back to the summaries whole (the caller adds their days up), with a warning."""
+        """The summaries without their days, and the days added up by the database from the
+        day tables its trigger keeps (:data:`~askcache.storage.ledger.postgres_schema.SUM_DAYS`:
+        one row per day, not one bucket per trajectory and day), in one repeatable-read
+        transaction, so the two agree."""
         with self._transaction("read") as cursor:
             cursor.execute(schema.REPEATABLE_READ)
             rows = cursor.execute(schema.SELECT_SUMMARIES_WITHOUT_DAYS).fetchall()
-            try:
-                with cursor.connection.transaction():  # a savepoint
-                    day_rows = cursor.execute(schema.SUM_DAYS).fetchall()
-                    model_rows = cursor.execute(schema.SUM_DAY_MODELS).fetchall()
-            except psycopg.DataError as exc:
-                logger.warning("adding the ledger's days up here instead: %s", _clean(exc))
-                rows, days = cursor.execute(schema.SELECT_SUMMARIES).fetchall(), None
-            else:
-                days = _day_totals(day_rows, model_rows)
+            day_rows = cursor.execute(schema.SUM_DAYS).fetchall()
+            model_rows = cursor.execute(schema.SUM_DAY_MODELS).fetchall()
         found = [self._summary(name, data) for name, data in rows]
-        return sorted((s for s in found if s is not None), key=lambda s: s.trajectory), days
+        summaries = sorted((s for s in found if s is not None), key=lambda s: s.trajectory)
+        return summaries, _day_totals(day_rows, model_rows)
 
     def prune(self, before: datetime) -> int:
         dropped = 0

@@ -275,9 +275,10 @@ def _write(
             "name resolution blocked (no network); the first of six loads is left out (a "
             "cold browser).",
             "",
-            "The page's time grows with the per-day buckets it reads (trajectories x days "
-            "with replays), not with the entries: a summary keeps one bucket per day it was "
-            "replayed, for ever.",
+            "The page's time grows with the trajectories (their summaries, their rows in "
+            "`askcache stats --json`'s figures, which the page embeds) and, in the database, "
+            "with the day rows it adds up (trajectories x days with replays), not with the "
+            "entries.",
         ]
     )
     write_section("fleet page", body)

@@ -24,8 +24,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from askcache.cli.prices import ModelPrice, price_for
-from askcache.foundation.messages import Usage
 from askcache.foundation.reasons import HANDBACK_CODES, describe_code
+from askcache.foundation.usage import Usage
 from askcache.storage.cache_storage import CacheStorage
 from askcache.storage.ledger import TrajectorySummary
 from askcache.storage.ledger.day_totals import (

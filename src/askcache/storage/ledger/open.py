@@ -22,7 +22,7 @@ import os
 import re
 
 from askcache.foundation.errors import LedgerUnavailableError, LedgerUrlError
-from askcache.foundation.settings import DEFAULT_LEDGER_RETENTION_DAYS
+from askcache.foundation.retention import DEFAULT_LEDGER_RETENTION_DAYS
 from askcache.storage.cache_storage import CacheStorage, LocalCacheStorage
 from askcache.storage.ledger.engine import RunLedger
 from askcache.storage.ledger.folder import FolderLedger

@@ -14,9 +14,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
-from askcache.foundation.messages import Usage
 from askcache.foundation.reasons import HandBackCode
 from askcache.foundation.redaction import redact
+from askcache.foundation.usage import Usage
 
 __all__ = [
     "FailedCheck",

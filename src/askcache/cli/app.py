@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import gc
 import logging
 import os
 import re
@@ -305,7 +306,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``askcache`` command; returns the exit code. No output shows a
     registered secret (:func:`~askcache.cli.commands.common.redacted_output`)."""
     with redacted_output():
-        return _main(argv)
+        code = _main(argv)
+    if argv is None:  # the command run as a program (tests call main with their own argv)
+        _spare_the_last_collections()
+    return code
+
+
+def _spare_the_last_collections() -> None:
+    """Move every object left to the collector's permanent generation: the process is about
+    to end and the system frees its memory, but the interpreter's shutdown would otherwise
+    walk them all in its last collections (measured: 0.3 s of ``askcache dashboard`` on a
+    busy two-core machine)."""
+    gc.freeze()
 
 
 def _main(argv: Sequence[str] | None) -> int:

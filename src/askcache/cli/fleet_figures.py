@@ -224,7 +224,7 @@ def fleet_figures(
     days: dict[str, _Day] = {}
     for day, totals in (days_added or {}).items():
         days.setdefault(day, _Day()).add(totals)
-    spots: list[tuple[int, str, int, int, str]] = []  # models for the shown ones alone
+    spots: list[tuple[int, str, int, str]] = []  # models for the shown ones alone
     by_code: dict[str, int] = {}
     profiles: dict[str, ProfileFigures] = {}
     notes: list[tuple[datetime, str, EventNote]] = []
@@ -235,9 +235,8 @@ def fleet_figures(
                 found = days[day] = _Day()
             found.add(totals)
         for key, count in summary.hand_backs.items():
-            step, code, _ = spot_parts(key)
-            order = (-count, summary.trajectory, step if step is not None else -1, len(spots), key)
-            spots.append(order)
+            spots.append((-count, summary.trajectory, len(spots), key))
+            code = key.split("|", 2)[1] if key.count("|") else ""  # spot_parts' code
             by_code[code or "(none)"] = by_code.get(code or "(none)", 0) + count
         for name, seen in summary.profiles.items():
             shown = profiles.setdefault(
@@ -260,10 +259,7 @@ def fleet_figures(
         stats=dict(stats),
         days=[_day_figures(day, days[day], prices) for day in ordered],
         days_since=ordered[0] if ordered else None,
-        hot_spots=[
-            _hot_spot(name, key, -minus)
-            for minus, name, _, _, key in heapq.nsmallest(HOT_SPOTS, spots)
-        ],
+        hot_spots=[_hot_spot(name, key, -minus) for minus, name, _, key in _hottest(spots)],
         hand_backs_by_code=dict(sorted(by_code.items(), key=lambda kv: -kv[1])),
         changes=[
             Change(trajectory=name, **note.model_dump()) for _, name, note in notes[:RECENT_CHANGES]
@@ -271,6 +267,23 @@ def fleet_figures(
         proposals=list(proposals),
         profiles=sorted(profiles.values(), key=lambda p: (-p.runs, p.profile)),
     )
+
+
+def _hottest(spots: list[tuple[int, str, int, str]]) -> list[tuple[int, str, int, str]]:
+    """The :data:`HOT_SPOTS` first of ``(-hand-backs, trajectory, order, key)`` by most
+    hand-backs, then trajectory, then step (unknown first), then the fold's order: the
+    steps are read only where they decide (a fleet has tens of thousands of spots)."""
+    coarse = heapq.nsmallest(HOT_SPOTS, spots, key=operator.itemgetter(0, 1))
+    if not coarse:
+        return []
+    last = coarse[-1][:2]
+    tied = [spot for spot in spots if spot[:2] <= last]
+
+    def order(spot: tuple[int, str, int, str]) -> tuple[int, str, int, int]:
+        step = spot_parts(spot[3])[0]
+        return spot[0], spot[1], step if step is not None else -1, spot[2]
+
+    return sorted(tied, key=order)[:HOT_SPOTS]
 
 
 def _hot_spot(trajectory: str, key: str, hand_backs: int) -> HotSpot:

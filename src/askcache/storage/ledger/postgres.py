@@ -263,6 +263,8 @@ class PostgresLedger(RunLedger):
 
     def _summary(self, trajectory: str, data: Any) -> TrajectorySummary | None:
         try:
+            if isinstance(data, str):  # JSON text (SELECT_SUMMARIES_WITHOUT_DAYS)
+                return TrajectorySummary.model_validate_json(data)
             return TrajectorySummary.model_validate(data)
         except (ValidationError, ValueError, TypeError) as exc:
             logger.warning("skipping unreadable ledger summary of %s: %s", trajectory, exc)

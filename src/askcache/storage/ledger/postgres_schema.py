@@ -119,8 +119,11 @@ SELECT_SUMMARIES = "SELECT trajectory, summary FROM askcache_ledger_summaries"
 REPEATABLE_READ = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ"
 """The first statement of a transaction whose reads must see one snapshot."""
 
-SELECT_SUMMARIES_WITHOUT_DAYS = "SELECT trajectory, summary - 'days' FROM askcache_ledger_summaries"
-"""Every summary but its per-day figures (a fleet page reads :data:`SUM_DAYS` instead)."""
+SELECT_SUMMARIES_WITHOUT_DAYS = (
+    "SELECT trajectory, (summary - 'days')::text FROM askcache_ledger_summaries"
+)
+"""Every summary but its per-day figures (a fleet page reads :data:`SUM_DAYS` instead), as
+JSON text (read by pydantic's own parser)."""
 
 _MODEL_COLUMNS = (
     "input_tokens",

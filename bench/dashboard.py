@@ -1,7 +1,11 @@
 """The fleet page: `askcache dashboard` from a PostgreSQL ledger of 1,000,000 entries, and
 Chromium loading the page.
 
-    bash scripts/bench.sh dashboard [ENTRIES]   (default: 1000000)
+    bash scripts/bench.sh dashboard [ENTRIES] [--keep FOLDER]   (default: 1000000)
+
+``--keep FOLDER`` keeps the PostgreSQL cluster in FOLDER and, when FOLDER already holds one
+(an earlier run's), reuses it instead of loading the entries again (the load takes minutes);
+a kept ledger of an older schema is upgraded by the ledger's own migration when it opens.
 
 Starts Debian's PostgreSQL in a temporary folder (askcache.testing.PostgresServer, default
 settings, fsync on) on 127.0.0.1 and bulk-loads ENTRIES entries with COPY: 1,000 trajectories
@@ -25,6 +29,7 @@ Writes the "fleet page" section of docs/benchmarks.md.
 
 from __future__ import annotations
 
+import argparse
 import random
 import statistics
 import subprocess
@@ -41,6 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._common import machine, write_section
 
+from askcache.cli.commands.stats import stats_json
 from askcache.cli.fleet_figures import collector_paused, fleet_figures
 from askcache.cli.fleet_page import write_fleet_page
 from askcache.foundation.messages import Usage
@@ -138,8 +144,11 @@ def _write_api(url: str, folder: Path) -> Callable[[], object]:
     def write() -> None:
         with collector_paused():  # as askcache dashboard does
             with PostgresLedger(url) as ledger:
-                summaries = ledger.summaries()
-            figures = fleet_figures(summaries, cache_dir=str(folder), ledger="postgresql://...")
+                summaries, days = ledger.fleet_summaries()
+            figures = fleet_figures(
+                summaries, days_added=days, stats=stats_json(str(folder), summaries, {}),
+                ledger="postgresql://...",
+            )  # fmt: skip
         write_fleet_page(folder / "api.html", figures)
 
     return write
@@ -179,15 +188,26 @@ def _chromium(page: Path) -> tuple[float, float, int]:
     return statistics.median(loads[1:]), statistics.median(drawn[1:]), page.stat().st_size
 
 
-def main(entries: int) -> None:
-    with PostgresServer() as server, tempfile.TemporaryDirectory() as scratch:
+def main(entries: int, keep: Path | None) -> None:
+    server = PostgresServer(keep=keep)
+    with server, tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
-        with PostgresLedger(server.url) as ledger:
-            ledger.summary("warm-up.json")  # creates the tables
-        started = time.perf_counter()
-        _load(server.url, entries)
-        loaded = time.perf_counter() - started
-        print(f"loaded {entries:,} entries in {loaded:.0f} s", flush=True)
+        if server.reused:
+            loaded = float((keep / "loaded-seconds").read_text()) if keep else 0.0
+            print(f"reusing the ledger in {keep} (loaded in {loaded:.0f} s)", flush=True)
+            started = time.perf_counter()
+            with PostgresLedger(server.url) as ledger:
+                ledger.summary("warm-up.json")  # upgrades tables of an older version
+            print(f"opened (upgraded if older) in {time.perf_counter() - started:.1f} s")
+        else:
+            with PostgresLedger(server.url) as ledger:
+                ledger.summary("warm-up.json")  # creates the tables
+            started = time.perf_counter()
+            _load(server.url, entries)
+            loaded = time.perf_counter() - started
+            if keep is not None:
+                (keep / "loaded-seconds").write_text(f"{loaded:.1f}\n")
+            print(f"loaded {entries:,} entries in {loaded:.0f} s", flush=True)
         with PostgresLedger(server.url) as ledger:
             summaries = ledger.summaries()
         buckets = sum(len(s.days) for s in summaries)
@@ -196,8 +216,8 @@ def main(entries: int) -> None:
             raise RuntimeError(f"the summaries count {stored} entries, not {entries}")
         with psycopg.connect(server.url) as connection:
             row = connection.execute(
-                "SELECT sum(pg_column_size(summary)), sum(octet_length(summary::text)) "
-                "FROM askcache_ledger_summaries"
+                "SELECT sum(pg_column_size(summary)), sum(octet_length(summary::text)), "
+                "(SELECT count(*) FROM askcache_ledger_days) FROM askcache_ledger_summaries"
             ).fetchone()
         api = _median(5, _write_api(server.url, folder))
         cli = _median(3, lambda: _write_cli(server.url, folder))
@@ -215,13 +235,13 @@ def _write(
     entries: int,
     loaded: float,
     buckets: int,
-    sizes: tuple[int, int] | None,
+    sizes: tuple[int, int, int] | None,
     api: float,
     cli: float,
     browser: tuple[float, float, int],
 ) -> None:
     load, drawn, size = browser
-    stored, text = sizes or (0, 0)
+    stored, text, rows = sizes or (0, 0, 0)
     body = "\n".join(
         [
             "## The fleet page (`bench/dashboard.py`)",
@@ -234,9 +254,11 @@ def _write(
             f"{entries:,} entries bulk-loaded with COPY ({loaded:.0f} s, folding included), "
             f"{TRAJECTORIES:,} trajectories over {DAYS} days (the default retention), 15 % "
             "handed back with a reason code, two screen profiles, two models, heals; each "
-            "summary row the fold of its entries. The page reads the summaries only: "
-            f"{TRAJECTORIES:,} rows holding {buckets:,} per-day buckets "
-            f"({text / 2**20:.1f} MiB of JSON, {stored / 2**20:.1f} MiB stored).",
+            "summary row the fold of its entries. The page reads the summaries without their "
+            f"days ({TRAJECTORIES:,} rows; whole, they hold {buckets:,} per-day buckets, "
+            f"{text / 2**20:.1f} MiB of JSON, {stored / 2**20:.1f} MiB stored) and the days "
+            f"added up by the database from the {rows:,} rows of `askcache_ledger_days` (kept "
+            "by a trigger as each summary is written, schema version 4): one row per day.",
             "",
             "| what | time | goal |",
             "| --- | --- | --- |",
@@ -253,13 +275,18 @@ def _write(
             "name resolution blocked (no network); the first of six loads is left out (a "
             "cold browser).",
             "",
-            "The page's time grows with the per-day buckets it reads (trajectories x days "
-            "with replays), not with the entries: a summary keeps one bucket per day it was "
-            "replayed, for ever.",
+            "The page's time grows with the trajectories (their summaries, their rows in "
+            "`askcache stats --json`'s figures, which the page embeds) and, in the database, "
+            "with the day rows it adds up (trajectories x days with replays), not with the "
+            "entries.",
         ]
     )
     write_section("fleet page", body)
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else ENTRIES)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("entries", nargs="?", type=int, default=ENTRIES)
+    parser.add_argument("--keep", type=Path, default=None, help="keep/reuse the cluster here")
+    arguments = parser.parse_args()
+    main(arguments.entries, arguments.keep)

@@ -2,13 +2,13 @@
 # Set up askcache in .venv with the benchmark extras (and Xvfb, the X programs the accuracy
 # benchmark drives, fonts, if missing) and run one benchmark; it rewrites its section of
 # docs/benchmarks.md.
-#   bash scripts/bench.sh accuracy [--reuse] | speed | savings | storage | fuzz [PARSE REPLAY SIGNED] | faults | heal | replay_latency [RUNS] | drift [--runs N] | handback [--only APP] [--runs N] [--late N] [--json PATH] | ledger_postgres [SIZE ...] | dashboard [ENTRIES] | screens | moved [--reuse] | ledger [--sizes N,N] [--engines sqlite,json] [--before SRC] | ledger_s3 [--entries-per-trajectory N] [--big N] | atspi_query [REPEATS] (prints, writes no section) | label_ocr build|measure [--write] | rerender [--runs N] [--detail-hash off] [--pixels-only] [--minutes M]
+#   bash scripts/bench.sh accuracy [--reuse] | speed | savings | storage | fuzz [PARSE REPLAY SIGNED] | faults | heal | replay_latency [RUNS] | drift [--runs N] | handback [--only APP] [--runs N] [--late N] [--json PATH] | ledger_postgres [SIZE ...] | dashboard [ENTRIES] [--keep FOLDER] | screens | moved [--reuse] | ledger [--sizes N,N] [--engines sqlite,json] [--before SRC] | ledger_s3 [--entries-per-trajectory N] [--big N] | atspi_query [REPEATS] (prints, writes no section) | label_ocr build|measure [--write] | rerender [--runs N] [--detail-hash off] [--pixels-only] [--minutes M]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 case "${1:-}" in
     accuracy | speed | savings | storage | fuzz | faults | heal | replay_latency | drift | handback | ledger_postgres | dashboard | screens | moved | ledger | ledger_s3 | atspi_query | label_ocr | rerender) ;;
     *)
-        echo "usage: bash scripts/bench.sh accuracy [--reuse] | speed | savings | storage | fuzz [PARSE REPLAY SIGNED] | faults | heal | replay_latency [RUNS] | drift [--runs N] | handback [--only APP] [--runs N] [--late N] [--json PATH] | ledger_postgres [SIZE ...] | dashboard [ENTRIES] | screens | moved [--reuse] | ledger [--sizes N,N] [--engines sqlite,json] [--before SRC] | ledger_s3 [--entries-per-trajectory N] [--big N] | atspi_query [REPEATS] | label_ocr build|measure [--write] | rerender [--runs N] [--detail-hash off] [--pixels-only] [--minutes M]" >&2
+        echo "usage: bash scripts/bench.sh accuracy [--reuse] | speed | savings | storage | fuzz [PARSE REPLAY SIGNED] | faults | heal | replay_latency [RUNS] | drift [--runs N] | handback [--only APP] [--runs N] [--late N] [--json PATH] | ledger_postgres [SIZE ...] | dashboard [ENTRIES] [--keep FOLDER] | screens | moved [--reuse] | ledger [--sizes N,N] [--engines sqlite,json] [--before SRC] | ledger_s3 [--entries-per-trajectory N] [--big N] | atspi_query [REPEATS] | label_ocr build|measure [--write] | rerender [--runs N] [--detail-hash off] [--pixels-only] [--minutes M]" >&2
         exit 2
         ;;
 esac

@@ -263,3 +263,95 @@ def test_the_page_from_the_s3_segment_engine_has_the_stats_figures(
     assert figures["stats"] == stats
     assert sum(d["runs"] for d in figures["days"]) == stats["total"]["runs"]
     assert sum(figures["hand_backs_by_code"].values()) == stats["total"]["handed_back"]
+
+
+def _days_without_floats(figures: Any) -> list[dict[str, Any]]:
+    """The per-day figures, their float sums rounded (added up in another order)."""
+    shown = []
+    for day in figures.days:
+        data = day.model_dump()
+        for name in ("saved_seconds", "dollars_spent", "dollars_saved"):
+            if data[name] is not None:
+                data[name] = round(data[name], 6)
+        shown.append(data)
+    return shown
+
+
+def test_postgresql_adds_the_days_up_in_the_database_to_the_same_figures(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """One row per day from the database, the summaries without their days: the same page as
+    the summaries' own days added up here, and as a SQLite ledger of the same entries."""
+    from askcache.storage.ledger.postgres import PostgresLedger
+
+    with PostgresLedger(postgres_url) as ledger:
+        _fill(ledger)
+        whole = ledger.summaries()
+        summaries, days = ledger.fleet_summaries()
+    assert days is not None
+    assert len(days) == 21
+    assert [s.trajectory for s in summaries] == [s.trajectory for s in whole]
+    assert all(s.days == {} for s in summaries)
+    assert all(s.days for s in whole)
+    stats = stats_json("c", whole)
+    assert stats_json("c", summaries) == stats  # the days are not part of stats
+    here = fleet_figures(whole, stats=stats, ledger="l")
+    there = fleet_figures(
+        summaries, stats=stats, ledger="l", now=here.generated_at, days_added=days
+    )
+    assert _days_without_floats(there) == _days_without_floats(here)
+    assert there.model_copy(update={"days": []}) == here.model_copy(update={"days": []})
+    with SqliteLedger(tmp_path / "ledger.sqlite3") as sqlite:
+        _fill(sqlite)
+        alone = fleet_figures(sqlite.summaries(), stats=stats, ledger="l", now=here.generated_at)
+    assert _days_without_floats(alone) == _days_without_floats(there)
+
+
+def test_the_page_command_runs_without_the_replay_or_images(tmp_path: Path) -> None:
+    """``askcache dashboard`` imports the ledger and the page, not the replay, the cache file's
+    model, numpy or Pillow (its start-up is part of the page's time)."""
+    from askcache.cli import fleet_figures as figures_module
+    from askcache.storage.versions import VERSIONS_FOLDER
+
+    assert figures_module.VERSIONS_FOLDER == VERSIONS_FOLDER
+    cache = _cache_with_a_proposal(tmp_path)
+    with open_ledger(LocalCacheStorage(cache)) as ledger:
+        _fill(ledger)
+    probe = (
+        "import sys\n"
+        "from askcache.cli.app import main\n"
+        f"code = main(['dashboard', '--cache-dir', {str(cache)!r}, '-o', {str(tmp_path / 'p.html')!r}])\n"
+        "heavy = {'numpy', 'PIL', 'anthropic', 'askcache.replay', 'askcache.cachefile.format'}\n"
+        "print(code, sorted(m for m in sys.modules if m in heavy or m.split('.')[0] in heavy))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+        env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"},
+    )
+    assert done.stdout.strip().splitlines()[-1] == "0 []", done.stdout
+    assert (tmp_path / "p.html").stat().st_size > 0
+
+
+def test_the_page_lists_the_trajectories_with_most_hand_backs_and_embeds_them_all() -> None:
+    from askcache.cli.fleet_page import TRAJECTORY_ROWS, render_fleet_page
+    from askcache.storage.ledger import TrajectorySummary
+
+    summaries = [
+        TrajectorySummary(trajectory=f"t{n:03d}.json", runs=50, completed=50 - n % 40,
+                          handed_back=n % 40)
+        for n in range(TRAJECTORY_ROWS + 20)
+    ]  # fmt: skip
+    stats = stats_json("c", summaries)
+    page = render_fleet_page(fleet_figures(summaries, stats=stats, ledger="l"))
+    table = re.search(r"<table class='trajectories'>(.*?)</table>", page, re.S)
+    assert table is not None
+    names = re.findall(r"<tr><td>(t\d+\.json)</td>", table.group(1))
+    assert len(names) == TRAJECTORY_ROWS
+    assert names[0] == "t039.json"  # 39 hand-backs: the most (with t079 and t119)
+    assert "t000.json" not in names  # none
+    assert "and 20 more with fewer hand-backs" in page
+    assert _embedded(page)["stats"] == stats  # the figures keep them all

@@ -1,6 +1,7 @@
 """A ledger written before step waits (SQLite and PostgreSQL tables of version 1) is upgraded on
 first open: its entries and summaries stay as they are, new entries keep their step waits and
-``step_waits`` reads them through an index; a read-only version 1 database is still read."""
+``step_waits`` reads them through an index; a read-only version 1 database is still read.
+PostgreSQL tables of version 3 gain the day rows (version 4), filled from the summaries."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import psycopg
 import pytest
 
 from askcache.storage.ledger import RunRecord, StepWaits
+from askcache.storage.ledger.day_totals import DayTotals
 from askcache.storage.ledger.postgres import PostgresLedger, PostgresTimeouts
 from askcache.storage.ledger.postgres_schema import SCHEMA_VERSION as PG_SCHEMA_VERSION
 from askcache.storage.ledger.sqlite import SCHEMA_VERSION, SqliteLedger
@@ -203,3 +205,92 @@ def test_version_1_postgres_tables_are_upgraded_and_keep_their_entries(
     assert version == (str(PG_SCHEMA_VERSION),)
     assert "askcache_ledger_entries_by_waits" in plan
     assert "Sort" not in plan  # read in the index's order
+
+
+_TO_VERSION_3 = [
+    "DROP TRIGGER askcache_ledger_fold_days ON askcache_ledger_summaries",
+    "DROP FUNCTION askcache_ledger_fold_days()",
+    "DROP TABLE askcache_ledger_days",
+    "DROP TABLE askcache_ledger_day_models",
+    "UPDATE askcache_ledger_meta SET value = '3' WHERE key = 'schema_version'",
+]
+"""What version 4 added, taken away: the tables of an askcache of version 3."""
+
+
+def _days_of(summaries: list[TrajectorySummary]) -> dict[str, dict[str, object]]:
+    """Every summary's days added up here, as plain data (float sums rounded)."""
+    days: dict[str, DayTotals] = {}
+    for summary in summaries:
+        for day, totals in summary.days.items():
+            days.setdefault(day, DayTotals()).add(totals)
+    return {day: _plain(totals) for day, totals in days.items()}
+
+
+def _plain(totals: DayTotals) -> dict[str, object]:
+    data = totals.model_dump()
+    data["saved_seconds"] = round(totals.saved_seconds, 6)
+    data["models"] = dict(totals.models)
+    return data
+
+
+def test_version_3_postgres_tables_gain_day_rows_filled_from_the_summaries(
+    postgres_url: str,
+) -> None:
+    """3 to 4: the day tables are made and filled from the summaries, nothing else changes,
+    and the trigger keeps them from then on."""
+    from tests.ledger.fleet_ledger import fleet_records
+
+    records = list(fleet_records())
+    with PostgresLedger(postgres_url, timeouts=_PATIENT) as ledger:
+        for n, record in enumerate(records[:150]):
+            ledger.append(record, entry_id=f"e{n:04d}")
+        before = ledger.summaries()
+        kept = ledger.records()
+    with psycopg.connect(postgres_url) as db:
+        for statement in _TO_VERSION_3:
+            db.execute(statement)  # type: ignore[arg-type]
+    with PostgresLedger(postgres_url, timeouts=_PATIENT) as ledger:
+        assert ledger.summaries() == before  # nothing rewritten
+        assert ledger.records() == kept
+        summaries, days = ledger.fleet_summaries()
+        assert summaries == [s.model_copy(update={"days": {}}) for s in before]
+        assert days is not None
+        assert {day: _plain(totals) for day, totals in days.items()} == _days_of(before)
+        for n, record in enumerate(records[150:], start=150):
+            ledger.append(record, entry_id=f"e{n:04d}")
+        whole = ledger.summaries()
+        _, days = ledger.fleet_summaries()
+    assert days is not None
+    assert {day: _plain(totals) for day, totals in days.items()} == _days_of(whole)
+    assert sum(t.runs for t in days.values()) == sum(s.runs for s in whole)
+    with psycopg.connect(postgres_url) as db:
+        version = db.execute(
+            "SELECT value FROM askcache_ledger_meta WHERE key = 'schema_version'"
+        ).fetchone()
+    assert version == (str(PG_SCHEMA_VERSION),)
+    assert PG_SCHEMA_VERSION == 4
+
+
+def test_a_summary_written_by_hand_or_in_bulk_gets_its_day_rows(postgres_url: str) -> None:
+    """The trigger keeps the day rows whoever writes a summary (a bulk load, as the
+    benchmark's, or an upgrade's fill): the rows always read as the summaries' days."""
+    from tests.ledger.fleet_ledger import fleet_records
+
+    summaries: dict[str, TrajectorySummary] = {}
+    for record in fleet_records():
+        name = record.trajectory
+        summaries[name] = fold_all(
+            summaries.get(name, TrajectorySummary(trajectory=name)), [record]
+        )
+    with PostgresLedger(postgres_url, timeouts=_PATIENT) as ledger:
+        assert ledger.summaries() == []  # creates the tables
+        with psycopg.connect(postgres_url) as db:
+            db.cursor().executemany(
+                "INSERT INTO askcache_ledger_summaries (trajectory, summary) VALUES (%s, %s)",
+                [(name, s.model_dump_json()) for name, s in summaries.items()],
+            )
+        _, days = ledger.fleet_summaries()
+    assert days is not None
+    assert {day: _plain(totals) for day, totals in days.items()} == _days_of(
+        list(summaries.values())
+    )

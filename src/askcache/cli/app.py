@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import gc
 import logging
 import os
 import re
@@ -30,16 +31,6 @@ from askcache.cli.commands.common import (
     emit_json,
     redacted_output,
 )
-from askcache.cli.commands.dashboard import add_dashboard_command
-from askcache.cli.commands.lint import add_lint_command
-from askcache.cli.commands.listing import add_list_command
-from askcache.cli.commands.replay import add_replay_command
-from askcache.cli.commands.report import add_report_command
-from askcache.cli.commands.show import add_show_command
-from askcache.cli.commands.sign import add_signing_commands
-from askcache.cli.commands.stats import add_stats_command
-from askcache.cli.commands.sync import add_sync_command
-from askcache.cli.commands.tune import add_tune_command
 from askcache.foundation.errors import AskCacheError, MissingApiKeyError
 
 __all__ = ["main"]
@@ -157,7 +148,19 @@ def _common_options(cache: bool) -> argparse.ArgumentParser:
     return common
 
 
-def _parser() -> argparse.ArgumentParser:
+_LEAN_COMMANDS = {"dashboard", "stats"}
+"""Commands that read the ledger alone: given one of them, the parser holds that command only,
+so that the command starts without importing the others (the replay, images, the cache file
+model). Any other command line builds the whole parser (help, suggestions for a typo)."""
+
+
+def _command_word(words: Sequence[str]) -> str | None:
+    """The command the line names: its first word that is not an option (the top-level
+    options take no value)."""
+    return next((word for word in words if not word.startswith("-")), None)
+
+
+def _parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = _Parser(
         prog="askcache",
         description=_DESCRIPTION,
@@ -178,6 +181,39 @@ def _parser() -> argparse.ArgumentParser:
         parser.add_subparsers(dest="command", required=True, metavar="COMMAND"),
     )
     plain, cached = [_common_options(cache=False)], [_common_options(cache=True)]
+    if only == "dashboard":
+        from askcache.cli.commands.dashboard import add_dashboard_command
+
+        add_dashboard_command(commands, cached)
+        return parser
+    if only == "stats":
+        from askcache.cli.commands.stats import add_stats_command
+
+        add_stats_command(commands, cached)
+        return parser
+    _add_every_command(commands, plain, cached)
+    return parser
+
+
+def _add_every_command(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    plain: list[argparse.ArgumentParser],
+    cached: list[argparse.ArgumentParser],
+) -> None:
+    from askcache.cli.commands.dashboard import add_dashboard_command
+    from askcache.cli.commands.heal import add_heal_commands
+    from askcache.cli.commands.lint import add_lint_command
+    from askcache.cli.commands.listing import add_list_command
+    from askcache.cli.commands.replay import add_replay_command
+    from askcache.cli.commands.report import add_report_command
+    from askcache.cli.commands.show import add_show_command
+    from askcache.cli.commands.sign import add_signing_commands
+    from askcache.cli.commands.stats import add_stats_command
+    from askcache.cli.commands.sync import add_sync_command
+    from askcache.cli.commands.tune import add_tune_command
+    from askcache.parity.command import add_parity_command
+    from askcache.parity.verify_command import add_verify_command
+
     demo = commands.add_parser(
         "demo",
         parents=plain,
@@ -211,15 +247,9 @@ def _parser() -> argparse.ArgumentParser:
     add_tune_command(commands, cached)
     add_report_command(commands, cached)
     add_sync_command(commands, cached)
-    from askcache.parity.command import add_parity_command
-    from askcache.parity.verify_command import add_verify_command
-
     add_parity_command(commands)
     add_verify_command(commands)
-    from askcache.cli.commands.heal import add_heal_commands
-
     add_heal_commands(commands, cached)
-    return parser
 
 
 _INVALID_CHOICE = re.compile(r"^(argument [^:]+: invalid choice: '([^']*)') \(choose from (.*)\)$")
@@ -276,11 +306,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``askcache`` command; returns the exit code. No output shows a
     registered secret (:func:`~askcache.cli.commands.common.redacted_output`)."""
     with redacted_output():
-        return _main(argv)
+        code = _main(argv)
+    if argv is None:  # the command run as a program (tests call main with their own argv)
+        _spare_the_last_collections()
+    return code
+
+
+def _spare_the_last_collections() -> None:
+    """Move every object left to the collector's permanent generation: the process is about
+    to end and the system frees its memory, but the interpreter's shutdown would otherwise
+    walk them all in its last collections (measured: 0.3 s of ``askcache dashboard`` on a
+    busy two-core machine)."""
+    gc.freeze()
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    parser = _parser()
+    command = _command_word(sys.argv[1:] if argv is None else argv)
+    parser = _parser(command if command in _LEAN_COMMANDS else None)
     try:
         args = parser.parse_args(argv)
     except UsageError as exc:

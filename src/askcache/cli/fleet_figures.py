@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import heapq
 import operator
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -23,12 +24,17 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from askcache.cli.prices import ModelPrice, price_for
-from askcache.foundation.messages import Usage
 from askcache.foundation.reasons import HANDBACK_CODES, describe_code
+from askcache.foundation.usage import Usage
 from askcache.storage.cache_storage import CacheStorage
 from askcache.storage.ledger import TrajectorySummary
-from askcache.storage.ledger.day_totals import DAY_COUNTS, MODEL_FIGURES, DayTotals, spot_parts
-from askcache.storage.versions import VERSIONS_FOLDER
+from askcache.storage.ledger.day_totals import (
+    DAY_COUNTS,
+    MODEL_FIGURES,
+    DayTotals,
+    EventNote,
+    spot_parts,
+)
 
 __all__ = [
     "HOT_SPOTS",
@@ -207,34 +213,30 @@ def fleet_figures(
     proposals: Sequence[Proposal] = (),
     prices: Mapping[str, ModelPrice] | None = None,
     now: datetime | None = None,
+    days_added: Mapping[str, DayTotals] | None = None,
 ) -> FleetFigures:
     """The page's figures from every trajectory's summary (see the module docstring);
     ``stats``: what ``askcache stats --json`` prints for the same summaries
     (:func:`~askcache.cli.commands.stats.stats_json`, given by the caller: the commands sit
-    above this module)."""
+    above this module). ``days_added``: every trajectory's days already added up by the
+    ledger (:meth:`~askcache.storage.ledger.RunLedger.fleet_summaries`), used instead of the
+    summaries' own."""
     days: dict[str, _Day] = {}
-    spots: list[HotSpot] = []
+    for day, totals in (days_added or {}).items():
+        days.setdefault(day, _Day()).add(totals)
+    spots: list[tuple[int, str, int, str]] = []  # models for the shown ones alone
     by_code: dict[str, int] = {}
     profiles: dict[str, ProfileFigures] = {}
-    changes: list[Change] = []
+    notes: list[tuple[datetime, str, EventNote]] = []
     for summary in summaries:
-        for day, totals in summary.days.items():
+        for day, totals in summary.days.items() if days_added is None else ():
             found = days.get(day)
             if found is None:
                 found = days[day] = _Day()
             found.add(totals)
         for key, count in summary.hand_backs.items():
-            step, code, profile = spot_parts(key)
-            spots.append(
-                HotSpot(
-                    trajectory=summary.trajectory,
-                    step=step,
-                    reason_code=code,
-                    reason=_WORDS.get(code, code) if code else describe_code(None),
-                    profile=profile,
-                    hand_backs=count,
-                )
-            )
+            spots.append((-count, summary.trajectory, len(spots), key))
+            code = key.split("|", 2)[1] if key.count("|") else ""  # spot_parts' code
             by_code[code or "(none)"] = by_code.get(code or "(none)", 0) + count
         for name, seen in summary.profiles.items():
             shown = profiles.setdefault(
@@ -246,13 +248,10 @@ def fleet_figures(
             shown.handed_back += seen.handed_back
             if seen.last_at is not None and (shown.last_at is None or seen.last_at > shown.last_at):
                 shown.last_at = seen.last_at
-        changes.extend(
-            Change(trajectory=summary.trajectory, **note.model_dump()) for note in summary.recent
-        )
+        notes.extend((note.at, summary.trajectory, note) for note in summary.recent)
     for shown in profiles.values():
         shown.hit_rate = shown.completed / shown.runs if shown.runs else None
-    spots.sort(key=lambda s: (-s.hand_backs, s.trajectory, s.step if s.step is not None else -1))
-    changes.sort(key=lambda c: c.at, reverse=True)
+    notes.sort(key=operator.itemgetter(0), reverse=True)  # stable: the fold's order on ties
     ordered = sorted(days)
     return FleetFigures(
         generated_at=now or datetime.now(UTC),
@@ -260,11 +259,42 @@ def fleet_figures(
         stats=dict(stats),
         days=[_day_figures(day, days[day], prices) for day in ordered],
         days_since=ordered[0] if ordered else None,
-        hot_spots=spots[:HOT_SPOTS],
+        hot_spots=[_hot_spot(name, key, -minus) for minus, name, _, key in _hottest(spots)],
         hand_backs_by_code=dict(sorted(by_code.items(), key=lambda kv: -kv[1])),
-        changes=changes[:RECENT_CHANGES],
+        changes=[
+            Change(trajectory=name, **note.model_dump()) for _, name, note in notes[:RECENT_CHANGES]
+        ],
         proposals=list(proposals),
         profiles=sorted(profiles.values(), key=lambda p: (-p.runs, p.profile)),
+    )
+
+
+def _hottest(spots: list[tuple[int, str, int, str]]) -> list[tuple[int, str, int, str]]:
+    """The :data:`HOT_SPOTS` first of ``(-hand-backs, trajectory, order, key)`` by most
+    hand-backs, then trajectory, then step (unknown first), then the fold's order: the
+    steps are read only where they decide (a fleet has tens of thousands of spots)."""
+    coarse = heapq.nsmallest(HOT_SPOTS, spots, key=operator.itemgetter(0, 1))
+    if not coarse:
+        return []
+    last = coarse[-1][:2]
+    tied = [spot for spot in spots if spot[:2] <= last]
+
+    def order(spot: tuple[int, str, int, str]) -> tuple[int, str, int, int]:
+        step = spot_parts(spot[3])[0]
+        return spot[0], spot[1], step if step is not None else -1, spot[2]
+
+    return sorted(tied, key=order)[:HOT_SPOTS]
+
+
+def _hot_spot(trajectory: str, key: str, hand_backs: int) -> HotSpot:
+    step, code, profile = spot_parts(key)
+    return HotSpot(
+        trajectory=trajectory,
+        step=step,
+        reason_code=code,
+        reason=_WORDS.get(code, code) if code else describe_code(None),
+        profile=profile,
+        hand_backs=hand_backs,
     )
 
 
@@ -334,6 +364,11 @@ def _day_figures(day: str, totals: _Day, prices: Mapping[str, ModelPrice] | None
 
 
 _WORDS: dict[str, str] = {str(code): words for code, words in HANDBACK_CODES.items()}
+
+VERSIONS_FOLDER = ".versions"
+"""``askcache.storage.versions.VERSIONS_FOLDER``, not imported from there: that module brings
+the cache file's model, which the fleet page never reads (tests/ledger/test_fleet_page.py
+checks that the two agree)."""
 
 _PROPOSAL_NAME = re.compile(rf"^{re.escape(VERSIONS_FOLDER)}/(.+)/(proposed-[^/]+\.json)$")
 

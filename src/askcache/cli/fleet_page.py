@@ -25,7 +25,7 @@ from typing import Any
 
 from askcache.cli.fleet_figures import FleetFigures
 from askcache.cli.fleet_regions import regions_section
-from askcache.cli.html_report import write_whole
+from askcache.cli.whole_file import write_whole
 from askcache.foundation.redaction import redact
 from askcache.storage.ledger.spot_images import SpotImages, SpotKey
 
@@ -157,11 +157,12 @@ def render_fleet_page(
                     f"{t['saved_tokens']:,}",
                     _money(t["dollars_saved"]),
                 ]
-                for t in figures.stats["trajectories"]
+                for t in _shown_trajectories(figures)
             ),
             empty="no trajectories in the ledger",
             cls="trajectories",
         ),
+        _more_trajectories(figures),
     ]
     page = [
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>",

@@ -22,10 +22,7 @@ beside it, the whole screen with the region boxed (:func:`view_figures`).
 
 from __future__ import annotations
 
-import contextlib
 import html
-import os
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +32,7 @@ from PIL import Image, ImageDraw
 
 from askcache.cachefile.format import CacheFile
 from askcache.cli.savings import saving_words
+from askcache.cli.whole_file import write_whole
 from askcache.fingerprint.step import decode_screenshot, region_box
 from askcache.foundation.actions import ACTING_ACTIONS, action_anchors, parse_action
 from askcache.foundation.messages import MessageParam, TextBlockParam
@@ -313,21 +311,6 @@ def write_page(path: Path, title: str, body: Sequence[str]) -> Path:
     ]
     data = redact("\n".join(parts)).encode("utf-8")  # secrets never written
     return write_whole(path, data)
-
-
-def write_whole(path: Path, data: bytes) -> Path:
-    """Write ``data`` to ``path`` through a temporary file beside it, renamed over it: a
-    reader never sees it half written, and a failure leaves no temporary file behind."""
-    temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.tmp")
-    try:
-        with temporary.open("xb") as file:  # the umask's permissions, as any new file
-            file.write(data)
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)
-        raise
-    return path
 
 
 def write_html_report(

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 
 from pydantic import BaseModel, ConfigDict
 
-from askcache.foundation.messages import Usage
+from askcache.foundation.usage import Usage
 
 __all__ = ["PRICES", "PRICES_AS_OF", "ModelPrice", "parse_price", "price_for"]
 

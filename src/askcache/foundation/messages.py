@@ -29,6 +29,7 @@ from askcache.foundation.errors import AskCacheError
 from askcache.foundation.screen.elements import StepElement
 from askcache.foundation.screen.thumbnails import StepEffect
 from askcache.foundation.screen.windows import WindowFrame
+from askcache.foundation.usage import Usage
 
 __all__ = [
     "Base64ImageSource",
@@ -246,40 +247,6 @@ ContentBlockParam = Annotated[
     Field(discriminator="type"),
 ]
 """Any block of a message's content, discriminated by ``type``."""
-
-
-class Usage(BaseModel):
-    """Token counts of one model call (cache-side bookkeeping)."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    input_tokens: int = Field(0, ge=0)
-    """Uncached input tokens."""
-    output_tokens: int = Field(0, ge=0)
-    """Generated tokens."""
-    cache_creation_input_tokens: int = Field(0, ge=0)
-    """Input tokens written to Anthropic's prompt cache."""
-    cache_read_input_tokens: int = Field(0, ge=0)
-    """Input tokens read from Anthropic's prompt cache."""
-
-    @property
-    def total_tokens(self) -> int:
-        """All input and output tokens of the call."""
-        return (
-            self.input_tokens
-            + self.output_tokens
-            + self.cache_creation_input_tokens
-            + self.cache_read_input_tokens
-        )
-
-    def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            input_tokens=self.input_tokens + other.input_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
-            cache_creation_input_tokens=self.cache_creation_input_tokens
-            + other.cache_creation_input_tokens,
-            cache_read_input_tokens=self.cache_read_input_tokens + other.cache_read_input_tokens,
-        )
 
 
 class MessageParam(ApiModel):

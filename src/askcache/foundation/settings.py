@@ -33,6 +33,7 @@ from askcache.foundation import limits
 from askcache.foundation.actions import ACTION_ALIASES, DEFAULT_VALIDATED_ACTIONS, KNOWN_ACTIONS
 from askcache.foundation.errors import InvalidSettingsError
 from askcache.foundation.parameters import PARAMETER_NAME, parameter_value_problem
+from askcache.foundation.retention import DEFAULT_LEDGER_RETENTION_DAYS
 
 __all__ = [
     "DEFAULT_DETAIL_BLUR",
@@ -114,8 +115,6 @@ DEFAULT_TARGET_THRESHOLD = 0
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 _LEDGER_URL = re.compile(r"^(sqlite:///.+|(postgresql|postgres)://.+)$")
 
-DEFAULT_LEDGER_RETENTION_DAYS = 90
-"""Days raw run-ledger entries are kept (summaries are kept for ever)."""
 MAX_NAME_COMPONENT_BYTES = 255
 """Longest part of a cache file name between slashes, in UTF-8 bytes (the usual file system
 limit), ``.json`` included."""

@@ -22,9 +22,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
-from askcache.cachefile.format import CacheFile, dump_cache_file
-from askcache.cachefile.parse import parse_cache_file
 from askcache.foundation.errors import (
     CacheExistsError,
     CacheFileCorruptError,
@@ -35,6 +34,10 @@ from askcache.foundation.errors import (
     StorageUnwritableError,
 )
 from askcache.foundation.limits import MAX_FILE_BYTES
+
+if TYPE_CHECKING:  # the cache file's model is imported where a file is read or written, so
+    # that the commands reading only the ledger (stats, dashboard) start without it
+    from askcache.cachefile.format import CacheFile
 
 __all__ = [
     "STALE_TEMP_SECONDS",
@@ -405,6 +408,8 @@ def read_cache_file(storage: CacheStorage, name: str) -> tuple[bytes, CacheFile]
     Raises:
         CacheNotFoundError, CachePathError, CacheFileCorruptError, UnsupportedCacheVersionError
     """
+    from askcache.cachefile.parse import parse_cache_file
+
     raw = storage.read(name)
     if not raw.strip():
         raise CacheFileCorruptError(storage.describe(name), "the file is empty")
@@ -413,4 +418,6 @@ def read_cache_file(storage: CacheStorage, name: str) -> tuple[bytes, CacheFile]
 
 def save_cache_file(storage: CacheStorage, name: str, cache_file: CacheFile) -> None:
     """Serialize and store ``cache_file`` atomically under ``name``."""
+    from askcache.cachefile.format import dump_cache_file
+
     storage.write(name, dump_cache_file(cache_file))

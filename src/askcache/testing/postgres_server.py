@@ -64,6 +64,9 @@ class PostgresServer:
         user: The superuser's name.
         run_as: Who runs the server when this process is root (ignored otherwise).
         settings: Extra server settings (``{"fsync": "off"}``), given to ``postgres -c``.
+        keep: A folder to keep the cluster in (a benchmark's data, reused by its next run):
+            made by the first run, reused when it holds a cluster; :meth:`close` stops the
+            server and leaves the folder. The password is kept in it (``password``).
     """
 
     def __init__(
@@ -72,18 +75,27 @@ class PostgresServer:
         user: str = "askcache",
         run_as: str = "nobody",
         settings: dict[str, str] | None = None,
+        keep: Path | None = None,
     ) -> None:
         self.user = user
         self.password = secrets.token_urlsafe(16)
         """The superuser's password (checked on TCP connections)."""
         self.port = _free_port()
-        self.folder = Path(tempfile.mkdtemp(prefix="askcache-postgres-"))
+        self.folder = Path(tempfile.mkdtemp(prefix="askcache-postgres-")) if keep is None else keep
         """The cluster's folder: ``data/``, the unix socket, ``server.log``."""
         self.settings = dict(settings or {})
+        self.kept = keep is not None
+        """Whether the folder outlives :meth:`close` (``keep``)."""
+        self.reused = keep is not None and (keep / "data" / "PG_VERSION").exists()
+        """Whether the cluster was there already (made by an earlier run, ``keep``)."""
         self._bin = postgres_binaries()
         self._owner: pwd.struct_passwd | None = pwd.getpwnam(run_as) if os.geteuid() == 0 else None
         self.running = False
-        self._initdb()
+        if self.reused:
+            self.password = (self.folder / "password").read_text().strip()
+        else:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            self._initdb()
 
     @property
     def url(self) -> str:
@@ -124,11 +136,12 @@ class PostgresServer:
             self.running = False
 
     def close(self) -> None:
-        """Stop the server and delete its folder."""
+        """Stop the server and delete its folder (unless it is kept: ``keep``)."""
         try:
             self.stop()
         finally:
-            shutil.rmtree(self.folder, ignore_errors=True)
+            if not self.kept:
+                shutil.rmtree(self.folder, ignore_errors=True)
 
     def _initdb(self) -> None:
         password_file = self.folder / "password"
@@ -139,7 +152,10 @@ class PostgresServer:
         self._run("initdb", "-D", str(self.folder / "data"), "-U", self.user,
                   f"--pwfile={password_file}", "--auth-local=trust",
                   "--auth-host=scram-sha-256", "-E", "UTF8", "--locale=C.UTF-8")  # fmt: skip
-        password_file.unlink()
+        if self.kept:
+            password_file.chmod(0o600)
+        else:
+            password_file.unlink()
 
     def _run(self, program: str, *arguments: str) -> None:
         extra: dict[str, Any] = {}

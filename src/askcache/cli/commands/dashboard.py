@@ -88,10 +88,11 @@ def build_figures(args: argparse.Namespace) -> FleetFigures:
     url = args.ledger or os.environ.get(LEDGER_ENV)
     with collector_paused():
         with open_run_ledger(args, storage) as ledger:
-            summaries = ledger.summaries()
+            summaries, days = ledger.fleet_summaries()
         prices = dict(args.price)
         return fleet_figures(
             summaries,
+            days_added=days,
             stats=stats_json(location(storage), summaries, prices),
             ledger=redact_url(url) if url else f"{location(storage)} (the cache's own ledger)",
             proposals=proposals_in(storage),

@@ -84,28 +84,46 @@ def stats_of(
 ) -> TrajectoryStats:
     """Add up the replays of ``summaries`` (the ledger's per-trajectory totals); dollars are
     priced per recording model (:attr:`TrajectorySummary.by_model`), so they are exact."""
-    stats = TrajectoryStats(trajectory=trajectory)
+    # added up in plain numbers, the model built once (a fleet page adds up thousands)
+    runs = completed = handed_back = refused = model_calls = tokens = 0
+    saved_model_calls = saved_tokens = 0
+    saved_seconds = 0.0
+    spent: float | None = None
+    saved: float | None = None
     unpriced: set[str] = set()
     for summary in summaries:
-        stats.runs += summary.runs
-        stats.completed += summary.completed + summary.completed_unverified
-        stats.handed_back += summary.handed_back
-        stats.refused += summary.refused
-        stats.model_calls += summary.model_calls
-        stats.tokens += summary.tokens
-        stats.saved_model_calls += summary.saved_model_calls
-        stats.saved_tokens += summary.saved_tokens
-        stats.saved_seconds += summary.saved_seconds
+        runs += summary.runs
+        completed += summary.completed + summary.completed_unverified
+        handed_back += summary.handed_back
+        refused += summary.refused
+        model_calls += summary.model_calls
+        tokens += summary.tokens
+        saved_model_calls += summary.saved_model_calls
+        saved_tokens += summary.saved_tokens
+        saved_seconds += summary.saved_seconds
         for model, totals in summary.by_model.items():
             price = price_for(model or None, prices)
             if price is None:
                 unpriced.add(model or "(unknown model)")
                 continue
-            stats.dollars_spent = (stats.dollars_spent or 0.0) + price.cost(totals.usage)
-            stats.dollars_saved = (stats.dollars_saved or 0.0) + price.saved(totals.saved_tokens)
-    stats.hit_rate = stats.completed / stats.runs if stats.runs else None
-    stats.unpriced_models = sorted(unpriced)
-    return stats
+            spent = (spent or 0.0) + price.cost(totals.usage)
+            saved = (saved or 0.0) + price.saved(totals.saved_tokens)
+    return TrajectoryStats(
+        trajectory=trajectory,
+        runs=runs,
+        completed=completed,
+        handed_back=handed_back,
+        refused=refused,
+        hit_rate=completed / runs if runs else None,
+        model_calls=model_calls,
+        tokens=tokens,
+        saved_model_calls=saved_model_calls,
+        saved_tokens=saved_tokens,
+        saved_seconds=saved_seconds,
+        dollars_spent=spent,
+        dollars_saved=saved,
+        unpriced_models=sorted(unpriced),
+    )
 
 
 def summarize(

@@ -39,13 +39,15 @@ What is left out, so that the check does not hand back for nothing:
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-import numpy as np
-from PIL import Image
 from pydantic import BaseModel, ConfigDict, Field
 
 from askcache.foundation.geometry import Box, Point
-from askcache.foundation.screen.hashing import compute_hash, hamming_distance
+
+if TYPE_CHECKING:  # imported where used: the models here are read by the ledger's commands
+    import numpy as np
+    from PIL import Image
 
 __all__ = [
     "BLOCK",
@@ -95,6 +97,8 @@ class ChangeElsewhere(BaseModel):
 
 
 def _grey(image: Image.Image) -> np.ndarray:
+    import numpy as np
+
     return np.asarray(image.convert("L"), dtype=np.int16)
 
 
@@ -102,6 +106,8 @@ def changed_blocks(before: Image.Image, after: Image.Image) -> np.ndarray:
     """Per block (rows x columns, partial blocks at the edges dropped), whether one of its
     pixels moved by more than :data:`CHANGE_LEVEL` from ``before`` to ``after`` (two screens of
     the same size)."""
+    import numpy as np
+
     moved = np.abs(_grey(before) - _grey(after))
     rows, columns = moved.shape[0] // BLOCK, moved.shape[1] // BLOCK
     blocks = moved[: rows * BLOCK, : columns * BLOCK].reshape(rows, BLOCK, columns, BLOCK)
@@ -110,6 +116,8 @@ def changed_blocks(before: Image.Image, after: Image.Image) -> np.ndarray:
 
 def _components(mask: np.ndarray) -> list[list[tuple[int, int]]]:
     """Groups of changed blocks touching each other (sides or corners)."""
+    import numpy as np
+
     seen = np.zeros(mask.shape, dtype=bool)
     groups = []
     for row, column in zip(*np.nonzero(mask), strict=True):
@@ -140,6 +148,8 @@ def _far(block: tuple[int, int], point: Point, radius: int) -> bool:
 
 
 def _hash(image: Image.Image, box: Box) -> str:
+    from askcache.foundation.screen.hashing import compute_hash
+
     return compute_hash(image.crop(box), "phash", HASH_SIZE)
 
 
@@ -198,6 +208,8 @@ def check_elsewhere(
     A place that the action did not change and that looks neither as recorded before nor
     after it is not the action's (a clock): it is not held against the replay.
     """
+    from askcache.foundation.screen.hashing import hamming_distance
+
     for place in places:
         current = _hash(now, place.box)
         if hamming_distance(current, place.after) <= MATCH_THRESHOLD:

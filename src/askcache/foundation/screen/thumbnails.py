@@ -43,12 +43,15 @@ import base64
 import binascii
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
-from PIL import Image
 from pydantic import BaseModel, ConfigDict, Field
 
 from askcache.foundation.screen.elsewhere import MAX_PLACES, ChangeElsewhere
+
+if TYPE_CHECKING:
+    import numpy as np
+    from PIL import Image
 
 __all__ = [
     "DEFAULT_BLOCK",
@@ -180,6 +183,8 @@ class Thumbnail:
     def of(cls, image: Image.Image, config: ScreenStateConfig) -> Thumbnail:
         """The thumbnail of ``image`` (a partial block at the right or bottom edge is the
         average of its pixels)."""
+        import numpy as np
+
         return cls(np.asarray(image.convert("L").reduce(config.block)), config)
 
     @classmethod
@@ -189,6 +194,8 @@ class Thumbnail:
         Raises:
             ValueError: the stored data is not base64 of ``width * height`` bytes.
         """
+        import numpy as np
+
         try:
             raw = base64.b64decode(state.data, validate=True)
         except binascii.Error as exc:
@@ -222,6 +229,8 @@ class Thumbnail:
 
     def tile_values(self, index: int) -> np.ndarray:
         """The tile's values, ``tile x tile``, edge values repeated past the border."""
+        import numpy as np
+
         row, column = divmod(index, self.columns)
         side = self.config.tile
         part = self.values[row * side : (row + 1) * side, column * side : (column + 1) * side]
@@ -236,18 +245,24 @@ class Thumbnail:
     def changed_tiles(self, other: Thumbnail) -> list[int]:
         """Tiles that changed between this screen and ``other``, a later screen of the same
         run (``change_level``)."""
+        import numpy as np
+
         peak, _ = self._moved(other)
         return [int(i) for i in np.flatnonzero(peak > self.config.change_level)]
 
     def differing_tiles(self, other: Thumbnail) -> list[int]:
         """Tiles in which ``other``, a screen of another run, differs from this one
         (``match_level``, ``match_mean``)."""
+        import numpy as np
+
         peak, mean = self._moved(other)
         differs = (peak > self.config.match_level) | (mean > self.config.match_mean)
         return [int(i) for i in np.flatnonzero(differs)]
 
     def _moved(self, other: Thumbnail) -> tuple[np.ndarray, np.ndarray]:
         """Per tile (flattened), the largest and the mean move of its values."""
+        import numpy as np
+
         count = self.rows * self.columns
         if other.values.shape != self.values.shape:
             full = np.full(count, 255.0)
@@ -261,6 +276,8 @@ class Thumbnail:
 
     def tile_differs(self, index: int, stored: np.ndarray) -> bool:
         """True when tile ``index`` differs from ``stored`` values of another run."""
+        import numpy as np
+
         moved = np.abs(self.tile_values(index).astype(np.int16) - stored.astype(np.int16))
         return bool(moved.max() > self.config.match_level or moved.mean() > self.config.match_mean)
 
@@ -350,6 +367,8 @@ def compare_tiles(
         ValueError: ``stored_hex`` is not hex of ``len(tiles)`` tiles, or a tile index is
             outside the screen.
     """
+    import numpy as np
+
     side = current.config.tile
     try:
         raw = bytes.fromhex(stored_hex)
@@ -380,6 +399,8 @@ def drawn_tiles(effect: StepEffect, config: ScreenStateConfig) -> list[int]:
     another run's screen would (``match_level``, ``match_mean``): drawn over (typed text, a
     new element), not merely touched (a caret's blink, a faint highlight). Empty when the
     stored values cannot be read."""
+    import numpy as np
+
     side = config.tile
     size = len(effect.tiles) * side * side
     try:

@@ -16,6 +16,8 @@ objects compacted into segments and summaries, :mod:`.segment_objects`), :mod:`.
 See docs/ledger.md.
 """
 
+from typing import TYPE_CHECKING
+
 from askcache.storage.ledger.engine import LEDGER_FOLDER, RunLedger
 from askcache.storage.ledger.folder import FolderLedger
 from askcache.storage.ledger.open import open_ledger, redact_url
@@ -27,9 +29,11 @@ from askcache.storage.ledger.records import (
     RunRecord,
     RunStatus,
 )
-from askcache.storage.ledger.segments import SegmentLedger
 from askcache.storage.ledger.summary import ModelTotals, TrajectorySummary, fold, merge
 from askcache.storage.ledger.waits import StepWaits, steps_digest, wait_budget
+
+if TYPE_CHECKING:
+    from askcache.storage.ledger.segments import SegmentLedger
 
 __all__ = [
     "LEDGER_FOLDER",
@@ -52,3 +56,14 @@ __all__ = [
     "steps_digest",
     "wait_budget",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """:class:`SegmentLedger` (the S3 engine and its modules), imported when first named: a
+    command on another engine (``askcache dashboard --ledger postgresql://...``) starts
+    without it."""
+    if name == "SegmentLedger":
+        from askcache.storage.ledger.segments import SegmentLedger
+
+        return SegmentLedger
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

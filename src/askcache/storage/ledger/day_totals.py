@@ -19,8 +19,8 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
-from askcache.foundation.messages import Usage
 from askcache.foundation.reasons import HandBackCode
+from askcache.foundation.usage import Usage
 from askcache.storage.ledger.records import RunEvent, RunRecord
 
 __all__ = [

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from types import TracebackType
 
+from askcache.storage.ledger.day_totals import DayTotals
 from askcache.storage.ledger.records import RunRecord
 from askcache.storage.ledger.spot_images import SpotImages, SpotKey
 from askcache.storage.ledger.summary import TrajectorySummary
@@ -64,6 +65,17 @@ class RunLedger(ABC):
     @abstractmethod
     def summaries(self) -> list[TrajectorySummary]:
         """Every trajectory's summary, sorted by name. O(trajectories)."""
+
+    def fleet_summaries(self) -> tuple[list[TrajectorySummary], dict[str, DayTotals] | None]:
+        """Every trajectory's summary (as :meth:`summaries`), for a page of the whole fleet,
+        and every trajectory's per-day figures added up by day, or ``None``.
+
+        An engine that can add the days up where they are stored (PostgreSQL, in one query)
+        returns the summaries without their :attr:`~TrajectorySummary.days` and the sums, so
+        that a fleet of trajectories x days is read as one row per day. This default returns
+        :meth:`summaries` whole and ``None``: the caller adds their days up
+        (:func:`askcache.cli.fleet_figures.fleet_figures`). Both give the same figures."""
+        return self.summaries(), None
 
     @abstractmethod
     def prune(self, before: datetime) -> int:

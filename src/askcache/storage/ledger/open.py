@@ -22,12 +22,11 @@ import os
 import re
 
 from askcache.foundation.errors import LedgerUnavailableError, LedgerUrlError
-from askcache.foundation.settings import DEFAULT_LEDGER_RETENTION_DAYS
+from askcache.foundation.retention import DEFAULT_LEDGER_RETENTION_DAYS
 from askcache.storage.cache_storage import CacheStorage, LocalCacheStorage
 from askcache.storage.ledger.engine import RunLedger
 from askcache.storage.ledger.folder import FolderLedger
 from askcache.storage.ledger.migrate import Progress, migrate_folder
-from askcache.storage.ledger.segments import SegmentLedger
 from askcache.storage.ledger.sqlite import SQLITE_FILE, SqliteLedger
 from askcache.storage.ledger.url import redact_url
 from askcache.storage.remote import FsspecCacheStorage
@@ -88,6 +87,8 @@ def _default(
     """A local folder's own SQLite ledger (its JSON entries moved in on first open); the
     folder engine elsewhere, and where the database cannot be made (a read-only folder)."""
     if isinstance(storage, FsspecCacheStorage):  # S3: no database the fleet shares
+        from askcache.storage.ledger.segments import SegmentLedger  # only S3 needs it
+
         return SegmentLedger(storage, retention_days=retention_days)
     if not isinstance(storage, LocalCacheStorage):
         return FolderLedger(storage)

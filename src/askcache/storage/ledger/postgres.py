@@ -35,6 +35,7 @@ from askcache.foundation.errors import (
     LedgerUrlError,
     MissingDependencyError,
 )
+from askcache.storage.ledger.day_totals import DAY_COUNTS, DayTotals
 from askcache.storage.ledger.engine import RunLedger
 from askcache.storage.ledger.records import RunRecord
 from askcache.storage.ledger.spot_images import SpotImages, SpotKey
@@ -234,6 +235,20 @@ class PostgresLedger(RunLedger):
         found = [self._summary(name, data) for name, data in rows]
         return sorted((s for s in found if s is not None), key=lambda s: s.trajectory)
 
+    def fleet_summaries(self) -> tuple[list[TrajectorySummary], dict[str, DayTotals] | None]:
+        """The summaries without their days, and the days added up by the database from the
+        day tables its trigger keeps (:data:`~askcache.storage.ledger.postgres_schema.SUM_DAYS`:
+        one row per day, not one bucket per trajectory and day), in one repeatable-read
+        transaction, so the two agree."""
+        with self._transaction("read") as cursor:
+            cursor.execute(schema.REPEATABLE_READ)
+            rows = cursor.execute(schema.SELECT_SUMMARIES_WITHOUT_DAYS).fetchall()
+            day_rows = cursor.execute(schema.SUM_DAYS).fetchall()
+            model_rows = cursor.execute(schema.SUM_DAY_MODELS).fetchall()
+        found = [self._summary(name, data) for name, data in rows]
+        summaries = sorted((s for s in found if s is not None), key=lambda s: s.trajectory)
+        return summaries, _day_totals(day_rows, model_rows)
+
     def prune(self, before: datetime) -> int:
         dropped = 0
         while True:
@@ -284,6 +299,8 @@ class PostgresLedger(RunLedger):
 
     def _summary(self, trajectory: str, data: Any) -> TrajectorySummary | None:
         try:
+            if isinstance(data, str):  # JSON text (SELECT_SUMMARIES_WITHOUT_DAYS)
+                return TrajectorySummary.model_validate_json(data)
             return TrajectorySummary.model_validate(data)
         except (ValidationError, ValueError, TypeError) as exc:
             logger.warning("skipping unreadable ledger summary of %s: %s", trajectory, exc)
@@ -416,6 +433,19 @@ def _waits(entry_id: str, data: Any) -> dict[int, float] | None:
     except (ValueError, TypeError, AttributeError) as exc:
         logger.warning("skipping unreadable ledger entry %s: %s", entry_id, exc)
         return None
+
+
+def _day_totals(
+    day_rows: list[tuple[Any, ...]], model_rows: list[tuple[Any, ...]]
+) -> dict[str, DayTotals]:
+    """:data:`~askcache.storage.ledger.postgres_schema.SUM_DAYS`' and ``SUM_DAY_MODELS``' rows
+    as one :class:`DayTotals` per day."""
+    days = {
+        str(row[0]): DayTotals(**dict(zip(DAY_COUNTS, row[1:], strict=True))) for row in day_rows
+    }
+    for day, model, *figures in model_rows:
+        days.setdefault(str(day), DayTotals()).models[str(model)] = [int(f) for f in figures]
+    return days
 
 
 def _utc(when: datetime) -> datetime:

@@ -14,9 +14,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
-from askcache.foundation.messages import Usage
 from askcache.foundation.reasons import HandBackCode
 from askcache.foundation.redaction import redact
+from askcache.foundation.usage import Usage
 
 __all__ = [
     "FailedCheck",
@@ -109,7 +109,9 @@ def _user() -> str | None:
 class RunRecord(BaseModel):
     """One replay of one trajectory, as the ledger keeps it."""
 
-    model_config = ConfigDict(extra="ignore", use_attribute_docstrings=True)
+    # built when first used, not when imported: the commands that read summaries alone
+    # (stats, dashboard) never validate an entry
+    model_config = ConfigDict(extra="ignore", use_attribute_docstrings=True, defer_build=True)
 
     trajectory: str
     """Name of the cache file."""

@@ -35,7 +35,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from askcache.foundation.errors import LedgerUnavailableError
-from askcache.foundation.settings import DEFAULT_LEDGER_RETENTION_DAYS
+from askcache.foundation.retention import DEFAULT_LEDGER_RETENTION_DAYS
 from askcache.storage.ledger.engine import LEDGER_FOLDER, RunLedger
 from askcache.storage.ledger.records import RunRecord
 from askcache.storage.ledger.spot_images import SpotImages, SpotKey

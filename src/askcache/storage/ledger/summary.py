@@ -20,7 +20,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from askcache.foundation.messages import Usage
+from askcache.foundation.usage import Usage
 from askcache.storage.ledger.day_totals import (
     DayTotals,
     EventNote,

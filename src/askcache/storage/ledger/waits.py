@@ -33,11 +33,14 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from askcache.foundation.messages import ToolUseBlockParam
 from askcache.storage.ledger.records import RunRecord
+
+if TYPE_CHECKING:  # a digest reads the steps' fields; the ledger needs no Messages model
+    from askcache.foundation.messages import ToolUseBlockParam
 
 __all__ = [
     "DEFAULT_WAIT_RUNS",

@@ -236,6 +236,8 @@ def check_before(places: Iterable[ChangeElsewhere], now: Image.Image) -> str | N
     before the replayed action, at the recorded size: a place the action is to change that
     shows something else already (another line, another number in a display) says the
     action would act on another state than the recording's."""
+    from askcache.foundation.screen.hashing import hamming_distance
+
     for place in places:
         distance = hamming_distance(_hash(now, place.box), place.before)
         if distance > MATCH_THRESHOLD:

@@ -119,3 +119,14 @@ def test_before_the_action_each_place_must_look_as_it_did_then() -> None:
     assert "looks different before it now" in problem
     assert str(list(places[0].box)) in problem
     assert check_before([], _screen("47")) is None
+
+
+def test_a_place_that_stayed_where_the_window_shows_it_passes_seen_either_way() -> None:
+    # the step's element moved inside its window: the place is checked as seen from where
+    # the element went and where the window shows it; looking as recorded in either passes
+    before = _screen("12")
+    places = changes_elsewhere(before, _screen("3", pressed=True), KEY, radius=192)
+    moved_view = _screen("47")
+    assert check_before(places, moved_view) is not None
+    assert check_before(places, moved_view, also=_screen("12")) is None
+    assert check_before(places, moved_view, also=_screen("47")) is not None

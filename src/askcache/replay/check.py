@@ -155,6 +155,9 @@ def _check_here(
             screen.moved(anchor.offset),
             pointer=pointer,
             keep_view=keep_view,
+            # an element moved inside its window: what it changes may have moved with it, or
+            # stayed where the window shows it (a status line)
+            unmoved=screen if anchor.how == "element" else None,
         )
         if not isinstance(outcome, Checked):
             return replace(outcome, problem=f"{outcome.problem} (checked {anchor.describe()})")
@@ -175,6 +178,7 @@ def _check(
     *,
     pointer: tuple[Point | None] | None,
     keep_view: bool,
+    unmoved: Screen | None = None,
 ) -> Checked | Refused:
     record = StepRecord(
         step_index=index,
@@ -246,7 +250,7 @@ def _check(
             other_density=other_density,
             code="screen_changed",
         )
-    outcome = _check_affected_area(plan, step, record, screen)
+    outcome = _check_affected_area(plan, step, record, screen, unmoved)
     failed = isinstance(outcome, Refused)
     if box is not None and view is None and plan.keep_failure_views and failed:
         view = StepView.of(screen.recorded, box, plan.anchors[index] or _point(action))
@@ -339,11 +343,16 @@ def apart_from_window(step: ToolUseBlockParam, checked: Checked, thumbnail: Thum
 
 
 def _check_affected_area(
-    plan: Plan, step: ToolUseBlockParam, record: StepRecord, screen: Screen
+    plan: Plan,
+    step: ToolUseBlockParam,
+    record: StepRecord,
+    screen: Screen,
+    unmoved: Screen | None = None,
 ) -> Checked | Refused:
     """The area the action changed when recorded must look as it did before it then: the
     tiles near its point, and (on a screen of the recorded size) the places away from it
-    (:func:`~askcache.foundation.screen.elsewhere.check_before`)."""
+    (:func:`~askcache.foundation.screen.elsewhere.check_before`), each as seen from where
+    the step's element moved or, given ``unmoved``, where the window shows it."""
     config = plan.config
     effect = step.effect
     if config is None or not plan.policy.check_effects:
@@ -375,7 +384,8 @@ def _check_affected_area(
             code="area_changed",
         )
     if effect.elsewhere and screen.image.size == plan.space:
-        problem = check_before(effect.elsewhere, screen.image)
+        also = unmoved.image if unmoved is not None else None
+        problem = check_before(effect.elsewhere, screen.image, also=also)
         if problem is not None:
             record.matched = False
             return Refused(record, problem, code="area_changed")

@@ -230,16 +230,22 @@ def check_elsewhere(
     return None
 
 
-def check_before(places: Iterable[ChangeElsewhere], now: Image.Image) -> str | None:
+def check_before(
+    places: Iterable[ChangeElsewhere], now: Image.Image, *, also: Image.Image | None = None
+) -> str | None:
     """Why the places do not look as they did just before the action when recorded
     (``None``: they do, within :data:`MATCH_THRESHOLD` bits). ``now`` is the screen just
     before the replayed action, at the recorded size: a place the action is to change that
     shows something else already (another line, another number in a display) says the
-    action would act on another state than the recording's."""
+    action would act on another state than the recording's. ``also``: the same screen seen
+    otherwise (where the window shows it, when the step's element moved inside it); a place
+    that looks as recorded in either passes."""
     from askcache.foundation.screen.hashing import hamming_distance
 
     for place in places:
         distance = hamming_distance(_hash(now, place.box), place.before)
+        if distance > MATCH_THRESHOLD and also is not None and also.size == now.size:
+            distance = min(distance, hamming_distance(_hash(also, place.box), place.before))
         if distance > MATCH_THRESHOLD:
             return (
                 f"a place away from the action point that the action changed when recorded, "

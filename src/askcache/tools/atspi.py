@@ -198,6 +198,7 @@ class AtspiElements:
         """Applications that take points in the screen's pixels at a scale (Chromium)."""
         self._known: dict[int, list[tuple[Ref, list[Ref]]]] = {}
         """Per process: its applications and their top-level frames at the last look."""
+        self._warming: threading.Thread | None = None
         self._paths: dict[Ref, list[Ref]] = {}
         """Per frame: the nodes below it the last :meth:`element_at` there described (asked
         again with the frames, in the same round trip: :meth:`_cached_frames`)."""
@@ -258,8 +259,47 @@ class AtspiElements:
             for node, path, unit in matches
         ]
 
+    def warm(self) -> None:
+        """Learn the applications on the bus, their processes, windows and toolkits now, in
+        a thread of its own, so that the first query asks only about its point (a replay's
+        first step waits for its screen meanwhile). Nothing it meets is an error: the first
+        query learns what it could not, as it would have."""
+        if self._warming is not None or (self.display is None and self._windows is None):
+            return
+        self._warming = threading.Thread(
+            target=self._learn_all, name="askcache-atspi-warm", daemon=True
+        )
+        self._warming.start()
+
+    def _learn_all(self) -> None:
+        deadline = time.monotonic() + self.search_timeout
+        with contextlib.suppress(Exception):
+            apps = self._applications(deadline)
+            names = [ref[0] for ref in apps]
+            self._learn_pids(names, deadline)
+            unknown = [name for name in names if name not in self._toolkits]
+            calls = [
+                Call((name, _ROOT), PROPERTIES, "Get", "ss", (APPLICATION, "ToolkitName"))
+                for name in unknown
+            ]
+            for name, reply in zip(unknown, self._bus.exchange(calls, deadline), strict=True):
+                if not isinstance(reply, AtspiError) and reply:
+                    value = _value(reply[0])
+                    self._toolkits[name] = str(value)[:80] if value else None
+            self._frames(apps, deadline)
+            by_pid: dict[int, list[tuple[Ref, list[Ref]]]] = {}
+            for app in apps:
+                pid = self._pids.get(app[0])
+                if pid is not None and app[0] in self._frame_refs:
+                    by_pid.setdefault(pid, []).append((app, self._frame_refs[app[0]]))
+            for pid, known in by_pid.items():
+                self._known.setdefault(pid, known)
+
     def close(self) -> None:
-        """Close the bus connection and the X connection."""
+        """Close the bus connection and the X connection (once :meth:`warm`'s thread
+        ended: it gives up at its deadline)."""
+        if self._warming is not None:
+            self._warming.join(self.search_timeout + 1.0)
         self._bus.close()
         with self._x_lock:
             if self._xdisplay is not None:
@@ -272,6 +312,9 @@ class AtspiElements:
         """The frame on top at ``point``, its scale, its window's box in screen pixels
         (``None``: from the frame's extents), and, when it came with the frames, the frame's
         answer for the point."""
+        warming = self._warming
+        if warming is not None and warming.is_alive():
+            warming.join(max(0.0, deadline - time.monotonic()))  # what it learns is used
         top = self._top_window(point)
         if top is None:
             if self.display is not None or self._windows is not None:

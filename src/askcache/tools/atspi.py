@@ -366,8 +366,15 @@ class AtspiElements:
         later = [
             call
             for ref, unit in zip(refs, asked, strict=True)
-            for below in (self._paths.get(ref, ()) if ahead else ())
-            for call in self._ahead_calls(below, _logical(point, unit))
+            if ahead and ref in self._paths
+            for call in [
+                Call(ref, ACCESSIBLE, "GetChildren"),
+                *(
+                    c
+                    for below in self._paths[ref]
+                    for c in self._ahead_calls(below, _logical(point, unit))
+                ),
+            ]
         ]
         nodes, replies = describe_all(self._bus, refs, deadline, [*counts, *probes, *later])
         self._bus.remember(later, replies[len(counts) + len(probes) :])
@@ -384,11 +391,13 @@ class AtspiElements:
 
     def _ahead_calls(self, ref: Ref, point: tuple[float, float]) -> list[Call]:
         """What the descent would ask ``ref`` at ``point`` (its description, its answer for
-        the point, the character offset there), asked ahead of it."""
+        the point, the character offset there, its children where its answer is wrong),
+        asked ahead of it."""
         return [
             *description_calls(ref),
             self._at_point_call(ref, point),
             self._offset_call(ref, point),
+            Call(ref, ACCESSIBLE, "GetChildren"),
         ]
 
     def _asked_unit(self, app: str, scale: float) -> float:

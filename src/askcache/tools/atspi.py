@@ -199,8 +199,9 @@ class AtspiElements:
         self._known: dict[int, list[tuple[Ref, list[Ref]]]] = {}
         """Per process: its applications and their top-level frames at the last look."""
         self._warming: threading.Thread | None = None
-        self._paths: dict[Ref, list[Ref]] = {}
-        """Per frame: the nodes below it the last :meth:`element_at` there described (asked
+        self._paths: dict[Ref, list[tuple[Ref, bool]]] = {}
+        """Per frame: the nodes below it the last :meth:`element_at` there described, and
+        whether the descent passed them (True) or they were only its leaf's ancestors (asked
         again with the frames, in the same round trip: :meth:`_cached_frames`)."""
 
     # --- the protocol -------------------------------------------------------------------
@@ -222,9 +223,12 @@ class AtspiElements:
         units = _Units(frame, scale, box)
         chain, offsets, leaf_unit = self._descend(frame, point, units, deadline, window.answer)
         ancestry = self._ancestry(chain, frame, deadline)
-        path = dict.fromkeys(n.ref for n in (*chain[1:], *ancestry) if n.ref != frame.ref)
-        self._paths[frame.ref] = list(path)[:_PREDICTED]
         target = _target(ancestry)
+        # described whole: the nodes the descent passed, the target, a page's root at a scale
+        whole = {n.ref for n in chain} | {ancestry[target].ref}
+        whole |= {n.ref for n in ancestry if scale != 1.0 and n.role == "document web"}
+        path = dict.fromkeys(n.ref for n in (*chain[1:], *ancestry) if n.ref != frame.ref)
+        self._paths[frame.ref] = [(ref, ref in whole) for ref in path][:_PREDICTED]
         node, ancestors = ancestry[target], ancestry[target + 1 :]
         if not node.complete:
             node = describe_all(self._bus, [node.ref], deadline)[0][0] or node
@@ -371,8 +375,12 @@ class AtspiElements:
                 Call(ref, ACCESSIBLE, "GetChildren"),
                 *(
                     c
-                    for below in self._paths[ref]
-                    for c in self._ahead_calls(below, _logical(point, unit))
+                    for below, passed in self._paths[ref]
+                    for c in (
+                        self._ahead_calls(below, _logical(point, unit))
+                        if passed
+                        else description_calls(below, full=False)
+                    )
                 ),
             ]
         ]
@@ -392,7 +400,8 @@ class AtspiElements:
     def _ahead_calls(self, ref: Ref, point: tuple[float, float]) -> list[Call]:
         """What the descent would ask ``ref`` at ``point`` (its description, its answer for
         the point, the character offset there, its children where its answer is wrong),
-        asked ahead of it."""
+        asked ahead of it (an ancestor the descent skipped is asked its role, name and
+        parent only, as :meth:`_ancestry` asks it)."""
         return [
             *description_calls(ref),
             self._at_point_call(ref, point),

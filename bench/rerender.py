@@ -976,6 +976,10 @@ class Outcome:
     element_ms: dict[str, float] = field(default_factory=dict)
     """Acting step index -> milliseconds its element check took in this replay (every look
     of the step summed): the time the anchors add to the step."""
+    element_trips: dict[str, int] = field(default_factory=dict)
+    """Acting step index -> round trips to the accessibility bus and the applications its
+    element check made (every look summed; an exchange with several applications counts
+    one per application)."""
 
 
 @dataclass
@@ -1077,6 +1081,10 @@ def record(
 
 _ELEMENT_MS: dict[str, float] = {}
 """The running replay's element-check time per step (:func:`_timed_element_checks`)."""
+_ELEMENT_TRIPS: dict[str, int] = {}
+"""The running replay's element-check round trips per step (:func:`_timed_element_checks`)."""
+_TRIPS = [0]
+"""Round trips made so far (every connection's replies read: :func:`_timed_element_checks`)."""
 
 
 def _timed_element_checks() -> None:
@@ -1089,13 +1097,25 @@ def _timed_element_checks() -> None:
     if getattr(checked, "timed", False):
         return
 
+    from askcache.tools import atspi_bus
+
+    receive = atspi_bus._Connection.receive
+
+    def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+        _TRIPS[0] += 1
+        return receive(self, *args, **kwargs)
+
+    atspi_bus._Connection.receive = counted  # type: ignore[method-assign]
+
     def timed(*args: Any, **kwargs: Any) -> Any:
         started = time.perf_counter()
+        trips = _TRIPS[0]
         try:
             return checked(*args, **kwargs)
         finally:
             key = str(args[1])
             _ELEMENT_MS[key] = _ELEMENT_MS.get(key, 0.0) + (time.perf_counter() - started) * 1000
+            _ELEMENT_TRIPS[key] = _ELEMENT_TRIPS.get(key, 0) + _TRIPS[0] - trips
 
     timed.timed = True  # type: ignore[attr-defined]
     check_module.with_element = timed  # type: ignore[assignment]
@@ -1107,6 +1127,7 @@ def replay(
     """One replay of the recording in ``situation``, from a fresh copy of its cache folder."""
     _timed_element_checks()
     _ELEMENT_MS.clear()
+    _ELEMENT_TRIPS.clear()
     folder = recording.folder / f"{situation.replace(' ', '-')}-{number}"
     cache = folder / "cache"
     shutil.copytree(recording.folder / "cache", cache)
@@ -1134,6 +1155,7 @@ def replay(
         seconds=seconds,
     )
     outcome.element_ms = {k: round(v, 2) for k, v in _ELEMENT_MS.items()}
+    outcome.element_trips = dict(_ELEMENT_TRIPS)
     return outcome
 
 
@@ -1285,17 +1307,22 @@ def _element_cost(outcomes: list[Outcome]) -> str:
     """The element check's time per acting step (every look of the step summed), on
     unchanged screens, per application: what the anchors add to a step that acts."""
     per_app: dict[str, list[float]] = {}
+    trips: dict[str, list[int]] = {}
     for o in outcomes:
         if o.situation == "unchanged" and o.element_ms:
             per_app.setdefault(o.app, []).extend(o.element_ms.values())
+            trips.setdefault(o.app, []).extend(o.element_trips.values())
     if not per_app:
         return ""
     parts = []
     for app, times in per_app.items():
         ordered = sorted(times)
         p90 = ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))]
+        counted = trips.get(app, [])
+        words = f", {statistics.median(counted):g} round trips" if any(counted) else ""
         parts.append(
-            f"{app} {statistics.median(ordered):.1f} ms (p90 {p90:.1f}, {len(ordered)} steps)"
+            f"{app} {statistics.median(ordered):.1f} ms (p90 {p90:.1f}{words}, "
+            f"{len(ordered)} steps)"
         )
     return (
         "**Time the element check adds per acting step** (`with_element`, every look of the "

@@ -235,6 +235,12 @@ def _by_identity(case: _Case, tree: Element, outcome: Refused) -> Checked | Refu
     plan, step, stored, point, screen = case.plan, case.step, case.stored, case.point, case.screen
     elements = screen.elements
     assert elements is not None
+    # what no search can change is said before searching (a search costs a round trip per
+    # level of the window's tree)
+    if tree.role in CONTAINER_ROLES:
+        return f"{tree.describe()} holds other things (a container)"
+    if not _same_character(tree, tree, other_density=outcome.other_density):
+        return "its place holds characters and the toolkit gives no offsets"
     frame = window_now(plan, step, screen)
     window_point = (
         (frame.x + frame.width // 2, frame.y + frame.height // 2) if frame is not None else point

@@ -30,8 +30,16 @@ What is at a point (:meth:`AtspiElements.element_at`):
    (``Text.GetOffsetAtPoint``; ``None`` when the toolkit answers -1), and the toolkit's name.
 
 Where the elements like a recorded one are (:meth:`AtspiElements.elements_like`): a walk of the
-frame's showing nodes, one level per round trip, bounded in depth and count (a tree larger
-than the bound gives ``None``: the caller cannot know the element is unique).
+frame's showing nodes, one level per round trip (a level's descriptions and its children's
+lists asked together), bounded in depth and count (a tree larger than the bound gives
+``None``: the caller cannot know the element is unique).
+
+Round trips are what a query costs (each wakes the application on a busy machine), so the
+applications, their processes and frames are learnt once and only described again at the
+next query, and the nodes a query found below a frame are asked again, with what the descent
+would ask them, in that same round trip at the next query there (a typing step asks where
+the step before it clicked): where the tree is as it was, the whole query takes one round
+trip; where it changed, the descent asks the rest as before, so the answer is the same.
 
 Every query has a deadline (``timeout``): an application that answers slowly or not at all
 raises :class:`~askcache.tools.atspi_bus.AtspiTimeoutError` within it, a session with no
@@ -69,6 +77,7 @@ from askcache.tools.atspi_nodes import (
     Node,
     as_ref,
     describe_all,
+    description_calls,
 )
 from askcache.tools.atspi_nodes import extents_of as _extents_of
 from askcache.tools.atspi_roles import state_names
@@ -90,6 +99,9 @@ MAX_CHILDREN = 400
 _DESCRIBED_WHOLE = 8
 """Up to this many children, a level the toolkit answered wrongly for is described whole in
 one round trip; more are glanced at first."""
+
+_PREDICTED = 40
+"""The most nodes of a frame's last query asked ahead at the next (:class:`_Memo`)."""
 
 _SCALES = (1.0, 2.0, 1.5, 1.25, 1.75, 3.0, 2.5, 4.0)
 """The scales a toolkit's logical pixels may have (the common first)."""
@@ -173,7 +185,7 @@ class AtspiElements:
         self.display = display
         self.timeout = timeout
         self.search_timeout = search_timeout
-        self._bus = AtspiBus(session_address, bus_address=bus_address)
+        self._bus = _Memo(AtspiBus(session_address, bus_address=bus_address))
         self._windows = windows
         self._xdisplay: Any = None
         self._x_lock = threading.Lock()
@@ -186,6 +198,11 @@ class AtspiElements:
         """Applications that take points in the screen's pixels at a scale (Chromium)."""
         self._known: dict[int, list[tuple[Ref, list[Ref]]]] = {}
         """Per process: its applications and their top-level frames at the last look."""
+        self._warming: threading.Thread | None = None
+        self._paths: dict[Ref, list[tuple[Ref, bool]]] = {}
+        """Per frame: the nodes below it the last :meth:`element_at` there described, and
+        whether the descent passed them (True) or they were only its leaf's ancestors (asked
+        again with the frames, in the same round trip: :meth:`_cached_frames`)."""
 
     # --- the protocol -------------------------------------------------------------------
 
@@ -193,7 +210,13 @@ class AtspiElements:
         """The element an action at ``point`` (screen pixels) reaches; ``None``: no window
         there, or its application has no accessibility tree."""
         deadline = time.monotonic() + self.timeout
-        window = self._window(point, deadline)
+        try:
+            return self._element_at(point, deadline)
+        finally:
+            self._bus.forget()
+
+    def _element_at(self, point: Point, deadline: float) -> Element | None:
+        window = self._window(point, deadline, ahead=True)
         if window is None:
             return None
         frame, scale, box = window.frame, window.scale, window.box
@@ -201,6 +224,11 @@ class AtspiElements:
         chain, offsets, leaf_unit = self._descend(frame, point, units, deadline, window.answer)
         ancestry = self._ancestry(chain, frame, deadline)
         target = _target(ancestry)
+        # described whole: the nodes the descent passed, the target, a page's root at a scale
+        whole = {n.ref for n in chain} | {ancestry[target].ref}
+        whole |= {n.ref for n in ancestry if scale != 1.0 and n.role == "document web"}
+        path = dict.fromkeys(n.ref for n in (*chain[1:], *ancestry) if n.ref != frame.ref)
+        self._paths[frame.ref] = [(ref, ref in whole) for ref in path][:_PREDICTED]
         node, ancestors = ancestry[target], ancestry[target + 1 :]
         if not node.complete:
             node = describe_all(self._bus, [node.ref], deadline)[0][0] or node
@@ -235,8 +263,47 @@ class AtspiElements:
             for node, path, unit in matches
         ]
 
+    def warm(self) -> None:
+        """Learn the applications on the bus, their processes, windows and toolkits now, in
+        a thread of its own, so that the first query asks only about its point (a replay's
+        first step waits for its screen meanwhile). Nothing it meets is an error: the first
+        query learns what it could not, as it would have."""
+        if self._warming is not None or (self.display is None and self._windows is None):
+            return
+        self._warming = threading.Thread(
+            target=self._learn_all, name="askcache-atspi-warm", daemon=True
+        )
+        self._warming.start()
+
+    def _learn_all(self) -> None:
+        deadline = time.monotonic() + self.search_timeout
+        with contextlib.suppress(Exception):
+            apps = self._applications(deadline)
+            names = [ref[0] for ref in apps]
+            self._learn_pids(names, deadline)
+            unknown = [name for name in names if name not in self._toolkits]
+            calls = [
+                Call((name, _ROOT), PROPERTIES, "Get", "ss", (APPLICATION, "ToolkitName"))
+                for name in unknown
+            ]
+            for name, reply in zip(unknown, self._bus.exchange(calls, deadline), strict=True):
+                if not isinstance(reply, AtspiError) and reply:
+                    value = _value(reply[0])
+                    self._toolkits[name] = str(value)[:80] if value else None
+            self._frames(apps, deadline)
+            by_pid: dict[int, list[tuple[Ref, list[Ref]]]] = {}
+            for app in apps:
+                pid = self._pids.get(app[0])
+                if pid is not None and app[0] in self._frame_refs:
+                    by_pid.setdefault(pid, []).append((app, self._frame_refs[app[0]]))
+            for pid, known in by_pid.items():
+                self._known.setdefault(pid, known)
+
     def close(self) -> None:
-        """Close the bus connection and the X connection."""
+        """Close the bus connection and the X connection (once :meth:`warm`'s thread
+        ended: it gives up at its deadline)."""
+        if self._warming is not None:
+            self._warming.join(self.search_timeout + 1.0)
         self._bus.close()
         with self._x_lock:
             if self._xdisplay is not None:
@@ -245,10 +312,13 @@ class AtspiElements:
 
     # --- the window ---------------------------------------------------------------------
 
-    def _window(self, point: Point, deadline: float) -> _Window | None:
+    def _window(self, point: Point, deadline: float, *, ahead: bool = False) -> _Window | None:
         """The frame on top at ``point``, its scale, its window's box in screen pixels
         (``None``: from the frame's extents), and, when it came with the frames, the frame's
         answer for the point."""
+        warming = self._warming
+        if warming is not None and warming.is_alive():
+            warming.join(max(0.0, deadline - time.monotonic()))  # what it learns is used
         top = self._top_window(point)
         if top is None:
             if self.display is not None or self._windows is not None:
@@ -257,7 +327,7 @@ class AtspiElements:
             return None if found is None else _Window(found, 1.0, None)
         cached = self._known.get(top.pid) if top.pid is not None else None
         if cached is not None:
-            frames, answers = self._cached_frames(cached, point, deadline)
+            frames, answers = self._cached_frames(cached, point, deadline, ahead=ahead)
             match = _matching(frames, top)
             if match is not None:
                 self._scales[match[0].ref] = match[1]
@@ -281,12 +351,13 @@ class AtspiElements:
         return [ref for ref in (as_ref(r) for r in (reply[0] if reply else ())) if ref is not None]
 
     def _cached_frames(
-        self, known: list[tuple[Ref, list[Ref]]], point: Point, deadline: float
+        self, known: list[tuple[Ref, list[Ref]]], point: Point, deadline: float, *, ahead: bool
     ) -> tuple[list[Node] | None, dict[Ref, tuple[float, tuple[Any, ...]]]]:
         """The frames of the applications a process had at the last look, described again
         (``None`` when an application's number of windows changed since, or it is gone),
         with each frame's answer for ``point`` asked at its last scale (the descent's first
-        step, in the same round trip)."""
+        step, in the same round trip); ``ahead``: with what the descent will ask the nodes
+        the last query there found (kept for it: :class:`_Memo`)."""
         refs = [frame for _, frames in known for frame in frames]
         counts = [
             Call(app, PROPERTIES, "Get", "ss", (ACCESSIBLE, "ChildCount")) for app, _ in known
@@ -296,7 +367,26 @@ class AtspiElements:
             self._at_point_call(ref, _logical(point, unit))
             for ref, unit in zip(refs, asked, strict=True)
         ]
-        nodes, replies = describe_all(self._bus, refs, deadline, [*counts, *probes])
+        later = [
+            call
+            for ref, unit in zip(refs, asked, strict=True)
+            if ahead and ref in self._paths
+            for call in [
+                Call(ref, ACCESSIBLE, "GetChildren"),
+                *(
+                    c
+                    for below, passed in self._paths[ref]
+                    for c in (
+                        self._ahead_calls(below, _logical(point, unit))
+                        if passed
+                        else description_calls(below, full=False)
+                    )
+                ),
+            ]
+        ]
+        nodes, replies = describe_all(self._bus, refs, deadline, [*counts, *probes, *later])
+        self._bus.remember(later, replies[len(counts) + len(probes) :])
+        replies = replies[: len(counts) + len(probes)]
         for (_, frames), reply in zip(known, replies[: len(counts)], strict=True):
             if isinstance(reply, AtspiError) or not reply or _value(reply[0]) != len(frames):
                 return None, {}
@@ -306,6 +396,18 @@ class AtspiElements:
             if not isinstance(reply, AtspiError)
         }
         return [node for node in nodes if node is not None and node.visible], answers
+
+    def _ahead_calls(self, ref: Ref, point: tuple[float, float]) -> list[Call]:
+        """What the descent would ask ``ref`` at ``point`` (its description, its answer for
+        the point, the character offset there, its children where its answer is wrong),
+        asked ahead of it (an ancestor the descent skipped is asked its role, name and
+        parent only, as :meth:`_ancestry` asks it)."""
+        return [
+            *description_calls(ref),
+            self._at_point_call(ref, point),
+            self._offset_call(ref, point),
+            Call(ref, ACCESSIBLE, "GetChildren"),
+        ]
 
     def _asked_unit(self, app: str, scale: float) -> float:
         """The unit of the points ``app`` is asked about at ``scale``."""
@@ -585,19 +687,19 @@ class AtspiElements:
     ) -> list[tuple[Node, list[Node], float]] | None:
         """The showing nodes under ``frame`` with ``role`` and ``name``, each with its
         ancestors (parent first) and unit; ``None``: the tree is larger than the bounds.
-        One round trip per level for the children's lists, one for their descriptions."""
+        One round trip per level: the level's descriptions and their children's lists are
+        asked together."""
         found: list[tuple[Node, list[Node], float]] = []
-        level: list[tuple[Node, list[Node], float]] = [(frame, [], units.scale)]
         seen = 1
+        children = self._bus.exchange([Call(frame.ref, ACCESSIBLE, "GetChildren")], deadline)
+        parents: list[tuple[Node, list[Node], float, tuple[Any, ...] | AtspiError]] = [
+            (frame, [], units.scale, children[0])
+        ]
         for _ in range(MAX_DEPTH):
-            parents = [entry for entry in level if entry[0].child_count]
-            if not parents:
-                return found
-            replies = self._bus.exchange(
-                [Call(node.ref, ACCESSIBLE, "GetChildren") for node, _, _ in parents], deadline
-            )
             pairs: list[tuple[Ref, list[Node], float]] = []
-            for (node, path, unit), reply in zip(parents, replies, strict=True):
+            for node, path, unit, reply in parents:
+                if not node.child_count:
+                    continue
                 if isinstance(reply, AtspiTimeoutError):
                     raise reply
                 if isinstance(reply, AtspiError) or not reply:
@@ -606,18 +708,23 @@ class AtspiElements:
                     ref = as_ref(child)
                     if ref is not None:
                         pairs.append((ref, [node, *path], unit))
+            if not pairs:
+                return found
             seen += len(pairs)
             if seen > MAX_NODES:
                 return None
-            nodes, _ = describe_all(self._bus, [ref for ref, _, _ in pairs], deadline)
-            level = []
-            for (_, path, unit), child in zip(pairs, nodes, strict=True):
+            refs = [ref for ref, _, _ in pairs]
+            nodes, lists = describe_all(
+                self._bus, refs, deadline, [Call(ref, ACCESSIBLE, "GetChildren") for ref in refs]
+            )
+            parents = []
+            for (_, path, unit), child, listed in zip(pairs, nodes, lists, strict=True):
                 if child is None or "showing" not in child.states:
                     continue
                 inner = units.below(child, unit)
                 if child.extents is not None and child.role == role and child.name == name:
                     found.append((child, path, inner))
-                level.append((child, path, inner))
+                parents.append((child, path, inner, listed))
         return None
 
     # --- small calls --------------------------------------------------------------------
@@ -642,6 +749,52 @@ class AtspiElements:
         if isinstance(reply, AtspiTimeoutError):
             raise reply
         return () if isinstance(reply, AtspiError) else reply
+
+
+class _Memo:
+    """The bus, with the replies to calls asked ahead of one query: a call asked again
+    within it is answered from them, not sent again (:meth:`AtspiElements.element_at`
+    asks the nodes it found at its last query with the frames, in one round trip; where the
+    tree is as it was, the descent then needs no other)."""
+
+    def __init__(self, bus: AtspiBus) -> None:
+        self.bus = bus
+        self._ahead = threading.local()
+
+    def _known(self) -> dict[Call, tuple[Any, ...] | AtspiError]:
+        known: dict[Call, tuple[Any, ...] | AtspiError] | None = getattr(self._ahead, "known", None)
+        if known is None:
+            known = self._ahead.known = {}
+        return known
+
+    def remember(
+        self, calls: Sequence[Call], replies: Sequence[tuple[Any, ...] | AtspiError]
+    ) -> None:
+        """Keep ``replies`` (to ``calls``) for this thread's query (a call that timed out
+        is asked again)."""
+        known = self._known()
+        for call, reply in zip(calls, replies, strict=True):
+            if not isinstance(reply, AtspiTimeoutError):
+                known[call] = reply
+
+    def forget(self) -> None:
+        """Drop the replies kept (the query ended)."""
+        self._known().clear()
+
+    def exchange(
+        self, calls: Sequence[Call], deadline: float
+    ) -> list[tuple[Any, ...] | AtspiError]:
+        """:meth:`AtspiBus.exchange`, answering the calls kept from the replies kept."""
+        known = self._known()
+        missing = [call for call in calls if call not in known]
+        if not missing:
+            return [known[call] for call in calls]
+        sent = dict(zip(missing, self.bus.exchange(missing, deadline), strict=True))
+        return [known[call] if call in known else sent[call] for call in calls]
+
+    def close(self) -> None:
+        self.forget()
+        self.bus.close()
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,8 @@ general library's codec). Written for this use only:
   application costs at most the deadline, then :class:`AtspiTimeoutError`;
 - several calls go out at once and their replies are matched by serial as they come
   (:meth:`AtspiBus.exchange`): a node's role, name, states and extents cost one round trip,
-  not four; a reply that comes after its deadline is dropped when it arrives;
+  not four; calls to several applications are all sent before any reply is read, so they
+  answer at the same time; a reply that comes after its deadline is dropped when it arrives;
 - an application that offers a connection of its own (GTK's and Chromium's bridges) is
   asked there, not through the bus daemon: one process fewer on every round trip;
 - a connection that broke (the bus or the session went away) is closed and opened again at
@@ -152,6 +153,11 @@ class _Connection:
         self, calls: Sequence[Call], deadline: float
     ) -> list[tuple[Any, ...] | AtspiError]:
         """Send ``calls`` at once; their reply bodies (or errors) in their order."""
+        return self.receive(self.send(calls, deadline), len(calls), deadline)
+
+    def send(self, calls: Sequence[Call], deadline: float) -> dict[int, int]:
+        """Send ``calls`` at once, not waiting for their replies (:meth:`receive` reads
+        them); the serial of each, with its index in ``calls``."""
         waiting: dict[int, int] = {}
         out = bytearray()
         for index, call in enumerate(calls):
@@ -175,9 +181,18 @@ class _Connection:
         except OSError as exc:
             self.broken = True
             raise AtspiUnavailableError(f"the bus went away: {exc}") from exc
+        return waiting
+
+    def receive(
+        self, waiting: dict[int, int], count: int, deadline: float
+    ) -> list[tuple[Any, ...] | AtspiError]:
+        """The replies to the ``count`` calls sent as ``waiting`` (:meth:`send`), in their
+        order; a call whose reply did not come by ``deadline`` is an
+        :class:`AtspiTimeoutError` in the list."""
         results: list[tuple[Any, ...] | AtspiError] = [
-            AtspiTimeoutError("no answer in time") for _ in calls
+            AtspiTimeoutError("no answer in time") for _ in range(count)
         ]
+        waiting = dict(waiting)
         while waiting:
             message = self._next_message(deadline)
             index = waiting.pop(message.reply_serial or -1, -1)
@@ -258,27 +273,62 @@ class AtspiBus:
             return []
         with self._lock:
             bus = self._connect(deadline)
+            self._find_peers({call.ref[0] for call in calls}, bus, deadline)
             routes: dict[int, tuple[_Connection, list[int]]] = {}
             for index, call in enumerate(calls):
-                connection = self._route(call.ref[0], bus, deadline)
+                connection = self._peers.get(call.ref[0]) or bus
                 routes.setdefault(id(connection), (connection, []))[1].append(index)
             results: list[tuple[Any, ...] | AtspiError] = [
                 AtspiTimeoutError("no answer in time") for _ in calls
             ]
+            # all sent first, then all read: applications answer at the same time
+            sent: list[tuple[_Connection, list[int], dict[int, int] | None]] = []
             for connection, indices in routes.values():
-                try:
-                    replies = connection.exchange([calls[i] for i in indices], deadline)
-                except AtspiUnavailableError:
-                    if connection is bus:
-                        self._drop_all()
-                        raise
-                    replies = [AtspiUnavailableError("the application went away")] * len(indices)
-                finally:
-                    if connection.broken:
-                        self._drop(connection)
+                sent.append(
+                    (connection, indices, self._send(connection, bus, calls, indices, deadline))
+                )
+            for connection, indices, waiting in sent:
+                if waiting is None:
+                    replies: list[tuple[Any, ...] | AtspiError] = [
+                        AtspiUnavailableError("the application went away")
+                    ] * len(indices)
+                else:
+                    try:
+                        replies = connection.receive(waiting, len(indices), deadline)
+                    except AtspiUnavailableError:
+                        if connection is bus:
+                            self._drop_all()
+                            raise
+                        replies = [AtspiUnavailableError("the application went away")] * len(
+                            indices
+                        )
+                    finally:
+                        if connection.broken:
+                            self._drop(connection)
                 for index, reply in zip(indices, replies, strict=True):
                     results[index] = reply
             return results
+
+    def _send(
+        self,
+        connection: _Connection,
+        bus: _Connection,
+        calls: Sequence[Call],
+        indices: list[int],
+        deadline: float,
+    ) -> dict[int, int] | None:
+        """Send the ``indices`` of ``calls`` on ``connection`` (``None``: an application's
+        own connection went away; the bus's going away raises)."""
+        try:
+            return connection.send([calls[i] for i in indices], deadline)
+        except AtspiUnavailableError:
+            if connection is bus:
+                self._drop_all()
+                raise
+            return None
+        finally:
+            if connection.broken and connection is not bus:
+                self._drop(connection)
 
     def call(self, call: Call, deadline: float) -> tuple[Any, ...]:
         """One call's reply body; its error raised."""
@@ -287,23 +337,29 @@ class AtspiBus:
             raise result
         return result
 
-    def _route(self, name: str, bus: _Connection, deadline: float) -> _Connection:
-        """The connection that reaches ``name``: the application's own, or the bus."""
-        if not self.direct or not name.startswith(":"):
-            return bus
-        if name not in self._peers:
+    def _find_peers(self, names: set[str], bus: _Connection, deadline: float) -> None:
+        """Learn which of ``names`` (applications not asked before) offer a connection of
+        their own, all asked in one exchange, and connect to those that do."""
+        if not self.direct:
+            return
+        unknown = sorted(name for name in names if name.startswith(":") and name not in self._peers)
+        if not unknown:
+            return
+        for name in unknown:
             self._peers[name] = None
-            ask = Call(
+        asks = [
+            Call(
                 (name, "/org/a11y/atspi/accessible/root"),
                 "org.a11y.atspi.Application",
                 "GetApplicationBusAddress",
             )
-            (reply,) = bus.exchange([ask], deadline)
+            for name in unknown
+        ]
+        for name, reply in zip(unknown, bus.exchange(asks, deadline), strict=True):
             address = reply[0] if not isinstance(reply, AtspiError) and reply else None
             if isinstance(address, str) and address:
                 with contextlib.suppress(AtspiError):
                     self._peers[name] = _Connection(address, deadline, hello=False)
-        return self._peers[name] or bus
 
     def _drop(self, connection: _Connection) -> None:
         connection.close()

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 from askcache.tools.atspi_bus import (
     NULL_PATH,
-    AtspiBus,
     AtspiError,
     AtspiTimeoutError,
     Call,
@@ -29,10 +28,12 @@ __all__ = [
     "PROPERTIES",
     "SCREEN",
     "TEXT",
+    "Exchanger",
     "Node",
     "as_ref",
     "describe",
     "describe_all",
+    "description_calls",
     "extents_of",
 ]
 
@@ -46,6 +47,15 @@ SCREEN = 0
 """AT-SPI's coordinate type for screen coordinates (``ATSPI_COORD_TYPE_SCREEN``)."""
 
 _NAME_CHARS = 300
+
+
+class Exchanger(Protocol):
+    """What sends calls together and gives their replies in order
+    (:meth:`~askcache.tools.atspi_bus.AtspiBus.exchange`)."""
+
+    def exchange(
+        self, calls: Sequence[Call], deadline: float
+    ) -> list[tuple[Any, ...] | AtspiError]: ...
 
 
 @dataclass(frozen=True)
@@ -91,7 +101,9 @@ def as_ref(value: Any) -> Ref | None:
     return (name, path)
 
 
-def _calls(ref: Ref, full: bool) -> list[Call]:
+def description_calls(ref: Ref, full: bool = True) -> list[Call]:
+    """The calls that describe ``ref`` (:func:`describe_all`'s; ``full=False``: the first
+    three, role, name and parent)."""
     calls = [
         Call(ref, ACCESSIBLE, "GetRole"),
         Call(ref, PROPERTIES, "Get", "ss", (ACCESSIBLE, "Name")),
@@ -156,7 +168,7 @@ def extents_of(reply: tuple[Any, ...] | AtspiError) -> tuple[int, int, int, int]
 
 
 def describe_all(
-    bus: AtspiBus,
+    bus: Exchanger,
     refs: Sequence[Ref],
     deadline: float,
     extra: Sequence[Call] = (),
@@ -167,7 +179,7 @@ def describe_all(
     the ``extra`` calls, whose replies come second. ``full=False``: role, name and parent
     only (an ancestor's description: three calls, not six)."""
     per_node = 6 if full else 3
-    calls = [call for ref in refs for call in _calls(ref, full)]
+    calls = [call for ref in refs for call in description_calls(ref, full)]
     replies = bus.exchange([*calls, *extra], deadline)
     for reply in replies:
         if isinstance(reply, AtspiTimeoutError):
@@ -176,7 +188,7 @@ def describe_all(
     return nodes, replies[len(calls) :]
 
 
-def describe(bus: AtspiBus, ref: Ref, deadline: float, *, full: bool = True) -> Node | None:
+def describe(bus: Exchanger, ref: Ref, deadline: float, *, full: bool = True) -> Node | None:
     """:class:`Node` for ``ref`` (``None``: gone, or no role)."""
     nodes, _ = describe_all(bus, [ref], deadline, full=full)
     return nodes[0]

@@ -262,7 +262,8 @@ class DesktopBackend:
     def elements(self) -> ElementSource | None:
         """What element is where, from the applications' accessibility trees (AT-SPI,
         :class:`askcache.tools.atspi.AtspiElements`), in screen pixels; made at the first
-        call and kept until :meth:`close`. ``None`` when there is no session bus
+        call and kept until :meth:`close` (it learns the applications on the bus at once,
+        in a thread of its own). ``None`` when there is no session bus
         (``DBUS_SESSION_BUS_ADDRESS``) or ``jeepney`` is not installed (``pip install
         'askcache[anchors]'``). A session bus with no accessibility bus on it, or an
         application that does not answer, makes each query raise: the caller goes on
@@ -276,6 +277,7 @@ class DesktopBackend:
                 from askcache.tools.atspi import AtspiElements
 
                 self._elements = AtspiElements(self.display, session_address=address)
+                self._elements.warm()  # the first step waits for its screen meanwhile
         return self._elements
 
     def close(self) -> None:

@@ -350,9 +350,9 @@ def _check_affected_area(
     unmoved: Screen | None = None,
 ) -> Checked | Refused:
     """The area the action changed when recorded must look as it did before it then: the
-    tiles near its point, and (on a screen of the recorded size) the places away from it
-    (:func:`~askcache.foundation.screen.elsewhere.check_before`), each as seen from where
-    the step's element moved or, given ``unmoved``, where the window shows it."""
+    tiles near its point, and for a key (on a screen of the recorded size) the places away
+    from it (:func:`~askcache.foundation.screen.elsewhere.check_before`), each as seen from
+    where the step's element moved or, given ``unmoved``, where the window shows it."""
     config = plan.config
     effect = step.effect
     if config is None or not plan.policy.check_effects:
@@ -383,13 +383,21 @@ def _check_affected_area(
             "screen is in another state",
             code="area_changed",
         )
-    if effect.elsewhere and screen.image.size == plan.space:
+    if effect.elsewhere and _acts_at_focus(step) and screen.image.size == plan.space:
         also = unmoved.image if unmoved is not None else None
         problem = check_before(effect.elsewhere, screen.image, also=also)
         if problem is not None:
             record.matched = False
             return Refused(record, problem, code="area_changed")
     return Checked(record, screen, thumbnail)
+
+
+def _acts_at_focus(step: ToolUseBlockParam) -> bool:
+    """True when ``step`` presses a key: it acts where the keyboard focus is, which the
+    regions at the pointer do not show; its places away from the point are the only sign of
+    where that is (a click is checked where it lands)."""
+    action = parse_action(step)
+    return action is not None and action.name == "key"
 
 
 def _other_density(plan: Plan, screen: Screen) -> bool:

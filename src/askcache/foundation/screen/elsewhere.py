@@ -16,8 +16,8 @@ the effect radius, so that the text typed and its blinking caret stay the near e
 group one block wide, a caret, never), and stores each place's box (the changed
 blocks and one block around them) with a perceptual hash of it before and after the action
 (:class:`ChangeElsewhere`; hashes only, no pixels). After a replayed action, each place must
-look as recorded after it (within :data:`MATCH_THRESHOLD` bits), and before it each must look as
-recorded before it (:func:`check_before`): a key pressed in a text whose caret stands on
+look as recorded after it (within :data:`MATCH_THRESHOLD` bits), and before a key press each must
+look as recorded before it (:func:`check_before`): a key pressed in a text whose caret stands on
 another line than when recorded (the file has another line, the caret went to its end) writes
 elsewhere than it did, while the pointer's region, where a key is checked, looks the same.
 An xcalc key rebound to

@@ -3,7 +3,8 @@ act on first sight where only the drawing changed, and stop before a control who
 changed? The benchmark of issue 33 (element anchors); its first run is the pixel-only
 baseline.
 
-    python bench/rerender.py [--runs N] [--only NAME ...] [--detail-hash on|off]
+    python bench/rerender.py [--runs N] [--only NAME ...] [--situations NAME ...]
+                             [--detail-hash on|off]
                              [--pixels-only] [--minutes M] [--json PATH] [--no-write]
 
 Applications (each task recorded once in the normal situation, then replayed with
@@ -1366,6 +1367,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=2, help="replays per application and situation")
     parser.add_argument("--only", nargs="*", help="applications or situations containing these")
+    parser.add_argument(
+        "--situations", nargs="*", help="and of these, only the situations containing these"
+    )
     parser.add_argument("--detail-hash", choices=["on", "off"], default="on")
     parser.add_argument(
         "--pixels-only", action="store_true", help="the element anchors off (the baseline)"
@@ -1401,7 +1405,9 @@ def main(argv: list[str] | None = None) -> int:
         (app, situation)
         for app in APPS
         for situation in SITUATIONS
-        if (situation != EXTRA or app.editor) and chosen(app.name, situation)
+        if (situation != EXTRA or app.editor)
+        and chosen(app.name, situation)
+        and (not args.situations or any(s.lower() in situation.lower() for s in args.situations))
     ]
     started = time.monotonic()
     folder = args.keep or Path(tempfile.mkdtemp(prefix="rerender-"))

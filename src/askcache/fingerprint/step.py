@@ -17,7 +17,8 @@ The two functions a benchmark (or a curious user) calls directly are
   sees a dimming backdrop and a faded, disabled element (:mod:`askcache.foundation.screen.tone`);
 - the whole target, when the element under the point is larger than the main region (a wide
   text field): its box and where ink lies in it, which sees text left over at the field's
-  far end (:mod:`askcache.foundation.screen.target`).
+  far end, and for a tall one (an editor's text area) which bands of rows hold a line, which
+  sees a line more or less (:mod:`askcache.foundation.screen.target`).
 
 A replayed step matches when every part the file records is within its tolerance. No pixels
 are stored: hashes and their weak bits, two statistics per region and one bit per column of
@@ -308,11 +309,14 @@ class VisualCheck:
     tone: ToneCheckConfig | None = None
     """The tone tolerances applied, when the step has a tone."""
     target_distance: int | None = None
-    """Ink-map bits of the whole target that differ; ``None`` when the step has no target."""
+    """Ink-map bits of the whole target that differ (columns, and row bands of a tall target);
+    ``None`` when the step has no target."""
     target_threshold: int | None = None
     """The target's threshold applied, when there is one."""
     target_box: Box | None = None
     """The target's box on the screen, when there is one."""
+    target_rows: bool = False
+    """Whether the target is tall, and its row bands were compared too."""
     noise_floor: float = 0.0
     """The main hash's noise floor applied (0: every differing bit counted)."""
     detail_noise_floor: float = 0.0
@@ -397,6 +401,7 @@ class VisualCheck:
         if self.target_distance is not None and self.target_threshold is not None:
             text += (
                 f"; whole target {self.target_box}: {self.target_distance} ink columns "
+                f"{'or row bands ' if self.target_rows else ''}"
                 f"changed {rel(self.target_distance, self.target_threshold)} "
                 f"{self.target_threshold}"
             )
@@ -578,6 +583,7 @@ def check_step_representation(
         target_distance=target_distance,
         target_threshold=config.target.threshold if target is not None and config.target else None,
         target_box=target_box,
+        target_rows=target is not None and target.rows > 0,
         noise_floor=config.noise_floor,
         detail_noise_floor=detail.noise_floor if detail is not None else 0.0,
         other_density=rescaled,

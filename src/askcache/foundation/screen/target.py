@@ -14,11 +14,20 @@ darker or lighter than the background is written there. At replay the same box i
 again (no estimate, so no new cost) against the recorded background: text left over, a
 field filled or emptied, a dimmed or covered element all flip bits. The ink map is one bit per
 column, not pixels: it shows where something is written, never what.
+
+A *tall* target (an editor's text area, a page: taller than the window first searched, so
+found by searching the whole screen) also keeps a *row map*: one bit per
+band of :data:`ROW_HEIGHT` pixel rows saying whether a line of something is written there. In a
+text area a column map sees little (a short line inks a few pixels of a column hundreds of
+pixels tall); a line more or less flips a row band. A click below an editor's last line that
+lands the same on a file with one line more is refused: the text above it moved the caret's
+destination. The blinking caret, one pixel wide, sets no row (:data:`ROW_INK_PER_LINE`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 from PIL import Image
@@ -30,6 +39,8 @@ __all__ = [
     "estimate_target",
     "ink_distance",
     "ink_map",
+    "is_tall",
+    "row_map",
     "target_fingerprint",
 ]
 
@@ -45,6 +56,13 @@ INSET = 3
 """Pixels left out at each side of the box (the element's border, focus rings)."""
 MIN_FILL = 0.5
 """Smallest share of its bounding box the background area must fill to be one element."""
+ROW_HEIGHT = 8
+"""Pixel rows per band of a tall target's row map (a line of text spans two or three)."""
+MAX_ROWS = 64
+"""Most bands in a row map (a taller target has taller bands)."""
+ROW_INK_PER_LINE = 2
+"""Ink pixels per pixel row, on average over a band, above which the band's bit is set: a
+one-pixel caret stays below it, a character above."""
 
 Box = tuple[int, int, int, int]
 
@@ -61,11 +79,17 @@ class TargetFingerprint:
     """One bit per column, leftmost column in the lowest bit."""
     columns: int
     """Number of columns in the ink map."""
+    rows: int = 0
+    """Number of bands in the row map (0: none kept, the target is not tall)."""
+    row_ink: int = 0
+    """One bit per band, the top band in the lowest bit."""
 
     def encode(self) -> str:
-        """Text for the cache file: ``left,top,right,bottom;background;columns;ink-hex``."""
+        """Text for the cache file: ``left,top,right,bottom;background;columns;ink-hex``,
+        with ``;rows;row-ink-hex`` after it for a tall target."""
         left, top, right, bottom = self.box
-        return f"{left},{top},{right},{bottom};{self.background};{self.columns};{self.ink:x}"
+        text = f"{left},{top},{right},{bottom};{self.background};{self.columns};{self.ink:x}"
+        return f"{text};{self.rows};{self.row_ink:x}" if self.rows else text
 
     @classmethod
     def decode(cls, text: str) -> TargetFingerprint:
@@ -75,7 +99,11 @@ class TargetFingerprint:
             InvalidHashError: the text is not in that shape.
         """
         try:
-            box_text, background, columns, ink = text.split(";")
+            parts = text.split(";")
+            if len(parts) not in (4, 6):
+                raise ValueError("parts")
+            box_text, background, columns, ink = parts[:4]
+            rows, row_ink = parts[4:] if len(parts) == 6 else ("0", "0")
             box = tuple(int(v) for v in box_text.split(","))
             if len(box) != 4 or box[0] >= box[2] or box[1] >= box[3]:
                 raise ValueError("box")
@@ -84,13 +112,23 @@ class TargetFingerprint:
                 background=int(background),
                 ink=int(ink, 16),
                 columns=int(columns),
+                rows=int(rows),
+                row_ink=int(row_ink, 16),
             )
         except (AttributeError, TypeError, ValueError):
             raise InvalidHashError(
                 f"visual target {text!r} is not 'left,top,right,bottom;background;columns;ink'"
+                " (and ';rows;row-ink' for a tall target)"
             ) from None
-        if not 0 < parsed.columns <= 256 or parsed.ink >> parsed.columns:
+        if not 0 < parsed.columns <= 256 or parsed.ink >> parsed.columns or parsed.ink < 0:
             raise InvalidHashError(f"visual target {text!r}: ink map does not fit its columns")
+        if (
+            not 0 <= parsed.rows <= MAX_ROWS
+            or parsed.row_ink < 0
+            or parsed.row_ink >> parsed.rows
+            or (len(parts) == 6 and parsed.rows == 0)
+        ):
+            raise InvalidHashError(f"visual target {text!r}: row map does not fit its rows")
         return parsed
 
     def absolute(self, point: tuple[int, int]) -> Box:
@@ -110,14 +148,41 @@ def _grey(image: Image.Image, box: Box) -> np.ndarray:
 
 def estimate_target(image: Image.Image, point: tuple[int, int], region_size: int) -> Box | None:
     """The enclosed element around ``point``, relative to it, when it is larger than the main
-    region; ``None`` otherwise (page background, a small element, nothing enclosed)."""
-    from scipy import ndimage  # on first use (0.2 s to import): reading files needs none
-
+    region; ``None`` otherwise (page background, a small element, nothing enclosed). An area
+    that reaches above or below the window first searched is searched for again in the whole
+    screen (a tall target: an editor's text area), where it may touch the screen's edge on
+    one side (a window at the screen's edge)."""
     width, height = image.size
     x, y = point
     if not (0 <= x < width and 0 <= y < height):
         return None
-    half_w, half_h = WINDOW
+    found = _enclosed(image, point, region_size, WINDOW, screen_edges=0)
+    if found == "taller":
+        found = _enclosed(image, point, region_size, (width, height), screen_edges=1)
+    if not isinstance(found, tuple):
+        return None
+    left, top, right, bottom = found
+    return (left - x, top - y, right - x, bottom - y)
+
+
+def _enclosed(
+    image: Image.Image,
+    point: tuple[int, int],
+    region_size: int,
+    half: tuple[int, int],
+    *,
+    screen_edges: int,
+) -> Box | Literal["taller"] | None:
+    """The enclosed area of the point's background colour, searched within ``half`` of
+    ``point`` (absolute box); ``"taller"`` when it reaches above or below that window where
+    the window ends inside the screen. It may touch the screen's
+    edge on ``screen_edges`` of its sides (a window at the screen's edge, clipped there);
+    more, and it is the screen's background."""
+    from scipy import ndimage  # on first use (0.2 s to import): reading files needs none
+
+    width, height = image.size
+    x, y = point
+    half_w, half_h = half
     left, top = max(0, x - half_w), max(0, y - half_h)
     right, bottom = min(width, x + half_w), min(height, y + half_h)
     window = _grey(image, (left, top, right, bottom))
@@ -133,19 +198,25 @@ def estimate_target(image: Image.Image, point: tuple[int, int], region_size: int
     label = int(np.bincount(near_labels).argmax())
     rows, columns = ndimage.find_objects(labels, max_label=label)[label - 1]
     h, w = window.shape
-    if rows.start == 0 or columns.start == 0 or rows.stop == h or columns.stop == w:
-        return None  # reaches the window's edge: page background, not an element
+    # each side it touches: the screen's edge there (known), or the window's (unknown)
+    sides = [
+        (columns.start == 0, left == 0),
+        (columns.stop == w, right == width),
+        (rows.start == 0, top == 0),
+        (rows.stop == h, bottom == height),
+    ]
+    if any(touches and not screen for touches, screen in sides[2:]):
+        return "taller"
+    if any(touches and not screen for touches, screen in sides[:2]):
+        return None  # reaches past the window's side: page background, not an element
+    if sum(touches for touches, _ in sides) > screen_edges:
+        return None  # the screen's background, or a page's that fills it
     if columns.stop - columns.start <= region_size and rows.stop - rows.start <= region_size:
         return None  # the main region already covers it
     area = (columns.stop - columns.start) * (rows.stop - rows.start)
     if int((labels[rows, columns] == label).sum()) < MIN_FILL * area:
         return None
-    return (
-        left + columns.start - x,
-        top + rows.start - y,
-        left + columns.stop - x,
-        top + rows.stop - y,
-    )
+    return (left + columns.start, top + rows.start, left + columns.stop, top + rows.stop)
 
 
 def _inner(box: Box) -> Box:
@@ -175,11 +246,38 @@ def ink_map(image: Image.Image, box: Box, background: int, columns: int) -> int:
     return bits
 
 
+def row_map(image: Image.Image, box: Box, background: int, rows: int) -> int:
+    """One bit per band of ``box``'s rows (absolute, inset by :data:`INSET`; ``rows`` bands):
+    set when the band holds more than :data:`ROW_INK_PER_LINE` ink pixels per pixel row (see
+    :func:`ink_map` for ink). A box reaching outside the image sets every bit."""
+    left, top, right, bottom = _inner(box)
+    if right <= left or bottom <= top or rows <= 0:
+        return 0
+    if left < 0 or top < 0 or right > image.width or bottom > image.height:
+        return (1 << rows) - 1
+    inside = _grey(image, (left, top, right, bottom)).astype(np.int16)
+    per_row = (np.abs(inside - background) >= INK_LEVEL).sum(axis=1)
+    edges = np.linspace(0, bottom - top, rows + 1).round().astype(int)
+    counts = np.add.reduceat(per_row, edges[:-1])
+    bits = 0
+    for index, count in enumerate(counts):
+        band = edges[index + 1] - edges[index]
+        if band > 0 and count > ROW_INK_PER_LINE * band:
+            bits |= 1 << index
+    return bits
+
+
+def is_tall(relative: Box) -> bool:
+    """Whether a target's box (relative to the point) reaches beyond the window first
+    searched, above or below: only the search of the point's whole column finds it."""
+    return relative[1] <= -WINDOW[1] or relative[3] >= WINDOW[1]
+
+
 def target_fingerprint(
     image: Image.Image, point: tuple[int, int], region_size: int, columns: int
 ) -> TargetFingerprint | None:
     """What recording stores for the element under ``point``, or ``None`` when there is no
-    enclosed element larger than the main region."""
+    enclosed element larger than the main region. A tall target keeps a row map too."""
     relative = estimate_target(image, point, region_size)
     if relative is None:
         return None
@@ -188,8 +286,16 @@ def target_fingerprint(
     absolute = (x + left, y + top, x + right, y + bottom)
     inner = _grey(image, _inner(absolute))
     background = _mode(inner) if inner.size else _mode(_grey(image, (x, y, x + 1, y + 1)))
+    rows = 0
+    if is_tall(relative):
+        rows = max(1, min(MAX_ROWS, (bottom - top - 2 * INSET) // ROW_HEIGHT))
     return TargetFingerprint(
-        relative, background, ink_map(image, absolute, background, columns), columns
+        relative,
+        background,
+        ink_map(image, absolute, background, columns),
+        columns,
+        rows,
+        row_map(image, absolute, background, rows),
     )
 
 
@@ -197,6 +303,11 @@ def ink_distance(
     image: Image.Image, point: tuple[int, int], stored: TargetFingerprint, *, ignore: int = 0
 ) -> int:
     """Ink-map bits that differ between ``stored`` and the same box on ``image``, the
-    columns set in ``ignore`` left out."""
-    now = ink_map(image, stored.absolute(point), stored.background, stored.columns)
-    return ((now ^ stored.ink) & ~ignore).bit_count()
+    columns set in ``ignore`` left out, and for a tall target the row bands that differ."""
+    box = stored.absolute(point)
+    now = ink_map(image, box, stored.background, stored.columns)
+    distance = ((now ^ stored.ink) & ~ignore).bit_count()
+    if stored.rows:
+        rows_now = row_map(image, box, stored.background, stored.rows)
+        distance += (rows_now ^ stored.row_ink).bit_count()
+    return distance

@@ -171,3 +171,63 @@ def test_a_fingerprint_stores_no_pixels_and_stays_small() -> None:
     assert stored.other_density is not None  # a 16x16 hash and its weak bits, as hex
     assert len(stored.other_density) == 64 + 1 + 64
     assert stored.size_bytes - len(stored.weak) - len(stored.other_density) < 140
+
+
+@pytest.mark.parametrize(
+    "bad",
+    ["0,0,9,9;255;4;f;0;1", "0,0,9,9;255;4;f;3;ff", "0,0,9,9;255;4;f;65;1", "0,0,9,9;255;4;f;2"],
+)
+def test_a_malformed_row_map_is_a_clear_error(bad: str) -> None:
+    with pytest.raises(InvalidHashError, match="visual target"):
+        TargetFingerprint.decode(bad)
+
+
+def test_a_tall_target_keeps_its_row_map_through_the_file() -> None:
+    text = "-200,-187,500,165;255;16;1;43;bff"
+    target = TargetFingerprint.decode(text)
+    assert (target.rows, target.row_ink) == (43, 0xBFF)
+    assert target.encode() == text
+    assert TargetFingerprint.decode("-198,-16,199,17;255;16;0").rows == 0  # not tall: as before
+
+
+def _editor(lines: int, *, caret: tuple[int, int] | None = None) -> Image.Image:
+    """A white text area 600x320 at the screen's left edge, under a grey bar, holding
+    ``lines`` lines of text, with a one-pixel caret at ``caret`` when given."""
+    from PIL import ImageDraw
+
+    image = Image.new("RGB", (800, 600), (40, 40, 40))
+    draw = ImageDraw.Draw(image)
+    draw.rectangle((0, 0, 799, 59), fill=(200, 200, 200))
+    draw.rectangle((0, 60, 599, 379), fill=(255, 255, 255))
+    for line in range(lines):
+        draw.text((4, 66 + 18 * line), ["milk", "eggs", "bread", "butter"][line], fill=(0, 0, 0))
+    if caret is not None:
+        draw.line((caret[0], caret[1], caret[0], caret[1] + 14), fill=(0, 0, 0))
+    return _png(image)
+
+
+def test_a_line_more_in_a_tall_text_area_hands_back_and_its_caret_does_not() -> None:
+    config = _default()
+    click, stored = _record(_editor(3), (200, 300), config)  # below the list
+    assert stored.target is not None
+    target = TargetFingerprint.decode(stored.target)
+    assert target.absolute((200, 300)) == (0, 60, 600, 380)  # touches the screen's left edge
+    assert target.rows > 0
+    assert check_step_representation(_editor(3), click, stored, config).matched
+    # the caret blinking after "bread" sets no row band (nor a column: it is one pixel wide)
+    blinking = check_step_representation(_editor(3, caret=(40, 102)), click, stored, config)
+    assert blinking.matched
+    longer = check_step_representation(_editor(4), click, stored, config)
+    assert longer.failed_parts == ["target"]
+    assert "ink columns or row bands changed > 0" in longer.describe()
+
+
+def test_an_area_filling_the_screen_is_no_target() -> None:
+    # the screen's background, touching two of its edges: not an element, tall or not
+    image = Image.new("RGB", (800, 600), (255, 255, 255))
+    from PIL import ImageDraw
+
+    ImageDraw.Draw(image).rectangle((0, 0, 799, 59), fill=(200, 200, 200))
+    config = _default()
+    _click, stored = _record(_png(image), (200, 300), config)
+    assert stored.target is None

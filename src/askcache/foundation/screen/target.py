@@ -21,7 +21,8 @@ band of :data:`ROW_HEIGHT` pixel rows saying whether a line of something is writ
 text area a column map sees little (a short line inks a few pixels of a column hundreds of
 pixels tall); a line more or less flips a row band. A click below an editor's last line that
 lands the same on a file with one line more is refused: the text above it moved the caret's
-destination. The blinking caret, one pixel wide, sets no row (:data:`ROW_INK_PER_LINE`).
+destination. The blinking caret, one pixel wide, sets no row (:data:`ROW_INK_PER_LINE`), and
+a band is held against the replay only when clearly otherwise (:func:`row_distance`).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ __all__ = [
     "ink_distance",
     "ink_map",
     "is_tall",
+    "row_distance",
     "row_map",
     "target_fingerprint",
 ]
@@ -246,25 +248,45 @@ def ink_map(image: Image.Image, box: Box, background: int, columns: int) -> int:
     return bits
 
 
-def row_map(image: Image.Image, box: Box, background: int, rows: int) -> int:
-    """One bit per band of ``box``'s rows (absolute, inset by :data:`INSET`; ``rows`` bands):
-    set when the band holds more than :data:`ROW_INK_PER_LINE` ink pixels per pixel row (see
-    :func:`ink_map` for ink). A box reaching outside the image sets every bit."""
+def _row_counts(image: Image.Image, box: Box, background: int, rows: int) -> list[tuple[int, int]]:
+    """Per band of ``box``'s rows (absolute, inset by :data:`INSET`): its ink pixels and its
+    height; every band full of ink when the box reaches outside the image."""
     left, top, right, bottom = _inner(box)
     if right <= left or bottom <= top or rows <= 0:
-        return 0
+        return []
+    edges = np.linspace(0, bottom - top, rows + 1).round().astype(int)
+    heights = [int(edges[i + 1] - edges[i]) for i in range(rows)]
     if left < 0 or top < 0 or right > image.width or bottom > image.height:
-        return (1 << rows) - 1
+        return [(height * (right - left), height) for height in heights]
     inside = _grey(image, (left, top, right, bottom)).astype(np.int16)
     per_row = (np.abs(inside - background) >= INK_LEVEL).sum(axis=1)
-    edges = np.linspace(0, bottom - top, rows + 1).round().astype(int)
     counts = np.add.reduceat(per_row, edges[:-1])
+    return [(int(count), height) for count, height in zip(counts, heights, strict=True)]
+
+
+def row_map(image: Image.Image, box: Box, background: int, rows: int) -> int:
+    """One bit per band of ``box``'s rows (``rows`` bands): set when the band holds more
+    than :data:`ROW_INK_PER_LINE` ink pixels per pixel row (see :func:`ink_map` for ink)."""
     bits = 0
-    for index, count in enumerate(counts):
-        band = edges[index + 1] - edges[index]
-        if band > 0 and count > ROW_INK_PER_LINE * band:
+    for index, (count, height) in enumerate(_row_counts(image, box, background, rows)):
+        if height > 0 and count > ROW_INK_PER_LINE * height:
             bits |= 1 << index
     return bits
+
+
+def row_distance(image: Image.Image, box: Box, stored: TargetFingerprint) -> int:
+    """Bands of ``stored``'s row map that are now clearly otherwise: a band recorded empty
+    that now holds twice the ink that sets a bit, or one recorded set that now holds less
+    than half of it. A band near the limit (a line's last pixel rows) does not flip by a
+    caret's blink beside it."""
+    distance = 0
+    counts = _row_counts(image, box, stored.background, stored.rows)
+    for index, (count, height) in enumerate(counts):
+        limit = ROW_INK_PER_LINE * height
+        recorded = stored.row_ink >> index & 1
+        if (not recorded and count > 2 * limit) or (recorded and count * 2 < limit):
+            distance += 1
+    return distance
 
 
 def is_tall(relative: Box) -> bool:
@@ -308,6 +330,5 @@ def ink_distance(
     now = ink_map(image, box, stored.background, stored.columns)
     distance = ((now ^ stored.ink) & ~ignore).bit_count()
     if stored.rows:
-        rows_now = row_map(image, box, stored.background, stored.rows)
-        distance += (rows_now ^ stored.row_ink).bit_count()
+        distance += row_distance(image, box, stored)
     return distance

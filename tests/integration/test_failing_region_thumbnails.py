@@ -168,40 +168,27 @@ def test_no_image_of_a_region_over_the_field_a_secret_was_typed_into(tmp_path: P
     # and the step that types the secret is never pictured either
     cache_file = load_cache_file(LocalCacheStorage(tmp_path), "form.json")
     typing = next(i for i, s in enumerate(cache_file.trajectory) if s.input.get("action") == "type")
-    assert "types a secret" in (
-        secret_refusal(
+    steps = len(cache_file.trajectory)
+
+    def refusal(index: int, box: tuple[int, int, int, int], *, placed: bool = True) -> str | None:
+        """Why step ``index``'s region ``box`` may not be pictured (``placed``: every step's
+        point is known; else none is)."""
+        anchors = [(360, 88) if placed else None] * steps
+        return secret_refusal(
             cache_file,
             cache_file.trajectory,
-            [(360, 88)] * len(cache_file.trajectory),
-            index=typing,
-            box=(0, 0, 10, 10),
+            anchors,
+            index=index,
+            box=box,
             values={"password": SECRET},
         )
-        or ""
-    )
+
+    assert "types a secret" in (refusal(typing, (0, 0, 10, 10)) or "")
     # a secret typed where askcache cannot place it (no anchor): no later step is pictured
-    last = len(cache_file.trajectory) - 1
-    nowhere = secret_refusal(
-        cache_file,
-        cache_file.trajectory,
-        [None] * len(cache_file.trajectory),
-        index=last,
-        box=(600, 380, 640, 400),
-        values={"password": SECRET},
-    )
-    assert "cannot place it" in (nowhere or "")
+    last = steps - 1
+    assert "cannot place it" in (refusal(last, (600, 380, 640, 400), placed=False) or "")
     # and far from where it was typed, a later step's region may be pictured
-    assert (
-        secret_refusal(
-            cache_file,
-            cache_file.trajectory,
-            [(360, 88)] * len(cache_file.trajectory),
-            index=last,
-            box=(0, 330, 40, 400),
-            values={"password": SECRET},
-        )
-        is None
-    )
+    assert refusal(last, (0, 330, 40, 400)) is None
     assert result.replay is not None
 
 

@@ -27,21 +27,6 @@ ROOT = Path(__file__).resolve().parents[2]
 NOW = datetime.now(UTC).replace(microsecond=0)
 
 
-@pytest.fixture(params=sorted(ENGINES))
-def engine(request: pytest.FixtureRequest) -> EngineSetup:
-    return ENGINES[request.param]
-
-
-@pytest.fixture
-def location(engine: EngineSetup, tmp_path: Path, request: pytest.FixtureRequest) -> str:
-    return engine.location(tmp_path, request)
-
-
-@pytest.fixture
-def ledger(engine: EngineSetup, location: str) -> RunLedger:
-    return engine.open(location)
-
-
 def _run(
     trajectory: str,
     status: str,

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import base64
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 from PIL import Image
@@ -19,19 +18,8 @@ from askcache.storage.ledger.spot_images import (
     decode_thumbnail,
     png_of,
 )
-from tests.ledger.engines import ENGINES, EngineSetup
 
 NOW = datetime.now(UTC).replace(microsecond=0)
-
-
-@pytest.fixture(params=sorted(ENGINES))
-def engine(request: pytest.FixtureRequest) -> EngineSetup:
-    return ENGINES[request.param]
-
-
-@pytest.fixture
-def ledger(engine: EngineSetup, tmp_path: Path, request: pytest.FixtureRequest) -> RunLedger:
-    return engine.open(engine.location(tmp_path, request))
 
 
 def _png(colour: str, size: tuple[int, int] = (120, 100)) -> bytes:

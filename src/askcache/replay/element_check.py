@@ -42,6 +42,12 @@ pixels (:func:`~askcache.replay.check.check`):
     that step then runs only with the caret where the recording's click put it, and a click
     that put it on another character hands back before anything is typed.
 
+  On a screen drawn otherwise, both also need the text to hold as many characters as
+  recorded (:data:`Element.character_count
+  <askcache.foundation.screen.elements.Element.character_count>`): another theme or font
+  leaves the text as it was; a line more or a field already filled is another screen, and
+  the pixels' verdict stands.
+
   Without a tree for the element (Tk, X Athena programs; an open menu, which toolkits do not
   describe), the label's text stands in for it on a screen of another density only, at its
   recorded place (a label is not searched for elsewhere). At the same density a failing pixel
@@ -292,6 +298,9 @@ def _by_identity(case: _Case, tree: Element, outcome: Refused) -> Checked | Refu
         return "an action at its place reaches " + (
             "nothing the tree describes" if reached is None else reached.describe()
         )
+    if (at_caret or then_caret) and reached.character_count != tree.character_count:
+        # another text (a line more, a field already filled), not the same one drawn otherwise
+        return f"it holds {reached.character_count} characters, recorded {tree.character_count}"
     if at_caret:
         if reached.caret_offset != tree.caret_offset:
             return _caret_words(reached, tree)
@@ -433,6 +442,8 @@ def _caret_follows(plan: Plan, index: int, step: ToolUseBlockParam, tree: Elemen
     if action is None or action.name != "left_click" or step.input.get("text"):
         return False
     if tree.role not in TEXT_ROLES or "editable" not in tree.states or tree.text_offset is not None:
+        return False
+    if tree.character_count is None:
         return False
     for later in plan.steps[index + 1 :]:
         then = parse_action(later)

@@ -251,6 +251,36 @@ def test_a_text_element_and_its_offset(app: Running) -> None:
         assert found.text_offset is None
 
 
+@pytest.mark.parametrize(
+    "app", [("mousepad", 1), ("featherpad", 1)], indirect=True, ids=["mousepad", "featherpad"]
+)
+def test_a_focused_text_element_says_where_its_caret_is(app: Running) -> None:
+    """Qt gives the caret's offset where it gives none at a point: what a key step checks."""
+    x, y, width, height = app.window()
+    point = (x + width // 2, y + height // 2)
+    backend = DesktopBackend(app.display)
+    try:
+        backend.click(point, "left", 1, None)
+        backend.key("ctrl+End", 1)
+        start = app.session.wait_for(
+            lambda: (f := app.source.element_at(point)) and f.caret_offset is not None and f,
+            what="a focused editor",
+        )
+        backend.type_text("abc")
+        typed = app.session.wait_for(
+            lambda: (
+                (f := app.source.element_at(point))
+                and f.caret_offset == start.caret_offset + 3
+                and f
+            ),
+            what="the caret three characters on",
+        )
+    finally:
+        backend.close()
+    assert typed.role == "text"
+    assert typed.identity() == start.identity()  # the caret is no part of who it is
+
+
 @pytest.mark.parametrize("app", [("mousepad", 1)], indirect=True, ids=["mousepad-1x"])
 def test_the_model_sees_elements_in_its_own_pixels(
     app: Running, monkeypatch: pytest.MonkeyPatch

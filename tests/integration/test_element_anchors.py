@@ -86,7 +86,10 @@ def test_recording_stores_the_element_under_each_click(tmp_path: Path) -> None:
     assert name.label is None  # a field's text is its content, not a label: never read
     typed = steps[CLICK_NAME + 1].element  # no point: the element at the pointer, the field
     assert typed is not None
-    assert typed.tree == name.tree
+    assert typed.tree is not None
+    assert typed.tree.model_copy(update={"caret_offset": None}) == name.tree
+    assert name.tree.caret_offset is None  # before the click, the field had no focus
+    assert typed.tree.caret_offset == 0  # after it, its caret where the typing acts
     assert steps[0].element is None  # a screenshot does not act
 
 
@@ -171,6 +174,48 @@ def test_the_form_at_twice_the_density_replays_on_first_sight_by_its_elements(
         "pixels+element+label",
     )
     assert app.saved == ADA
+
+
+def test_a_dark_form_whose_fields_give_only_their_caret_replays_on_first_sight(
+    tmp_path: Path,
+) -> None:
+    """Qt's fields say no character at a point, only their caret: on a screen drawn otherwise
+    at the same density, the click into Name runs because the typing after it checks the
+    caret, and the typing runs because its field has the focus and the caret where recorded."""
+    _record(tmp_path, SimulatedFormApp(accessible=True, offsets=False))
+    steps = load_cache_file(LocalCacheStorage(tmp_path), "form.json").trajectory
+    typing = steps[CLICK_NAME + 1].element
+    assert typing is not None
+    assert typing.tree is not None
+    assert typing.tree.text_offset is None
+    assert typing.tree.caret_offset == 0  # described after the click, before the typing
+    app = SimulatedFormApp(accessible=True, offsets=False, dark=True)
+    result = _replay(tmp_path, app)
+    assert result.replay is not None
+    assert result.model_calls == 0, result.replay.reason
+    deciders = {r.step_index: r.decided_by for r in result.replay.steps}
+    assert deciders[CLICK_NAME] == "element+look"
+    assert deciders[CLICK_NAME + 1] == "element+look"
+    assert app.saved == ADA
+
+
+def test_a_field_already_filled_on_a_dark_form_is_handed_back_before_typing(
+    tmp_path: Path,
+) -> None:
+    """The same replay on a Name field that already holds text (the fault table's pre-filled
+    field): it holds other characters than recorded, so it is not the same text drawn
+    otherwise, and the pixels' verdict stands: handed back before the click, nothing typed or
+    saved."""
+    _record(tmp_path, SimulatedFormApp(accessible=True, offsets=False))
+    app = SimulatedFormApp(accessible=True, offsets=False, dark=True)
+    app.values["name"] = "Bob"
+    result = _replay(tmp_path, app)
+    assert result.replay is not None
+    assert result.replay.status == "handed_back"
+    assert result.replay.handback_steps[0] == CLICK_NAME
+    assert "name" not in _clicked(app)
+    assert app.values["name"] == "Bob"
+    assert app.saved == []
 
 
 def test_an_inaccessible_form_at_twice_the_density_is_left_to_its_pixels(tmp_path: Path) -> None:

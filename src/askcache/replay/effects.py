@@ -13,6 +13,14 @@ skipped (``skip_visual_validation``, ``check_effects`` off) this is the one chec
 (:func:`checked_effect`). A replay whose typed text never appeared is never ``completed``.
 A text of fewer than three characters other than spaces (:func:`draws_text`) may draw less
 than a caret's blink: it must only have changed a tile near its point, as any step.
+
+On a screen drawn otherwise (a step allowed by its element and look, or at another density:
+``redrawn``), nothing is compared with the recording's pixels, and what the step draws may lie
+elsewhere than when recorded (at a bigger font, a typed line lies lower): a tile within the
+effect radius of the recorded tiles' middle must have changed (for a typed text: look other
+than before it). That the step acted where it should is not shown by this: a typed text or a
+key allowed on such a screen found the keyboard focus and its caret where recorded before it
+ran (:mod:`.element_check`).
 """
 
 from __future__ import annotations
@@ -58,13 +66,18 @@ def effect_problem(
     seen: Screen,
     *,
     typed: bool = False,
+    redrawn: bool = False,
 ) -> str | None:
     """Why ``seen`` does not show the step's recorded ``effect`` against the screen before it
     (``before``; ``before_image`` at full size, for the places away from the point).
     ``typed``: the step typed text; where the recorded text was drawn over its tiles (not
     merely a caret's blink), one of them must look other than before it, as another run's
-    screen would (whatever value is typed: nothing is compared with the recording)."""
+    screen would (whatever value is typed: nothing is compared with the recording).
+    ``redrawn``: the screen is drawn otherwise (see the module docstring): only whether a tile
+    near the recorded ones changed is checked."""
     tiles = set(effect.tiles)
+    if tiles and redrawn:
+        return _redrawn_problem(effect, config, before, seen, typed=typed)
     if tiles:
         now = seen.thumbnail(config)
         if typed and drawn_tiles(effect, config) and not tiles & set(before.differing_tiles(now)):
@@ -88,6 +101,41 @@ def effect_problem(
             )
     if before_image is not None and seen.image.size == before_image.size:
         return check_elsewhere(effect.elsewhere, before_image, seen.image)
+    return None
+
+
+def _redrawn_problem(
+    effect: StepEffect,
+    config: ScreenStateConfig,
+    before: Thumbnail,
+    seen: Screen,
+    *,
+    typed: bool,
+) -> str | None:
+    """:func:`effect_problem` on a screen drawn otherwise: a tile within the effect radius of
+    the middle of the recorded tiles changed (a typed text drawn: one looks other than before
+    it, as another run's screen would, which a caret's blink does not)."""
+    now = seen.thumbnail(config)
+    boxes = [before.tile_box(i) for i in effect.tiles]
+    middle = (
+        (min(b[0] for b in boxes) + max(b[2] for b in boxes)) // 2,
+        (min(b[1] for b in boxes) + max(b[3] for b in boxes)) // 2,
+    )
+    if typed and drawn_tiles(effect, config):
+        if not before.near(before.differing_tiles(now), middle):
+            return (
+                "the typed text never reached the screen: on this screen drawn otherwise, no "
+                f"tile within {config.effect_radius} px of where it was drawn when recorded "
+                "looks other than before it (nothing had the keyboard focus, or the "
+                "keystrokes were lost)"
+            )
+        return None
+    if not before.near(before.changed_tiles(now), middle):
+        return (
+            "the action had no effect: on this screen drawn otherwise, no tile within "
+            f"{config.effect_radius} px of where it changed the screen when recorded "
+            "changed (it did not land, or landed elsewhere)"
+        )
     return None
 
 

@@ -26,7 +26,27 @@ pixels (:func:`~askcache.replay.check.check`):
 
   In a text element, the action must reach the recorded character: the toolkit's character
   offset at the place found is the recorded one (where the toolkit gives offsets: GTK), or the
-  screen is of another density (the same text scaled: Qt gives no offsets).
+  screen is of another density (the same text scaled: Qt gives no offsets). Where no offset
+  at the point says it, the caret does (:data:`Element.caret_offset
+  <askcache.foundation.screen.elements.Element.caret_offset>`, which Qt and Chromium give
+  for the element with the keyboard focus), in a replay with no parameter values (a value of
+  another length moves every offset after it):
+
+  - a key or a typed text acts at the caret, not at the pointer's character: the element at
+    the pointer must have the keyboard focus and its caret at the recorded offset (checked
+    whether its pixels pass or fail: where they pass, a caret elsewhere refuses the step);
+  - a single left click into an editable text only moves the caret. Where the toolkit gives
+    no offset at the point, on a screen drawn otherwise (the same element found by its
+    identity, at its place, its look passing), the click may run when the trajectory's next
+    acting step is a key or a typed text into the same element with its caret recorded:
+    that step then runs only with the caret where the recording's click put it, and a click
+    that put it on another character hands back before anything is typed.
+
+  On a screen drawn otherwise, both also need the text to hold as many characters as
+  recorded (:data:`Element.character_count
+  <askcache.foundation.screen.elements.Element.character_count>`): another theme or font
+  leaves the text as it was; a line more or a field already filled is another screen, and
+  the pixels' verdict stands.
 
   Without a tree for the element (Tk, X Athena programs; an open menu, which toolkits do not
   describe), the label's text stands in for it on a screen of another density only, at its
@@ -54,7 +74,7 @@ from dataclasses import dataclass
 
 from askcache.fingerprint.element_look import element_look, look_distance
 from askcache.fingerprint.label_reader import LabelReading, read_label, same_label
-from askcache.foundation.actions import Action
+from askcache.foundation.actions import ACTING_ACTIONS, Action, parse_action
 from askcache.foundation.errors import InvalidHashError
 from askcache.foundation.geometry import Point
 from askcache.foundation.messages import ToolUseBlockParam
@@ -138,10 +158,10 @@ def with_element(
     if isinstance(outcome, Checked):
         if not outcome.record.validated:
             return outcome
-        return _confirm(stored, point, screen, outcome)
+        return _confirm(stored, point, screen, outcome, at_caret=_at_caret(plan, step, stored))
     if outcome.final or outcome.own_checks is not None:
         return outcome
-    case = _Case(plan, step, stored, point, screen, pixels_at)
+    case = _Case(plan, index, step, stored, point, screen, pixels_at)
     found = _redrawn(case, outcome)
     return outcome if found is None else found
 
@@ -151,6 +171,7 @@ class _Case:
     """One step whose pixels failed, and what its element check works with."""
 
     plan: Plan
+    index: int
     step: ToolUseBlockParam
     stored: StepElement
     point: Point
@@ -169,9 +190,10 @@ def _read(
 
 
 def _confirm(
-    stored: StepElement, point: Point, screen: Screen, outcome: Checked
+    stored: StepElement, point: Point, screen: Screen, outcome: Checked, *, at_caret: bool
 ) -> Checked | Refused:
-    """Pixels passed: the element and its label must not say otherwise."""
+    """Pixels passed: the element and its label must not say otherwise; ``at_caret``: the step
+    acts at the recorded caret (:func:`_at_caret`), which must be where it was."""
     record = outcome.record
     if outcome.anchor is not None:
         point = (point[0] + outcome.anchor.offset[0], point[1] + outcome.anchor.offset[1])
@@ -187,6 +209,16 @@ def _confirm(
                     f"the element at the action point is now {now.describe()}, "
                     f"recorded {stored.tree.describe()}: the pixels pass, but it is "
                     "another control or in another state",
+                    view=outcome.view,
+                    other_density=outcome.other_density,
+                    code="element_changed",
+                )
+            if at_caret and stored.tree.caret_offset != now.caret_offset:
+                record.decided_by = "element"
+                return Refused(
+                    record,
+                    f"{_caret_words(now, stored.tree)}: the pixels pass, but a key acts where "
+                    "the caret is",
                     view=outcome.view,
                     other_density=outcome.other_density,
                     code="element_changed",
@@ -239,7 +271,11 @@ def _by_identity(case: _Case, tree: Element, outcome: Refused) -> Checked | Refu
     # level of the window's tree)
     if tree.role in CONTAINER_ROLES:
         return f"{tree.describe()} holds other things (a container)"
-    if not _same_character(tree, tree, other_density=outcome.other_density):
+    at_caret = _at_caret(plan, step, stored)
+    then_caret = not at_caret and _caret_follows(plan, case.index, step, tree)
+    if not (at_caret or then_caret) and not _same_character(
+        tree, tree, other_density=outcome.other_density
+    ):
         return "its place holds characters and the toolkit gives no offsets"
     frame = window_now(plan, step, screen)
     window_point = (
@@ -262,7 +298,13 @@ def _by_identity(case: _Case, tree: Element, outcome: Refused) -> Checked | Refu
         return "an action at its place reaches " + (
             "nothing the tree describes" if reached is None else reached.describe()
         )
-    if not _same_character(tree, reached, other_density=outcome.other_density):
+    if (at_caret or then_caret) and reached.character_count != tree.character_count:
+        # another text (a line more, a field already filled), not the same one drawn otherwise
+        return f"it holds {reached.character_count} characters, recorded {tree.character_count}"
+    if at_caret:
+        if reached.caret_offset != tree.caret_offset:
+            return _caret_words(reached, tree)
+    elif not then_caret and not _same_character(tree, reached, other_density=outcome.other_density):
         return f"another character is at its place (offset {reached.text_offset})"
     if stored.label is not None:
         reading = _read(screen, target, found.box, stored)
@@ -294,6 +336,10 @@ def _by_identity(case: _Case, tree: Element, outcome: Refused) -> Checked | Refu
     if record is None:
         return "no record"
     words = f"{found.describe()} found by its identity, the only one in its window"
+    if at_caret:
+        words += f", its caret at the recorded offset {tree.caret_offset}"
+    elif then_caret and not _same_character(tree, reached, other_density=outcome.other_density):
+        words += "; where the click puts the caret, the next step checks"
     return _allowed(
         plan, screen, outcome, "element+look", f"{words}; its look {look:.2f}", anchor=anchor
     )
@@ -358,6 +404,59 @@ def _look_passes(
     if distance > threshold:
         return f"its look {distance:.2f} > {threshold:.2f}"
     return distance
+
+
+def _caret_words(now: Element, recorded: Element) -> str:
+    """Why the caret of ``now`` is not where ``recorded``'s was."""
+    if now.caret_offset is None:
+        return f"{now.describe()} does not have the keyboard focus (recorded with its caret)"
+    at, then = now.caret_offset, recorded.caret_offset
+    return f"the caret of {now.describe()} is at {at}, recorded {then}"
+
+
+def _at_caret(plan: Plan, step: ToolUseBlockParam, stored: StepElement) -> bool:
+    """True when ``step`` is a key or a typed text recorded in a text element whose caret was
+    known, in a replay with no parameter values: it acts at the caret, which must be at the
+    recorded offset."""
+    action = parse_action(step)
+    tree = stored.tree
+    return (
+        action is not None
+        and action.name in _AT_CARET
+        and tree is not None
+        and tree.caret_offset is not None
+        and not plan.values
+    )
+
+
+_AT_CARET = frozenset({"key", "type"})
+"""Actions that act where the keyboard focus and its caret are."""
+
+
+def _caret_follows(plan: Plan, index: int, step: ToolUseBlockParam, tree: Element) -> bool:
+    """True when ``step`` is a single left click (no key held) into an editable text element
+    the toolkit gives no offset in, and the trajectory's next acting step is a key or a typed
+    text into the same element with its caret recorded (:func:`_at_caret`): where the click
+    puts the caret, that step checks before anything is typed."""
+    action = parse_action(step)
+    if action is None or action.name != "left_click" or step.input.get("text"):
+        return False
+    if tree.role not in TEXT_ROLES or "editable" not in tree.states or tree.text_offset is not None:
+        return False
+    if tree.character_count is None:
+        return False
+    for later in plan.steps[index + 1 :]:
+        then = parse_action(later)
+        if then is None or then.name not in ACTING_ACTIONS:
+            continue
+        stored = later.element
+        return (
+            stored is not None
+            and stored.tree is not None
+            and stored.tree.identity() == tree.identity()
+            and _at_caret(plan, later, stored)
+        )
+    return False
 
 
 def _same_character(recorded: Element, now: Element, *, other_density: bool) -> bool:

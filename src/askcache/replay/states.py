@@ -836,6 +836,7 @@ class Verifying(State):
             pending.before_image,
             screen.moved(offset),
             typed=draws_text(step),
+            redrawn=pending.redrawn,
         )
         anchor, image = pending.anchor, pending.before_image
         if problem is None or anchor is None or anchor.how != "element" or image is None:

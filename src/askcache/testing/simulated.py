@@ -79,6 +79,11 @@ class SimulatedFormApp:
     names: dict[str, str] = field(default_factory=dict)
     """Accessible names that differ from the drawn labels, by widget (an update that renamed
     a control's accessible name and not its text)."""
+    offsets: bool = True
+    """The fields say which character is at a point (GTK's do); ``False``: only where their
+    caret is, as Qt's and Chromium's fields (the focused field's caret is always said)."""
+    dark: bool = False
+    """Drawn in a dark theme: the same form at the same density, drawn otherwise."""
 
     def set_layout(self, layout: Layout) -> None:
         """Switch to another layout (the application "was updated")."""
@@ -143,7 +148,13 @@ class SimulatedFormApp:
             ),
             box=(left, top, right - left, bottom - top),
             window_box=(0, 0, self.width, self.height),
-            text_offset=None if widget.kind != "field" or point is None else 0,
+            text_offset=None if widget.kind != "field" or point is None or not self.offsets else 0,
+            caret_offset=(
+                len(self.values[widget.name])
+                if widget.kind == "field" and self.focus == widget.name
+                else None
+            ),
+            character_count=len(self.values[widget.name]) if widget.kind == "field" else None,
             toolkit="simulated",
         )
 
@@ -164,9 +175,10 @@ class SimulatedFormApp:
     def screenshot(self) -> Image.Image:
         z = self.zoom
         font = ImageFont.load_default(size=round(_FONT_SIZE * z))
-        image = Image.new("RGB", self.size, (236, 239, 244))
+        ink, paper = ("white", (45, 45, 50)) if self.dark else ("black", "white")
+        image = Image.new("RGB", self.size, (30, 32, 36) if self.dark else (236, 239, 244))
         draw = ImageDraw.Draw(image)
-        draw.rectangle(self._box(0, 0, 640, 36), fill=(52, 73, 94))
+        draw.rectangle(self._box(0, 0, 640, 36), fill=(15, 15, 20) if self.dark else (52, 73, 94))
         draw.text((12 * z, 9 * z), "Contacts - New entry", font=font, fill="white")
         if self.layout == "banner":
             draw.rectangle(
@@ -177,13 +189,11 @@ class SimulatedFormApp:
         for widget in self.widgets():
             left, top, right, _ = widget.box
             if widget.kind == "field":
-                draw.text((left - 90 * z, top + 9 * z), f"{widget.label}:", font=font, fill="black")
+                draw.text((left - 90 * z, top + 9 * z), f"{widget.label}:", font=font, fill=ink)
                 outline = (52, 120, 220) if self.focus == widget.name else (150, 150, 150)
-                draw.rectangle(
-                    widget.box, fill="white", outline=outline, width=max(1, round(2 * z))
-                )
+                draw.rectangle(widget.box, fill=paper, outline=outline, width=max(1, round(2 * z)))
                 draw.text(
-                    (left + 8 * z, top + 9 * z), self.values[widget.name], font=font, fill="black"
+                    (left + 8 * z, top + 9 * z), self.values[widget.name], font=font, fill=ink
                 )
             else:
                 fill = (46, 125, 50) if widget.name == "save" else (120, 120, 120)
@@ -191,9 +201,8 @@ class SimulatedFormApp:
                 text_width = draw.textlength(widget.label, font=font)
                 x = (left + right - text_width) / 2
                 draw.text((x, top + 11 * z), widget.label, font=font, fill="white")
-        draw.text(
-            (20 * z, self.height - 30 * z), f"Status: {self.status}", font=font, fill=(60, 60, 60)
-        )
+        status = (200, 200, 200) if self.dark else (60, 60, 60)
+        draw.text((20 * z, self.height - 30 * z), f"Status: {self.status}", font=font, fill=status)
         return image
 
     def click(self, point: Point | None, button: str, count: int, modifiers: str | None) -> None:

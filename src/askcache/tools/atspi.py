@@ -27,7 +27,10 @@ What is at a point (:meth:`AtspiElements.element_at`):
 3. Its description: role (AT-SPI's name for the role's number, the same in every toolkit),
    name, states among :data:`~askcache.foundation.screen.elements.STABLE_STATES`, ancestors up
    to the frame, boxes in screen pixels, the character offset at the point for a text element
-   (``Text.GetOffsetAtPoint``; ``None`` when the toolkit answers -1), and the toolkit's name.
+   (``Text.GetOffsetAtPoint``; ``None`` when the toolkit answers -1), its number of characters
+   (``Text.CharacterCount``) and, when it has the keyboard focus, its caret's offset
+   (``Text.CaretOffset``: Qt gives it where it gives no offset at a point), and the toolkit's
+   name.
 
 Where the elements like a recorded one are (:meth:`AtspiElements.elements_like`): a walk of the
 frame's showing nodes, one level per round trip (a level's descriptions and its children's
@@ -238,12 +241,17 @@ class AtspiElements:
         if target == 0 and unit != leaf_unit:
             return None  # the node was found in pixels its ancestors do not say it uses
         offset = None
+        text: dict[str, int | None] = {}
         if node.role in _TEXT_ROLES:
-            offset = offsets.get(node.ref, -1)
-            if offset == -1:  # not asked on the way down
-                asked = self._asked_unit(node.ref[0], scale)
-                offset = self._offset(node, _logical(point, asked), deadline)
-        return self._element(node, ancestors, unit, window=box, offset=offset, deadline=deadline)
+            known = offsets.get(node.ref, -1)  # -1: not asked on the way down
+            asked = self._asked_unit(node.ref[0], scale)
+            offset, caret, count = self._offsets(
+                node, _logical(point, asked), deadline, at_point=known == -1
+            )
+            offset = offset if known == -1 else known
+            text = {"caret_offset": caret, "character_count": count}
+        element = self._element(node, ancestors, unit, window=box, offset=offset, deadline=deadline)
+        return element.model_copy(update=text) if text else element
 
     def elements_like(self, element: Element, window_point: Point) -> list[Element] | None:
         """The showing elements with ``element``'s role and name in the window on top at
@@ -633,11 +641,27 @@ class AtspiElements:
         described = dict(zip(wanted, describe_all(self._bus, wanted, deadline)[0], strict=True))
         return [described.get(n.ref) or n for n in nodes]
 
-    def _offset(self, node: Node, point: tuple[float, float], deadline: float) -> int | None:
-        reply = self._bus.exchange([self._offset_call(node.ref, point)], deadline)[0]
-        if isinstance(reply, AtspiTimeoutError):
-            raise reply
-        return _offset_of(reply)
+    def _offsets(
+        self, node: Node, point: tuple[float, float], deadline: float, *, at_point: bool
+    ) -> tuple[int | None, int | None, int | None]:
+        """A text node's character offset at ``point`` (asked when ``at_point``; else
+        ``None``), its caret's offset when it has the keyboard focus (``Text.CaretOffset``;
+        else ``None``) and its number of characters (``Text.CharacterCount``), asked in one
+        round trip."""
+        focused = "focused" in node.states
+        calls = [Call(node.ref, PROPERTIES, "Get", "ss", (TEXT, "CharacterCount"))]
+        if focused:
+            calls.append(Call(node.ref, PROPERTIES, "Get", "ss", (TEXT, "CaretOffset")))
+        if at_point:
+            calls.append(self._offset_call(node.ref, point))
+        replies = self._bus.exchange(calls, deadline)
+        for reply in replies:
+            if isinstance(reply, AtspiTimeoutError):
+                raise reply
+        count = _count_of(replies[0])
+        caret = _count_of(replies[1]) if focused else None
+        offset = _offset_of(replies[-1]) if at_point else None
+        return offset, caret, count
 
     def _element(
         self,
@@ -880,6 +904,13 @@ def _offset_of(reply: tuple[Any, ...] | AtspiError) -> int | None:
     if isinstance(reply, AtspiError) or not reply or not isinstance(reply[0], int):
         return None
     return reply[0] if reply[0] >= 0 else None
+
+
+def _count_of(reply: tuple[Any, ...] | AtspiError) -> int | None:
+    """A ``Text`` property's whole number (an offset, a count); ``None``: an error, or
+    negative."""
+    value = None if isinstance(reply, AtspiError) or not reply else _value(reply[0])
+    return value if isinstance(value, int) and value >= 0 else None
 
 
 def _value(value: Any) -> Any:

@@ -94,6 +94,14 @@ class Element(BaseModel):
     text_offset: int | None = None
     """For a text element, the character offset at the point asked about (``None``: not a
     text element, or the toolkit does not say)."""
+    caret_offset: int | None = None
+    """For a text element that has the keyboard focus, the caret's character offset (where a
+    key or a typed text acts); ``None``: not a text element, not focused, or the toolkit does
+    not say. Not part of :meth:`identity`: the caret moves as the text is edited."""
+    character_count: int | None = None
+    """For a text element, how many characters it holds (``Text.CharacterCount``; ``None``:
+    not a text element, or the toolkit does not say). Not part of :meth:`identity`: it changes
+    as the text is edited; a re-drawn screen (another theme or font) leaves it as it was."""
     toolkit: str | None = Field(None, max_length=80)
     """The toolkit that drew it, as it names itself (``GTK``, ``Qt``, ``Chromium``)."""
 

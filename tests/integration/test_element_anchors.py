@@ -218,6 +218,45 @@ def test_a_field_already_filled_on_a_dark_form_is_handed_back_before_typing(
     assert app.saved == []
 
 
+def _save_undescribed(**drawn: Any) -> SimulatedFormApp:
+    """The Qt-like form whose Save button the tree leaves out, as an open menu's item."""
+    return SimulatedFormApp(
+        accessible=True, offsets=False, undescribed=frozenset({"save"}), **drawn
+    )
+
+
+def test_a_control_without_a_tree_is_clicked_by_its_label_once_the_screen_is_known_redrawn(
+    tmp_path: Path,
+) -> None:
+    """Another theme at the same density: the Name field and the typing are allowed by their
+    elements (the screen is then known to be drawn otherwise), and Save, which the tree does
+    not describe, by its label read as recorded and its look."""
+    _record(tmp_path, _save_undescribed())
+    save = load_cache_file(LocalCacheStorage(tmp_path), "form.json").trajectory[CLICK_SAVE]
+    assert save.element is not None
+    assert save.element.tree is None
+    assert save.element.label == "Save"
+    app = _save_undescribed(dark=True)
+    result = _replay(tmp_path, app)
+    assert result.model_calls == 0, result.replay.reason if result.replay else None
+    assert _decided(result) == {CLICK_NAME: "element+look", CLICK_SAVE: "label+look"}
+    assert app.saved == ADA
+
+
+def test_a_relabelled_control_without_a_tree_is_not_clicked_on_a_redrawn_screen(
+    tmp_path: Path,
+) -> None:
+    _record(tmp_path, _save_undescribed())
+    app = _save_undescribed(dark=True)
+    app.labels["save"] = "Send"
+    result = _replay(tmp_path, app)
+    assert result.replay is not None
+    assert result.replay.status == "handed_back"
+    assert result.replay.handback_steps[0] == CLICK_SAVE
+    assert "save" not in _clicked(app)
+    assert app.saved == []
+
+
 def test_an_inaccessible_form_at_twice_the_density_is_left_to_its_pixels(tmp_path: Path) -> None:
     _record(tmp_path)
     app = SimulatedFormApp(width=1280, height=800)

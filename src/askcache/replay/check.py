@@ -77,11 +77,19 @@ def unchecked(index: int, step: ToolUseBlockParam, action: Action | None) -> Ste
 
 
 def check_ways(
-    plan: Plan, index: int, step: ToolUseBlockParam, action: Action | None, screen: Screen
+    plan: Plan,
+    index: int,
+    step: ToolUseBlockParam,
+    action: Action | None,
+    screen: Screen,
+    *,
+    redrawn_seen: bool = False,
 ) -> Checked | Refused:
     """Whether ``step`` (step ``index``) may run on ``screen``; when it may not, whether the
-    first step of one of the variants at this index may (the first that does is taken)."""
-    outcome = check(plan, index, step, action, screen)
+    first step of one of the variants at this index may (the first that does is taken).
+    ``redrawn_seen``: an earlier step was allowed on a screen drawn otherwise
+    (:func:`~askcache.replay.element_check.with_element`)."""
+    outcome = check(plan, index, step, action, screen, redrawn_seen=redrawn_seen)
     if isinstance(outcome, Checked) or outcome.final:
         return outcome
     for number, variant in enumerate(plan.variants.get(index, ())):
@@ -105,6 +113,7 @@ def check(
     pointer: tuple[Point | None] | None = None,
     keep_view: bool = True,
     anchor: Anchor | None = None,
+    redrawn_seen: bool = False,
 ) -> Checked | Refused:
     """Whether ``step`` may run on ``screen`` (``pointer``: the pointer's position
     before it, when ``step`` is not the trajectory's step at this index; ``keep_view``:
@@ -123,7 +132,14 @@ def check(
             )
 
         outcome = with_element(
-            plan, index, step, action, screen, outcome=outcome, pixels_at=pixels_at
+            plan,
+            index,
+            step,
+            action,
+            screen,
+            outcome=outcome,
+            pixels_at=pixels_at,
+            redrawn_seen=redrawn_seen,
         )
         if isinstance(outcome, Checked) and "look" in (outcome.record.decided_by or ""):
             return outcome  # drawn otherwise: the whole start screen cannot be compared

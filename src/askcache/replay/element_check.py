@@ -49,10 +49,14 @@ pixels (:func:`~askcache.replay.check.check`):
   the pixels' verdict stands.
 
   Without a tree for the element (Tk, X Athena programs; an open menu, which toolkits do not
-  describe), the label's text stands in for it on a screen of another density only, at its
-  recorded place (a label is not searched for elsewhere). At the same density a failing pixel
-  check is trusted: a typing step whose field lost the keyboard focus to a dialog elsewhere
-  still shows its label (the fault table caught one such step typed when this was allowed).
+  describe), the label's text stands in for it on a screen of another density, at its
+  recorded place (a label is not searched for elsewhere), and for a click on a screen this
+  replay already found drawn otherwise (an earlier step allowed by its element's identity and
+  look: another theme or font, where an open menu's item has no tree). Otherwise, at the same
+  density a failing pixel check is trusted: a typing step whose field lost the keyboard focus
+  to a dialog elsewhere still shows its label (the fault table caught one such step typed when
+  this was allowed; for the same reason, on a screen found drawn otherwise only a click is
+  allowed by its label).
   The label under the point must read as recorded *and* the look
   of its box must pass. OCR alone never allows a step. A container (a panel, a list, a
   document, a page tab list: :data:`CONTAINER_ROLES`) never allows a step on a re-drawn
@@ -147,9 +151,12 @@ def with_element(
     *,
     outcome: Checked | Refused,
     pixels_at: PixelsAt,
+    redrawn_seen: bool = False,
 ) -> Checked | Refused:
     """``outcome``, the pixels' verdict on ``step``, with the element's say (see the module
-    docstring). ``pixels_at``: runs the full pixel check as seen from an anchor."""
+    docstring). ``pixels_at``: runs the full pixel check as seen from an anchor;
+    ``redrawn_seen``: an earlier step of this replay was allowed by its element's identity and
+    look, on a screen drawn otherwise."""
     stored = step.element
     point = None if action is None else action.point or plan.anchors[index]
     if stored is None or point is None or not plan.policy.check_elements:
@@ -161,7 +168,7 @@ def with_element(
         return _confirm(stored, point, screen, outcome, at_caret=_at_caret(plan, step, stored))
     if outcome.final or outcome.own_checks is not None:
         return outcome
-    case = _Case(plan, index, step, stored, point, screen, pixels_at)
+    case = _Case(plan, index, step, stored, point, screen, pixels_at, redrawn_seen)
     found = _redrawn(case, outcome)
     return outcome if found is None else found
 
@@ -177,6 +184,8 @@ class _Case:
     point: Point
     screen: Screen
     pixels_at: PixelsAt
+    redrawn_seen: bool = False
+    """An earlier step of the replay was allowed by its element's identity and look."""
 
 
 def _read(
@@ -250,7 +259,9 @@ def _redrawn(case: _Case, outcome: Refused) -> Checked | Refused | None:
     found: Checked | Refused | str
     if tree is not None and case.screen.elements is not None:
         found = _by_identity(case, tree, outcome)
-    elif case.stored.label is not None and outcome.other_density:
+    elif case.stored.label is not None and (
+        outcome.other_density or (case.redrawn_seen and _clicks(case.step))
+    ):
         found = _by_label(case.plan, case.stored, case.point, case.screen, outcome)
     else:
         return None
@@ -404,6 +415,17 @@ def _look_passes(
     if distance > threshold:
         return f"its look {distance:.2f} > {threshold:.2f}"
     return distance
+
+
+def _clicks(step: ToolUseBlockParam) -> bool:
+    """True when ``step`` clicks (it acts on what is under its point, which its label names;
+    a key or a typed text acts at the keyboard focus, which a label under the pointer does not
+    show)."""
+    action = parse_action(step)
+    return action is not None and action.name in _CLICKS
+
+
+_CLICKS = frozenset({"left_click", "right_click", "middle_click", "double_click", "triple_click"})
 
 
 def _caret_words(now: Element, recorded: Element) -> str:

@@ -105,6 +105,10 @@ class Progress:
     moved_seen: bool = False
     """True once a step ran where its window (or its region) had moved from the recorded
     place (:mod:`askcache.replay.anchor`): a heal then writes nothing."""
+    redrawn_seen: bool = False
+    """True once a step was allowed by its element's identity and look on a screen drawn
+    otherwise (another theme or font): a click whose label reads as recorded and whose look
+    passes may then act where its element has no tree (:mod:`askcache.replay.element_check`)."""
     other_density_seen: bool = False
     """True once a step was checked as on a screen drawn at another pixel density (a heal
     then writes nothing: its fingerprints would mix two densities)."""

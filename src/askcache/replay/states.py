@@ -330,6 +330,7 @@ def _act(
         progress,
         last_anchor=checked.anchor if screen is not None else progress.last_anchor,
         moved_seen=progress.moved_seen or checked.anchor is not None,
+        redrawn_seen=progress.redrawn_seen or record.decided_by == "element+look",
         emitted={**progress.emitted, call.id: step},
         seen=progress.seen.emitted(call.id, on_look=screen is not None),
     )
@@ -524,7 +525,14 @@ class Checking(State):
 
     def _evaluate(self, screen: Screen) -> Checked | Refused:
         if self.stage != "search":
-            return check_ways(self.plan, self.progress.index, self.step, self.action, screen)
+            return check_ways(
+                self.plan,
+                self.progress.index,
+                self.step,
+                self.action,
+                screen,
+                redrawn_seen=self.progress.redrawn_seen,
+            )
         if screen is self.searched and self.found is not None:
             return self.found  # the look just searched: not searched again
         found = search(self.plan, self.progress.index, self.step, self.action, screen)

@@ -84,6 +84,9 @@ class SimulatedFormApp:
     caret is, as Qt's and Chromium's fields (the focused field's caret is always said)."""
     dark: bool = False
     """Drawn in a dark theme: the same form at the same density, drawn otherwise."""
+    undescribed: frozenset[str] = frozenset()
+    """Widgets the tree does not describe (as toolkits leave an open menu's items out): at
+    them it answers nothing, and their steps are checked by their pixels and labels."""
 
     def set_layout(self, layout: Layout) -> None:
         """Switch to another layout (the application "was updated")."""
@@ -160,10 +163,13 @@ class SimulatedFormApp:
 
     def element_at(self, point: Point) -> Element | None:
         widget = self.widget_at(point)
-        return None if widget is None else self._element(widget, point)
+        if widget is None or widget.name in self.undescribed:
+            return None
+        return self._element(widget, point)
 
     def elements_like(self, element: Element, window_point: Point) -> list[Element] | None:
-        found = [self._element(widget) for widget in self.widgets()]
+        described = [w for w in self.widgets() if w.name not in self.undescribed]
+        found = [self._element(widget) for widget in described]
         return [e for e in found if e.role == element.role and e.name == element.name]
 
     # ComputerBackend -------------------------------------------------------------------

@@ -1145,6 +1145,9 @@ def replay(
             seconds = time.monotonic() - started
         time.sleep(0.3)
         result_text = app.outcome(run)
+    if os.environ.get("RERENDER_STEPS") and result.replay is not None:
+        for record in result.replay.steps:  # each step's verdict, for reading a run
+            print(f"  step {record.step_index} {record.action}: {record.decided_by}; {record.note}")
     outcome = _judge(
         app=app,
         recording=recording,

@@ -259,10 +259,10 @@ def _redrawn(case: _Case, outcome: Refused) -> Checked | Refused | None:
     found: Checked | Refused | str
     if tree is not None and case.screen.elements is not None:
         found = _by_identity(case, tree, outcome)
-    elif case.stored.label is not None and (
-        outcome.other_density or (case.redrawn_seen and _clicks(case.step))
-    ):
+    elif case.stored.label is not None and outcome.other_density:
         found = _by_label(case.plan, case.stored, case.point, case.screen, outcome)
+    elif case.stored.label is not None and case.redrawn_seen and _clicks(case.step):
+        found = _by_label(case.plan, case.stored, case.point, case.screen, outcome, in_place=True)
     else:
         return None
     if isinstance(found, str):
@@ -357,10 +357,19 @@ def _by_identity(case: _Case, tree: Element, outcome: Refused) -> Checked | Refu
 
 
 def _by_label(
-    plan: Plan, stored: StepElement, point: Point, screen: Screen, outcome: Refused
+    plan: Plan,
+    stored: StepElement,
+    point: Point,
+    screen: Screen,
+    outcome: Refused,
+    *,
+    in_place: bool = False,
 ) -> Checked | str:
     """No tree for the element, another density: the label under the point reading as
-    recorded and its look passing allow the step at its point (a string says why not)."""
+    recorded and its look passing allow the step at its point (a string says why not).
+    ``in_place``: the label must also lie where it lay when recorded (a screen drawn otherwise
+    at the same density, whose layout may have moved: a label read beside the point, not
+    under it, is another place of the menu)."""
     record = outcome.record
     if record is None or stored.label is None:
         return "no label recorded"
@@ -369,6 +378,8 @@ def _by_label(
         return "the label cannot be read"
     if not same_label(stored.label, reading.text):
         return f"the label reads {reading.text!r}"
+    if in_place and not _label_in_place(stored.label_box, reading.box):
+        return f"its label lies at {reading.box}, recorded at {stored.label_box}"
     look = _look_passes(plan, stored, screen, reading.box)
     if isinstance(look, str):
         return look
@@ -415,6 +426,28 @@ def _look_passes(
     if distance > threshold:
         return f"its look {distance:.2f} > {threshold:.2f}"
     return distance
+
+
+LABEL_PLACE_TOLERANCE = 0.25
+"""How far (a share of its recorded width and height, at least 4 pixels) a label's box may lie
+from its recorded place, at the same density, and still be read as the label under the point
+(a theme's bolder font: a pixel or two; a menu laid out with taller items: its height)."""
+
+
+def _label_in_place(
+    recorded: tuple[int, int, int, int] | None, now: tuple[int, int, int, int]
+) -> bool:
+    """Whether the label box ``now`` has its centre where ``recorded``'s was (see
+    :data:`LABEL_PLACE_TOLERANCE`); ``False`` without a recorded box."""
+    if recorded is None:
+        return False
+    for axis in (0, 1):
+        size = recorded[axis + 2]
+        then = recorded[axis] + size / 2
+        centre = now[axis] + now[axis + 2] / 2
+        if abs(centre - then) > max(4.0, LABEL_PLACE_TOLERANCE * size):
+            return False
+    return True
 
 
 def _clicks(step: ToolUseBlockParam) -> bool:

@@ -251,9 +251,13 @@ class AtspiElements:
             if offset == -1:  # not asked on the way down
                 asked = self._asked_unit(node.ref[0], scale)
                 offset = self._offset(node, _logical(point, asked), deadline)
-            if offset is None and self._empty_text(node, deadline):
-                offset = 0  # an empty field: an action anywhere in it reaches its start
-        labels = self._labels([node], deadline)[0]
+        count = None
+        if node.role in _TEXT_ROLES and offset is None:  # asked with the labels' relations
+            count = Call(node.ref, PROPERTIES, "Get", "ss", (TEXT, "CharacterCount"))
+        found, extra = self._labels_with([node], deadline, [] if count is None else [count])
+        labels = found[0]
+        if extra and _value(_reply_of(extra[0])) == 0:
+            offset = 0  # an empty field (GTK answers -1 there): an action reaches its start
         return self._element(
             node, ancestors, unit, window=box, offset=offset, deadline=deadline, labels=labels
         )
@@ -727,16 +731,6 @@ class AtspiElements:
         described = dict(zip(wanted, describe_all(self._bus, wanted, deadline)[0], strict=True))
         return [described.get(n.ref) or n for n in nodes]
 
-    def _empty_text(self, node: Node, deadline: float) -> bool:
-        """True when the text element ``node`` holds no character (GTK answers -1 for the
-        offset at any point of an empty field, where the only place is its start)."""
-        reply = self._bus.exchange(
-            [Call(node.ref, PROPERTIES, "Get", "ss", (TEXT, "CharacterCount"))], deadline
-        )[0]
-        if isinstance(reply, AtspiTimeoutError):
-            raise reply
-        return not isinstance(reply, AtspiError) and bool(reply) and _value(reply[0]) == 0
-
     def _offset(self, node: Node, point: tuple[float, float], deadline: float) -> int | None:
         reply = self._bus.exchange([self._offset_call(node.ref, point)], deadline)[0]
         if isinstance(reply, AtspiTimeoutError):
@@ -779,14 +773,24 @@ class AtspiElements:
         joined by a space (``None``: named, nothing labels it, or no label has a name). Two
         round trips for all of them (the relations, then the labels' names), none when every
         node is named."""
+        return self._labels_with(nodes, deadline, [])[0]
+
+    def _labels_with(
+        self, nodes: Sequence[Node], deadline: float, extra: Sequence[Call]
+    ) -> tuple[list[str | None], list[tuple[Any, ...] | AtspiError]]:
+        """:meth:`_labels`, with ``extra`` calls sent in its first round trip (their replies
+        second; a timeout among them raised)."""
         asked = [n for n in nodes if not n.name and n.role not in _STRUCTURE]
-        if not asked:
-            return [None] * len(nodes)
+        if not asked and not extra:
+            return [None] * len(nodes), []
         replies = self._bus.exchange(
-            [Call(n.ref, ACCESSIBLE, "GetRelationSet") for n in asked], deadline
+            [*(Call(n.ref, ACCESSIBLE, "GetRelationSet") for n in asked), *extra], deadline
         )
+        for reply in replies[len(asked) :]:
+            if isinstance(reply, AtspiTimeoutError):
+                raise reply
         targets: dict[Ref, list[Ref]] = {}
-        for node, reply in zip(asked, replies, strict=True):
+        for node, reply in zip(asked, replies[: len(asked)], strict=True):
             if isinstance(reply, AtspiTimeoutError):
                 raise reply
             targets[node.ref] = [] if isinstance(reply, AtspiError) else _labelled_by(reply)
@@ -804,7 +808,7 @@ class AtspiElements:
         for node in nodes:
             words = [names[ref] for ref in targets.get(node.ref, []) if ref in names]
             found.append(" ".join(words)[:300] or None)
-        return found
+        return found, replies[len(asked) :]
 
     def _toolkit(self, name: str, deadline: float) -> str | None:
         if name not in self._toolkits:
@@ -1063,6 +1067,11 @@ def _labelled_by(reply: tuple[Any, ...]) -> list[Ref]:
             continue
         found.extend(ref for ref in (as_ref(t) for t in targets) if ref is not None)
     return found
+
+
+def _reply_of(reply: tuple[Any, ...] | AtspiError) -> Any:
+    """A reply's first value (``None``: an error, or none)."""
+    return None if isinstance(reply, AtspiError) or not reply else reply[0]
 
 
 def _value(value: Any) -> Any:

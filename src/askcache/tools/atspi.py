@@ -142,6 +142,10 @@ _MENU_ITEMS = frozenset(
 )
 """Roles of what an open menu lists (a submenu's entry is a ``menu``)."""
 
+_MENU_TOOLKITS = frozenset({"gtk"})
+"""Toolkits (their ``ToolkitName``, lower case) whose open menus are looked for in their
+popups: GTK describes a popup menu's items under the frame it opened from."""
+
 _STRUCTURE = frozenset(
     {
         "filler",
@@ -290,13 +294,19 @@ class AtspiElements:
         the popup's process that lie inside it, at the scale where they do (``None``: no
         popup there, or none of its process's items lies inside it). A GTK menu's popup is a
         window of its own that no frame is, while the tree describes its items under the
-        menu bar of the frame it opened from: a walk of that process's frames finds them."""
+        menu bar of the frame it opened from: a walk of that process's frames finds them.
+        Only for GTK (another toolkit's popup, a tooltip over a web page, is not walked: a
+        page's tree is too large to walk within a query's deadline)."""
         top = self._top_window(point)
         if top is None or not top.popup or top.pid is None:
             return None
         apps = self._applications(deadline)
         self._learn_pids([ref[0] for ref in apps], deadline)
         mine = [ref for ref in apps if self._pids.get(ref[0]) == top.pid]
+        if not mine or any(
+            (self._toolkit(ref[0], deadline) or "").lower() not in _MENU_TOOLKITS for ref in mine
+        ):
+            return None
         items: list[tuple[Node, list[Node], float]] = []
         for frame in self._frames(mine, deadline):
             scale = self._scales.get(frame.ref, 1.0)

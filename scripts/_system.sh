@@ -19,6 +19,8 @@
 #   mousepad, featherpad: a GTK 3 and a Qt 5 application whose accessibility trees the element
 #     tests read (Qt's bridge is in libqt5gui5, which featherpad brings; mousepad carries the
 #     German translation a test starts it in)
+#   yad: a GTK 3 form dialog whose unnamed fields the element tests tell apart by their labels
+#     (tests/integration/test_atspi_forms_menus.py; also the re-render benchmark's)
 #   tesseract-ocr-eng: Tesseract's English model, which the label OCR reads with (the
 #     tesserocr wheel of the anchors extra carries the library, not the model)
 # and, for the accuracy benchmark (ASKCACHE_BENCH_PACKAGES=1), besides the tests' packages:
@@ -48,6 +50,7 @@ if [ "${ASKCACHE_TEST_PACKAGES:-0}" = 1 ]; then
     [ -x /usr/libexec/at-spi-bus-launcher ] || missing+=(at-spi2-core)
     command -v mousepad >/dev/null 2>&1 || missing+=(mousepad)
     command -v featherpad >/dev/null 2>&1 || missing+=(featherpad)
+    command -v yad >/dev/null 2>&1 || missing+=(yad)
     compgen -G "/usr/share/tesseract-ocr/*/tessdata/eng.traineddata" >/dev/null || missing+=(tesseract-ocr-eng)
 fi
 if [ "${ASKCACHE_BENCH_PACKAGES:-0}" = 1 ]; then

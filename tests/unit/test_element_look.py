@@ -1,6 +1,7 @@
 """Element looks (:mod:`askcache.fingerprint.element_look`) on buttons drawn with a real font,
 and what makes two element descriptions the same element
-(:meth:`askcache.foundation.screen.elements.Element.identity`)."""
+(:meth:`askcache.foundation.screen.elements.Element.identity`, and for twins by identity the
+names of what labels them)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from PIL import Image, ImageDraw, ImageFont
 
 from askcache.fingerprint.element_look import element_look, look_distance
 from askcache.foundation.errors import InvalidHashError
-from askcache.foundation.screen.elements import Element, ElementRef
+from askcache.foundation.screen.elements import Element, ElementRef, StepElement
 from askcache.foundation.settings import CacheExecutionSettings
 
 FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
@@ -100,3 +101,55 @@ def test_identity_is_role_name_states_and_ancestors_below_the_window_whatever_it
     assert (scaled.box, scaled.window_box) == ((20, 40, 160, 60), (0, 0, 1280, 960))
     assert scaled.identity() == _element("Save").identity()
     assert _element("Save").describe() == "push button 'Save' [enabled]"
+
+
+def _field(labels: str | None) -> Element:
+    return Element(
+        role="text",
+        states=("editable", "enabled"),
+        ancestors=(ElementRef(role="panel"), ElementRef(role="frame", name="Contact")),
+        box=(46, 2, 168, 34),
+        labelled_by=labels,
+    )
+
+
+def test_twin_fields_are_told_apart_by_their_labels_and_older_recordings_keep_their_identity() -> (
+    None
+):
+    name, email = _field("Name"), _field("Email")
+    assert name.identity() == email.identity()  # twins by identity alone
+    assert name.same_element(_field("Name"))
+    assert not name.same_element(email)
+    assert not name.same_element(_field(None))  # the labels not said now: not counted
+    assert name.other_labels(email)
+    assert not name.other_labels(_field(None))  # nothing said now is no evidence
+    recorded_before = _field(None)  # a file written before labels were recorded
+    assert recorded_before.same_element(name)
+    assert recorded_before.same_element(email)
+    assert not recorded_before.other_labels(name)
+    assert name.describe() == "text (unnamed, labelled 'Name') [editable, enabled]"
+    assert recorded_before.describe() == "text (unnamed) [editable, enabled]"
+
+
+def test_a_file_without_labels_loads_as_before() -> None:
+    stored = StepElement.model_validate(
+        {"tree": {"role": "text", "name": None, "box": [1, 2, 3, 4]}, "label": None}
+    )
+    assert stored.tree is not None
+    assert stored.tree.labelled_by is None
+
+
+def test_a_box_drawn_with_little_contrast_has_a_look_and_a_flat_one_still_none() -> None:
+    """A dark theme's empty field: a frame 18 grey levels from its fill."""
+    image = Image.new("RGB", (200, 60), (45, 45, 45))
+    ImageDraw.Draw(image).rectangle((10, 10, 189, 49), outline=(27, 27, 27))
+    light = Image.new("RGB", (200, 60), (255, 255, 255))
+    ImageDraw.Draw(light).rectangle((10, 10, 189, 49), outline=(150, 150, 150))
+    dark_look = element_look(image, (10, 10, 180, 40))
+    light_look = element_look(light, (10, 10, 180, 40))
+    assert dark_look is not None
+    assert light_look is not None
+    assert look_distance(light_look, dark_look) <= THRESHOLD
+    faint = Image.new("RGB", (200, 60), (45, 45, 45))
+    ImageDraw.Draw(faint).rectangle((10, 10, 189, 49), outline=(49, 49, 49))  # 4 levels
+    assert element_look(faint, (10, 10, 180, 40)) is None

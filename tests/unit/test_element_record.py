@@ -7,6 +7,7 @@ import pytest
 from PIL import Image, ImageDraw, ImageFont
 
 from askcache.fingerprint.ocr_engine import label_engine_available
+from askcache.foundation.screen.elements import Element, ElementRef
 from askcache.record.element_record import step_element
 
 FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
@@ -42,3 +43,21 @@ def test_a_label_holding_a_parameter_is_stored_as_its_placeholder_without_a_dige
     assert stored is not None
     assert stored.label == "Hello {{who}}"
     assert stored.label_digest is None
+
+
+def test_the_names_of_what_labels_a_field_go_through_parameters_and_secrets() -> None:
+    tree = Element(
+        role="text",
+        states=("editable",),
+        ancestors=(ElementRef(role="frame", name="Contact"),),
+        box=(40, 30, 160, 24),
+        labelled_by="Password for hunter2gold of Ada",
+    )
+    stored = step_element(_button(""), (120, 40), tree, {"who": "Ada"}, {"pw": "hunter2gold"})
+    assert stored is not None
+    assert stored.tree is not None
+    assert stored.tree.labelled_by is not None
+    assert "hunter2gold" not in stored.tree.labelled_by
+    assert "Ada" not in stored.tree.labelled_by
+    assert stored.tree.labelled_by.endswith("of {{who}}")
+    assert stored.label is None  # a field's text is content, not a label

@@ -12,7 +12,9 @@ that, and nothing more:
   :data:`GRID` x :data:`GRID` cells (so the density and the box's size do not count);
 - each cell holds the share of its pixels that are *ink*: pixels that differ from the box's
   background (its most common grey level) by more than :data:`INK_LEVEL` grey levels, lighter
-  or darker (so a dark theme's light text counts as a light theme's dark text);
+  or darker (so a dark theme's light text counts as a light theme's dark text), or by more
+  than half the farthest pixel's difference in a box drawn with little contrast (a dark
+  theme's field frame), at least :data:`MIN_INK_LEVEL`;
 - two looks are compared by the correlation of their ink maps (:func:`look_distance`:
   ``1 - r``, 0 for the same drawing, 1 or more for unrelated ones). Blank boxes match nothing.
 
@@ -27,12 +29,16 @@ from PIL import Image
 
 from askcache.foundation.errors import InvalidHashError
 
-__all__ = ["GRID", "INK_LEVEL", "element_look", "look_distance"]
+__all__ = ["GRID", "INK_LEVEL", "MIN_INK_LEVEL", "element_look", "look_distance"]
 
 GRID = 16
 """Cells per side of the ink map."""
 INK_LEVEL = 40
-"""Grey levels from the background at which a pixel counts as ink."""
+"""Grey levels from the background at which a pixel counts as ink (in a box drawn with
+little contrast, half its farthest pixel's: :data:`MIN_INK_LEVEL`)."""
+MIN_INK_LEVEL = 8
+"""The fewest grey levels from the background that count as ink, in a box whose farthest
+pixel lies less than ``2 * INK_LEVEL`` levels from its background (the level is half that)."""
 _LEVELS = 15
 """Ink shares are stored in 16 levels (one hex digit per cell)."""
 
@@ -51,12 +57,21 @@ def element_look(image: Image.Image, box: Box) -> str | None:
     grey = np.asarray(image.crop((left, top, right, bottom)).convert("L"), dtype=np.int16)
     counts = np.bincount(grey.ravel(), minlength=256)
     background = int(counts.argmax())
-    ink = (np.abs(grey - background) > INK_LEVEL).astype(np.uint8) * 255
+    away = np.abs(grey - background)
+    ink = (away > _ink_level(int(away.max()))).astype(np.uint8) * 255
     if not ink.any():
         return None
     cells = Image.fromarray(ink).resize((GRID, GRID), Image.Resampling.BOX)
     levels = np.rint(np.asarray(cells, dtype=np.float64) / 255 * _LEVELS).astype(int)
     return "".join(f"{int(v):x}" for v in levels.ravel())
+
+
+def _ink_level(spread: int) -> int:
+    """The grey levels from the background at which a pixel counts as ink, in a box whose
+    farthest pixel is ``spread`` levels from it: :data:`INK_LEVEL`, or half the spread in a
+    box drawn with little contrast (a dark theme's empty field, whose frame lies 18 levels
+    from its fill), never below :data:`MIN_INK_LEVEL` (a uniform box stays blank)."""
+    return min(INK_LEVEL, max(MIN_INK_LEVEL, spread // 2))
 
 
 def _decode(text: str) -> np.ndarray:

@@ -7,10 +7,11 @@ tree's description, the label's text as OCR reads it, and the element's look
 (:class:`~askcache.foundation.screen.elements.StepElement`).
 
 What is stored is text about the screen, so it is treated as typed text is: every value of a
-parameter or secret becomes its placeholder, names lose the recording machine's paths, user and
-host names (:func:`~askcache.foundation.screen.titles.neutral_title`), and the label of an
-element that holds text the user typed or edits (a field, a document, a terminal) is not read:
-its "label" would be its content. Where no tree says what the element is (Tk, X Athena), a
+parameter or secret becomes its placeholder, names (the element's, its ancestors', those of what
+labels it) lose the recording machine's paths, user and host names
+(:func:`~askcache.foundation.screen.titles.neutral_title`), and the label of an element that
+holds text the user typed or edits (a field, a document, a terminal) is not read: its "label"
+would be its content. Where no tree says what the element is (Tk, X Athena), a
 label that holds part of a secret, or comes as close to one as a misreading would, is not stored
 at all.
 """
@@ -84,7 +85,8 @@ def _stored_tree(
         for a in tree.ancestors
     )
     name = _clean(tree.name, parameters, secrets)[:300] or None
-    return tree.model_copy(update={"name": name, "ancestors": ancestors})
+    labels = _clean(tree.labelled_by, parameters, secrets)[:300] or None
+    return tree.model_copy(update={"name": name, "ancestors": ancestors, "labelled_by": labels})
 
 
 def step_element(

@@ -6,16 +6,20 @@ pixels (:func:`~askcache.replay.check.check`):
 
 - **pixels pass**: the element the action would reach now must have the recorded identity
   (role, name, states, ancestors below its window: :meth:`Element.identity
-  <askcache.foundation.screen.elements.Element.identity>`), and its label must not read
-  otherwise by OCR. Either differing refuses the step: a relabel is caught at any margin of
-  the hashes. The tree saying nothing, or an unreadable label, is no evidence either way.
+  <askcache.foundation.screen.elements.Element.identity>`; for an unnamed element recorded
+  with the names of what labels it, ``labelled_by``, not other names now), and its label must
+  not read otherwise by OCR. Either differing refuses the step: a relabel is caught at any
+  margin of the hashes. The tree saying nothing, or an unreadable label, is no evidence either way.
   Where the tree confirmed an element with a name, the name already says the label's words
   and the label is not read; a label whose picture is the recorded one (the same digest) reads
   as recorded without running the OCR (both keep the check within a few milliseconds a step).
 - **pixels fail** (not for good: another density, theme or font size draws the step's region
   otherwise): the elements like the recorded one are asked for in its window. Exactly one
-  with the recorded identity, which an action at its place would reach, whose label does not
-  read otherwise:
+  with the recorded identity (and, when recorded, labelled by the same names: a form's two
+  unnamed fields are told apart by their labels; one whose labels the tree does not say now
+  is not counted), which an action at its place would reach, whose label does not read
+  otherwise (for a named element, a reading that holds its name as the recorded one did
+  agrees: a menu item's shortcut beside it is read otherwise in another theme or font):
 
   - at the recorded place in its window (the window's share of it, so another density
     counts as the same place): it acts there when its look passes
@@ -48,19 +52,19 @@ pixels (:func:`~askcache.replay.check.check`):
   leaves the text as it was; a line more or a field already filled is another screen, and
   the pixels' verdict stands.
 
-  Without a tree for the element (Tk, X Athena programs; an open menu, which toolkits do not
-  describe), the label's text stands in for it on a screen of another density, at its
-  recorded place (a label is not searched for elsewhere), and for a click on a screen this
-  replay already found drawn otherwise (an earlier step allowed by its element's identity and
-  look: another theme or font, where an open menu's item has no tree). Otherwise, at the same
+  Without a tree for the element (Tk, X Athena programs; an open menu whose toolkit does not
+  describe it: GTK's is described, :mod:`askcache.tools.atspi`; Qt's is not), the label's text
+  stands in for it on a screen of another density, at its recorded place (a label is not
+  searched for elsewhere), and for a click on a screen this replay already found drawn
+  otherwise (an earlier step allowed by its element's identity and look: another theme or
+  font), where the label's box must also lie where it was recorded. Otherwise, at the same
   density a failing pixel check is trusted: a typing step whose field lost the keyboard focus
   to a dialog elsewhere still shows its label (the fault table caught one such step typed when
   this was allowed; for the same reason, on a screen found drawn otherwise only a click is
-  allowed by its label).
-  The label under the point must read as recorded *and* the look
-  of its box must pass. OCR alone never allows a step. A container (a panel, a list, a
-  document, a page tab list: :data:`CONTAINER_ROLES`) never allows a step on a re-drawn
-  screen: where in it an action lands depends on what it shows.
+  allowed by its label). The label under the point must read as recorded *and* the look of
+  its box must pass. OCR alone never allows a step. A container (a panel, a list, a document,
+  a page tab list: :data:`CONTAINER_ROLES`) never allows a step on a re-drawn screen: where in
+  it an action lands depends on what it shows.
 
   A step with no point of its own (typing, a key) is checked by the element at the pointer
   (where the focused field usually is), as its pixels are.
@@ -77,7 +81,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from askcache.fingerprint.element_look import element_look, look_distance
-from askcache.fingerprint.label_reader import LabelReading, read_label, same_label
+from askcache.fingerprint.label_reader import (
+    LabelReading,
+    normalise_label,
+    read_label,
+    same_label,
+)
 from askcache.foundation.actions import ACTING_ACTIONS, Action, parse_action
 from askcache.foundation.errors import InvalidHashError
 from askcache.foundation.geometry import Point
@@ -138,6 +147,9 @@ def _filled(plan: Plan, stored: StepElement) -> StepElement:
     tree = stored.tree
     if tree is not None and tree.name:
         tree = tree.model_copy(update={"name": substitute(tree.name, plan.values)})
+    if tree is not None and tree.labelled_by:
+        labels = substitute(tree.labelled_by, plan.values)
+        tree = tree.model_copy(update={"labelled_by": labels})
     label = substitute(stored.label, plan.values) if stored.label else stored.label
     return stored.model_copy(update={"tree": tree, "label": label})
 
@@ -211,7 +223,7 @@ def _confirm(
     if stored.tree is not None and screen.elements is not None:
         now = screen.elements.at(point)
         if now is not None:
-            if now.identity() != stored.tree.identity():
+            if now.identity() != stored.tree.identity() or stored.tree.other_labels(now):
                 record.decided_by = "element"
                 return Refused(
                     record,
@@ -295,7 +307,7 @@ def _by_identity(case: _Case, tree: Element, outcome: Refused) -> Checked | Refu
     listed = elements.like(tree, window_point)
     if listed is None:
         return "the tree could not be searched"
-    same = [e for e in listed if e.identity() == tree.identity()]
+    same = [e for e in listed if tree.same_element(e)]
     record = outcome.record
     if len(same) != 1:
         return f"{len(same)} elements like {tree.describe()} in its window"
@@ -304,7 +316,7 @@ def _by_identity(case: _Case, tree: Element, outcome: Refused) -> Checked | Refu
         return f"{found.describe()} holds other things (a container)"
     target = _place(tree, found, point)
     reached = elements.at(target)
-    if reached is None or reached.identity() != tree.identity():
+    if reached is None or not tree.same_element(reached):
         # something else (a dialog, a popup) is over it
         return "an action at its place reaches " + (
             "nothing the tree describes" if reached is None else reached.describe()
@@ -319,7 +331,7 @@ def _by_identity(case: _Case, tree: Element, outcome: Refused) -> Checked | Refu
         return f"another character is at its place (offset {reached.text_offset})"
     if stored.label is not None:
         reading = _read(screen, target, found.box, stored)
-        if reading is not None and not same_label(stored.label, reading.text):
+        if reading is not None and not _label_agrees(stored.label, reading.text, found.name):
             if record is not None:
                 record.decided_by = "label"
             return Refused(
@@ -354,6 +366,20 @@ def _by_identity(case: _Case, tree: Element, outcome: Refused) -> Checked | Refu
     return _allowed(
         plan, screen, outcome, "element+look", f"{words}; its look {look:.2f}", anchor=anchor
     )
+
+
+def _label_agrees(recorded: str, now: str, name: str | None) -> bool:
+    """Whether the label read now (``now``) says what the recorded reading said: the same
+    label, or, for an element the tree names ``name``, both readings holding the name as
+    whole words (a menu item's row also shows its shortcut, which OCR reads otherwise in
+    another theme or font: ``Save Ctrl+S``, ``Save ctrl+S``; a visible text that is not
+    the name, a relabel behind an unchanged name, still refuses)."""
+    if same_label(recorded, now):
+        return True
+    if not name:
+        return False
+    words = f" {normalise_label(name)} "
+    return words in f" {normalise_label(recorded)} " and words in f" {normalise_label(now)} "
 
 
 def _by_label(

@@ -27,10 +27,12 @@ What is at a point (:meth:`AtspiElements.element_at`):
 3. Its description: role (AT-SPI's name for the role's number, the same in every toolkit),
    name, states among :data:`~askcache.foundation.screen.elements.STABLE_STATES`, ancestors up
    to the frame, boxes in screen pixels, the character offset at the point for a text element
-   (``Text.GetOffsetAtPoint``; ``None`` when the toolkit answers -1), its number of characters
-   (``Text.CharacterCount``) and, when it has the keyboard focus, its caret's offset
-   (``Text.CaretOffset``: Qt gives it where it gives no offset at a point), and the toolkit's
-   name.
+   (``Text.GetOffsetAtPoint``; ``None`` when the toolkit answers -1, except 0 for an empty
+   field, whose only place is its start), its number of characters (``Text.CharacterCount``)
+   and, when it has the keyboard focus, its caret's offset (``Text.CaretOffset``: Qt gives it
+   where it gives no offset at a point), the toolkit's name, and for an unnamed element the
+   names of what labels it (its ``LABELLED_BY`` relations: a form's label beside its field;
+   two more round trips, none for a named element).
 
 Where the elements like a recorded one are (:meth:`AtspiElements.elements_like`): a walk of the
 frame's showing nodes, one level per round trip (a level's descriptions and its children's
@@ -137,6 +139,15 @@ _INNER = frozenset(
 )
 """Roles of the parts a control is drawn with."""
 
+_MENU_ITEMS = frozenset(
+    {"check menu item", "menu", "menu item", "radio menu item", "tearoff menu item"}
+)
+"""Roles of what an open menu lists (a submenu's entry is a ``menu``)."""
+
+_MENU_TOOLKITS = frozenset({"gtk"})
+"""Toolkits (their ``ToolkitName``, lower case) whose open menus are looked for in their
+popups: GTK describes a popup menu's items under the frame it opened from."""
+
 _STRUCTURE = frozenset(
     {
         "filler",
@@ -221,7 +232,7 @@ class AtspiElements:
     def _element_at(self, point: Point, deadline: float) -> Element | None:
         window = self._window(point, deadline, ahead=True)
         if window is None:
-            return None
+            return self._menu_item_at(point, deadline)
         frame, scale, box = window.frame, window.scale, window.box
         units = _Units(frame, scale, box)
         chain, offsets, leaf_unit = self._descend(frame, point, units, deadline, window.answer)
@@ -249,8 +260,13 @@ class AtspiElements:
                 node, _logical(point, asked), deadline, at_point=known == -1
             )
             offset = offset if known == -1 else known
+            if offset is None and count == 0:
+                offset = 0  # an empty field (GTK answers -1 there): an action reaches its start
             text = {"caret_offset": caret, "character_count": count}
-        element = self._element(node, ancestors, unit, window=box, offset=offset, deadline=deadline)
+        found, _extra = self._labels_with([node], deadline, [])
+        element = self._element(
+            node, ancestors, unit, window=box, offset=offset, deadline=deadline, labels=found[0]
+        )
         return element.model_copy(update=text) if text else element
 
     def elements_like(self, element: Element, window_point: Point) -> list[Element] | None:
@@ -260,15 +276,102 @@ class AtspiElements:
         deadline = time.monotonic() + self.search_timeout
         window = self._window(window_point, deadline)
         if window is None:
-            return None
+            return self._menu_items_like(element, window_point, deadline)
         frame, scale, box = window.frame, window.scale, window.box
         units = _Units(frame, scale, box)
         matches = self._walk(frame, element.role, element.name or "", units, deadline)
         if matches is None:
             return None
+        labels = self._labels([node for node, _, _ in matches], deadline)
         return [
-            self._element(node, path, unit, window=box, offset=None, deadline=deadline)
-            for node, path, unit in matches
+            self._element(
+                node, path, unit, window=box, offset=None, deadline=deadline, labels=label
+            )
+            for (node, path, unit), label in zip(matches, labels, strict=True)
+        ]
+
+    # --- an open menu ------------------------------------------------------------------
+
+    def _menu(self, point: Point, deadline: float) -> _Menu | None:
+        """The open menu whose popup window is on top at ``point``: the showing items of
+        the popup's process that lie inside it, at the scale where they do (``None``: no
+        popup there, or none of its process's items lies inside it). A GTK menu's popup is a
+        window of its own that no frame is, while the tree describes its items under the
+        menu bar of the frame it opened from: a walk of that process's frames finds them.
+        Only for GTK (another toolkit's popup, a tooltip over a web page, is not walked: a
+        page's tree is too large to walk within a query's deadline)."""
+        top = self._top_window(point)
+        if top is None or not top.popup or top.pid is None:
+            return None
+        apps = self._applications(deadline)
+        self._learn_pids([ref[0] for ref in apps], deadline)
+        mine = [ref for ref in apps if self._pids.get(ref[0]) == top.pid]
+        if not mine or any(
+            (self._toolkit(ref[0], deadline) or "").lower() not in _MENU_TOOLKITS for ref in mine
+        ):
+            return None
+        items: list[tuple[Node, list[Node], float]] = []
+        for frame in self._frames(mine, deadline):
+            scale = self._scales.get(frame.ref, 1.0)
+            walked = self._walk_where(
+                frame, lambda n: n.role in _MENU_ITEMS, _Units(frame, scale, None), deadline
+            )
+            if walked is None:
+                return None  # too large to know the menu whole
+            items.extend(walked)
+        for scale in dict.fromkeys((*{unit for _, _, unit in items}, *_SCALES)):
+            inside = [
+                (node, path, scale, box)
+                for node, path, _ in items
+                if node.extents is not None
+                for box in [_scaled(node.extents, scale)]
+                if _fits(box, top.box)
+            ]
+            if inside and _fills(top.box, [box for *_, box in inside]):
+                return _Menu(top.box, scale, [(n, p, u) for n, p, u, _ in inside])
+        return None
+
+    def _menu_item_at(self, point: Point, deadline: float) -> Element | None:
+        """The item of the open menu on top at ``point`` that contains it (``None``: none,
+        or two)."""
+        menu = self._menu(point, deadline)
+        if menu is None:
+            return None
+        at = [
+            (node, path)
+            for node, path, _ in menu.items
+            if node.contains(_logical(point, menu.scale))
+        ]
+        if len(at) != 1:
+            return None
+        node, path = at[0]
+        labels = self._labels([node], deadline)[0]
+        return self._element(
+            node, path, menu.scale, window=menu.box, offset=None, deadline=deadline, labels=labels
+        )
+
+    def _menu_items_like(
+        self, element: Element, window_point: Point, deadline: float
+    ) -> list[Element] | None:
+        """The items of the open menu on top at ``window_point`` with ``element``'s role and
+        name (``None``: no open menu there)."""
+        menu = self._menu(window_point, deadline)
+        if menu is None:
+            return None
+        name = element.name or ""
+        matches = [(n, p) for n, p, _ in menu.items if n.role == element.role and n.name == name]
+        labels = self._labels([node for node, _ in matches], deadline)
+        return [
+            self._element(
+                node,
+                path,
+                menu.scale,
+                window=menu.box,
+                offset=None,
+                deadline=deadline,
+                labels=label,
+            )
+            for (node, path), label in zip(matches, labels, strict=True)
         ]
 
     def warm(self) -> None:
@@ -672,9 +775,10 @@ class AtspiElements:
         window: tuple[int, int, int, int] | None,
         offset: int | None,
         deadline: float,
+        labels: str | None = None,
     ) -> Element:
         """``node`` as an :class:`Element`, its extents counted ``scale`` screen pixels to
-        the toolkit's one."""
+        the toolkit's one; ``labels``: the names of what labels it (:meth:`_labels`)."""
         frame = ancestors[-1] if ancestors else node
         if window is None and frame.extents is not None:
             window = _scaled(frame.extents, scale)
@@ -689,7 +793,51 @@ class AtspiElements:
             window_box=window,
             text_offset=offset,
             toolkit=self._toolkit(node.ref[0], deadline),
+            labelled_by=labels,
         )
+
+    def _labels(self, nodes: Sequence[Node], deadline: float) -> list[str | None]:
+        """For each of ``nodes`` that is unnamed and not a mere arrangement of others, the
+        names of the elements its ``LABELLED_BY`` relation names, in the toolkit's order,
+        joined by a space (``None``: named, nothing labels it, or no label has a name). Two
+        round trips for all of them (the relations, then the labels' names), none when every
+        node is named."""
+        return self._labels_with(nodes, deadline, [])[0]
+
+    def _labels_with(
+        self, nodes: Sequence[Node], deadline: float, extra: Sequence[Call]
+    ) -> tuple[list[str | None], list[tuple[Any, ...] | AtspiError]]:
+        """:meth:`_labels`, with ``extra`` calls sent in its first round trip (their replies
+        second; a timeout among them raised)."""
+        asked = [n for n in nodes if not n.name and n.role not in _STRUCTURE]
+        if not asked and not extra:
+            return [None] * len(nodes), []
+        replies = self._bus.exchange(
+            [*(Call(n.ref, ACCESSIBLE, "GetRelationSet") for n in asked), *extra], deadline
+        )
+        for reply in replies[len(asked) :]:
+            if isinstance(reply, AtspiTimeoutError):
+                raise reply
+        targets: dict[Ref, list[Ref]] = {}
+        for node, reply in zip(asked, replies[: len(asked)], strict=True):
+            if isinstance(reply, AtspiTimeoutError):
+                raise reply
+            targets[node.ref] = [] if isinstance(reply, AtspiError) else _labelled_by(reply)
+        wanted = list(dict.fromkeys(ref for refs in targets.values() for ref in refs))
+        names: dict[Ref, str] = {}
+        if wanted:
+            calls = [Call(ref, PROPERTIES, "Get", "ss", (ACCESSIBLE, "Name")) for ref in wanted]
+            for ref, reply in zip(wanted, self._bus.exchange(calls, deadline), strict=True):
+                if isinstance(reply, AtspiTimeoutError):
+                    raise reply
+                value = None if isinstance(reply, AtspiError) or not reply else _value(reply[0])
+                if isinstance(value, str) and value.strip():
+                    names[ref] = " ".join(value.split())
+        found: list[str | None] = []
+        for node in nodes:
+            words = [names[ref] for ref in targets.get(node.ref, []) if ref in names]
+            found.append(" ".join(words)[:300] or None)
+        return found, replies[len(asked) :]
 
     def _toolkit(self, name: str, deadline: float) -> str | None:
         if name not in self._toolkits:
@@ -713,6 +861,12 @@ class AtspiElements:
         ancestors (parent first) and unit; ``None``: the tree is larger than the bounds.
         One round trip per level: the level's descriptions and their children's lists are
         asked together."""
+        return self._walk_where(frame, lambda n: n.role == role and n.name == name, units, deadline)
+
+    def _walk_where(
+        self, frame: Node, keep: Callable[[Node], bool], units: _Units, deadline: float
+    ) -> list[tuple[Node, list[Node], float]] | None:
+        """:meth:`_walk` for the showing nodes with extents that ``keep`` keeps."""
         found: list[tuple[Node, list[Node], float]] = []
         seen = 1
         children = self._bus.exchange([Call(frame.ref, ACCESSIBLE, "GetChildren")], deadline)
@@ -746,7 +900,7 @@ class AtspiElements:
                 if child is None or "showing" not in child.states:
                     continue
                 inner = units.below(child, unit)
-                if child.extents is not None and child.role == role and child.name == name:
+                if child.extents is not None and keep(child):
                     found.append((child, path, inner))
                 parents.append((child, path, inner, listed))
         return None
@@ -833,6 +987,17 @@ class _Window:
     the frames."""
 
 
+@dataclass(frozen=True)
+class _Menu:
+    """An open menu's popup window (:meth:`AtspiElements._menu`)."""
+
+    box: tuple[int, int, int, int]
+    """The popup's box in screen pixels."""
+    scale: float
+    items: list[tuple[Node, list[Node], float]]
+    """Its showing items, each with its ancestors (parent first) and unit."""
+
+
 class _Units:
     """How many screen pixels make one of a toolkit's, node by node.
 
@@ -884,6 +1049,15 @@ def _fits(inner: tuple[int, int, int, int], outer: tuple[int, int, int, int]) ->
     )
 
 
+def _fills(box: tuple[int, int, int, int], items: Sequence[tuple[int, int, int, int]]) -> bool:
+    """True when ``items`` (boxes, screen pixels, ``box`` holding each) span most of
+    ``box``'s height: they are what the popup shows, not items of another menu (or of this
+    one at another scale) that happen to lie inside it."""
+    top = min(item[1] for item in items)
+    bottom = max(item[1] + item[3] for item in items)
+    return (bottom - top) >= 0.8 * box[3]
+
+
 def _logical(point: Point, unit: float) -> tuple[float, float]:
     return (point[0] / unit, point[1] / unit)
 
@@ -911,6 +1085,29 @@ def _count_of(reply: tuple[Any, ...] | AtspiError) -> int | None:
     negative."""
     value = None if isinstance(reply, AtspiError) or not reply else _value(reply[0])
     return value if isinstance(value, int) and value >= 0 else None
+
+
+_LABELLED_BY = 2
+"""AT-SPI's ``ATSPI_RELATION_LABELLED_BY``."""
+
+
+def _labelled_by(reply: tuple[Any, ...]) -> list[Ref]:
+    """The targets of the ``LABELLED_BY`` relations in a ``GetRelationSet`` reply
+    (``a(ua(so))``)."""
+    found: list[Ref] = []
+    for relation in reply[0] if reply else ():
+        if not isinstance(relation, tuple | list) or len(relation) != 2:
+            continue
+        kind, targets = relation
+        if kind != _LABELLED_BY or not isinstance(targets, tuple | list):
+            continue
+        found.extend(ref for ref in (as_ref(t) for t in targets) if ref is not None)
+    return found
+
+
+def _reply_of(reply: tuple[Any, ...] | AtspiError) -> Any:
+    """A reply's first value (``None``: an error, or none)."""
+    return None if isinstance(reply, AtspiError) or not reply else reply[0]
 
 
 def _value(value: Any) -> Any:

@@ -104,18 +104,49 @@ class Element(BaseModel):
     as the text is edited; a re-drawn screen (another theme or font) leaves it as it was."""
     toolkit: str | None = Field(None, max_length=80)
     """The toolkit that drew it, as it names itself (``GTK``, ``Qt``, ``Chromium``)."""
+    labelled_by: str | None = Field(None, max_length=_NAME_CHARS)
+    """For an unnamed element, the names of the elements the platform says label it (AT-SPI's
+    ``LABELLED_BY`` relation: a form's ``Name`` label beside its field), joined by a space:
+    what tells two unnamed fields of a form apart. ``None``: it has a name, nothing labels it,
+    the platform does not say, or it was recorded before this was stored (such a recording
+    is checked as before: :meth:`same_element`)."""
 
     def identity(self) -> tuple[object, ...]:
         """What must be equal for two descriptions to be of the same element: role, name,
         states and the ancestors' roles and names below the window (whose title may carry a
-        document's name), and the window's role."""
+        document's name), and the window's role. :attr:`labelled_by` is compared beside it
+        (:meth:`same_element`), so that a recording made without it keeps its identity."""
         inner = tuple((a.role, a.name or "") for a in self.ancestors[:-1])
         window = self.ancestors[-1].role if self.ancestors else None
         return (self.role, self.name or "", tuple(sorted(self.states)), inner, window)
 
+    def same_element(self, now: Element) -> bool:
+        """Whether ``now`` is this (recorded) element: the same :meth:`identity`, and, when this
+        one was recorded with :attr:`labelled_by`, labelled by the same names (``now`` saying
+        nothing about its labels is not the same: what would tell it from its twins is
+        missing). A recording without it is compared by its identity alone, as before."""
+        if now.identity() != self.identity():
+            return False
+        return self.labelled_by is None or now.labelled_by == self.labelled_by
+
+    def other_labels(self, now: Element) -> bool:
+        """Whether both this (recorded) element and ``now`` say what labels them, and it
+        differs: evidence that ``now`` is another element (``now`` saying nothing is not)."""
+        return (
+            self.labelled_by is not None
+            and now.labelled_by is not None
+            and now.labelled_by != self.labelled_by
+        )
+
     def describe(self) -> str:
-        """``push button 'Save'`` (with its states when it has any)."""
-        name = f" {self.name!r}" if self.name else " (unnamed)"
+        """``push button 'Save'`` (with its states when it has any; an unnamed element with
+        the names of its labels: ``text (unnamed, labelled 'Name')``)."""
+        if self.name:
+            name = f" {self.name!r}"
+        elif self.labelled_by:
+            name = f" (unnamed, labelled {self.labelled_by!r})"
+        else:
+            name = " (unnamed)"
         states = f" [{', '.join(self.states)}]" if self.states else ""
         return f"{self.role}{name}{states}"
 

@@ -25,8 +25,11 @@ pixels (:func:`~askcache.replay.check.check`):
     counts as the same place): it acts there when its look passes
     (:mod:`askcache.fingerprint.element_look`, ``element_look_threshold``), on the first
     sight of a re-drawn screen, with no model call;
-  - elsewhere in its window (a reordered list, a taller banner): the full pixel check runs
-    at its new place, and decides.
+  - elsewhere in its window and drawn at another size (both its width and height grown, or
+    both shrunk, by about one factor: a bigger font re-laid the window out): as at its
+    recorded place, it acts at its new place when its look passes there;
+  - elsewhere in its window at its recorded size (a reordered list, a rearranged toolbar, a
+    taller banner): the full pixel check runs at its new place, and decides.
 
   In a text element, the action must reach the recorded character: the toolkit's character
   offset at the place found is the recorded one (where the toolkit gives offsets: GTK), or the
@@ -98,7 +101,15 @@ from askcache.replay.plan import Anchor, Plan
 from askcache.replay.screens import Screen
 from askcache.replay.verdicts import Checked, Refused
 
-__all__ = ["CONTAINER_ROLES", "PLACE_TOLERANCE", "TEXT_ROLES", "PixelsAt", "with_element"]
+__all__ = [
+    "CONTAINER_ROLES",
+    "PLACE_TOLERANCE",
+    "RELAID_AGREEMENT",
+    "RELAID_CHANGE",
+    "TEXT_ROLES",
+    "PixelsAt",
+    "with_element",
+]
 
 PixelsAt = Callable[[Anchor], Checked | Refused]
 """Runs a step's full pixel check as seen from an anchor (given by the caller:
@@ -134,6 +145,15 @@ CONTAINER_ROLES = frozenset(
 """Roles that hold other things: where in them an action lands depends on what they show, not
 on what they are, so their identity never allows a step on a re-drawn screen (it still
 refuses one whose pixels pass)."""
+
+RELAID_CHANGE = 0.1
+"""How much (a share of its recorded size) an element's width and height must both have
+grown, or both shrunk, for it to count as drawn at another size (:func:`_resized`): a font
+size one step up (16 to 20 pixels) is 0.25; a pixel or two of rounding is not."""
+
+RELAID_AGREEMENT = 0.25
+"""How far apart (a share) the growth of an element's width and of its height may be and still
+be one re-drawing at another size (text's line height and its advance do not grow exactly alike)."""
 
 PLACE_TOLERANCE = 0.03
 """How far (a share of its window's width and height, at least 6 recorded pixels) an element
@@ -344,15 +364,18 @@ def _by_identity(case: _Case, tree: Element, outcome: Refused) -> Checked | Refu
             )
     offset = (target[0] - point[0], target[1] - point[1])
     anchor = None if offset == (0, 0) else Anchor(offset, None, "element")
+    relaid = None
     if not _same_place(tree, found):
         if anchor is None:
             return "it is elsewhere in its window, at the same place on the screen"
-        moved = case.pixels_at(anchor)
-        if isinstance(moved, Checked):
-            moved.record.decided_by = "element+pixels"
-            moved.record.note = f"{moved.record.note or 'checked'}; {found.describe()} moved"
-            return moved
-        return "it moved in its window, and the pixels at its new place differ"
+        relaid = _resized(tree, found)
+        if relaid is None:
+            moved = case.pixels_at(anchor)
+            if isinstance(moved, Checked):
+                moved.record.decided_by = "element+pixels"
+                moved.record.note = f"{moved.record.note or 'checked'}; {found.describe()} moved"
+                return moved
+            return "it moved in its window, and the pixels at its new place differ"
     look = _look_passes(plan, stored, screen, found.box)
     if isinstance(look, str):
         return look
@@ -363,6 +386,8 @@ def _by_identity(case: _Case, tree: Element, outcome: Refused) -> Checked | Refu
         words += f", its caret at the recorded offset {tree.caret_offset}"
     elif then_caret and not _same_character(tree, reached, other_density=outcome.other_density):
         words += "; where the click puts the caret, the next step checks"
+    if relaid is not None:
+        words += f", drawn {relaid:.2f} times its recorded size at its new place (re-laid out)"
     return _allowed(
         plan, screen, outcome, "element+look", f"{words}; its look {look:.2f}", anchor=anchor
     )
@@ -560,6 +585,25 @@ def _place(recorded: Element, now: Element, point: Point) -> Point:
     x = nx + round((point[0] - rx) * nw / max(rw, 1))
     y = ny + round((point[1] - ry) * nh / max(rh, 1))
     return (min(max(x, nx), nx + nw - 1), min(max(y, ny), ny + nh - 1))
+
+
+def _resized(recorded: Element, now: Element) -> float | None:
+    """The factor by which ``now`` is drawn larger or smaller than ``recorded``, when both its
+    width and its height changed by about that factor (:data:`RELAID_CHANGE` at least, the
+    two within :data:`RELAID_AGREEMENT` of each other): the element itself is drawn at another
+    size, as text is at another font size or zoom, so the window around it was laid out
+    again (``None``: it kept its size, as an element moved by a reordered list, a rearranged
+    toolbar or a taller banner does). Boxes in the same pixels (the recorded ones)."""
+    factors = [now.box[axis] / max(recorded.box[axis], 1) for axis in (2, 3)]
+    if any(abs(now.box[axis] - recorded.box[axis]) < 3 for axis in (2, 3)):
+        return None
+    if all(f >= 1 + RELAID_CHANGE for f in factors) or all(
+        f <= 1 / (1 + RELAID_CHANGE) for f in factors
+    ):
+        low, high = sorted(factors)
+        if high / low <= 1 + RELAID_AGREEMENT:
+            return float((low * high) ** 0.5)
+    return None
 
 
 def _same_place(recorded: Element, now: Element) -> bool:

@@ -10,7 +10,6 @@ sees the fourth line.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import time
 from pathlib import Path
@@ -31,6 +30,7 @@ from askcache.foundation.screen.xserver import connect
 from askcache.foundation.settings import CacheWritingSettings
 from askcache.testing import VirtualDisplay
 from askcache.testing._process import stop_process
+from askcache.testing.accessibility import application_environment
 from tests.helpers import computer_call
 
 pytestmark = pytest.mark.integration
@@ -74,12 +74,6 @@ def _shown(connection: Any, timeout: float = 120.0) -> Image.Image:
     raise AssertionError(f"the editor's text area never settled on the screen (last: {last})")
 
 
-def _alone() -> dict[str, str]:
-    """This process's environment without a session bus: FeatherPad hands its file to an
-    instance already on the bus (another test's, in the same worker) and quits."""
-    return {k: v for k, v in os.environ.items() if k != "DBUS_SESSION_BUS_ADDRESS"}
-
-
 def _screen(editor: str, folder: Path, text: str) -> Image.Image:
     """The screen of ``editor`` started on a file holding ``text``, on an X server and in a
     home folder of its own (FeatherPad keeps one instance per user and display: a second
@@ -95,7 +89,7 @@ def _screen(editor: str, folder: Path, text: str) -> Image.Image:
     with VirtualDisplay(1024, 768) as screen:
         process = subprocess.Popen(
             [*command, str(path)],
-            env={**_alone(), **env, **places, "DISPLAY": screen.display},
+            env={**application_environment(), **env, **places, "DISPLAY": screen.display},
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )

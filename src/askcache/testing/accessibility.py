@@ -50,7 +50,7 @@ from askcache.testing._process import stop_process
 from askcache.tools.atspi_bus import AtspiBus, AtspiError, Call, Ref
 from askcache.tools.atspi_nodes import as_ref, describe_all
 
-__all__ = ["LAUNCHER", "AccessibilitySession", "accessibility_available"]
+__all__ = ["LAUNCHER", "AccessibilitySession", "accessibility_available", "application_environment"]
 
 LAUNCHER = "/usr/libexec/at-spi-bus-launcher"
 """Debian's AT-SPI bus launcher (``at-spi2-core``)."""
@@ -75,6 +75,20 @@ _NOT_PASSED = frozenset(
     }
 )
 """Variables of this process that the session's applications do not get."""
+
+
+def application_environment() -> dict[str, str]:
+    """This process's environment for a desktop application started from it, without what
+    would make it fail or act otherwise: a Qt of a Python package's own (opencv sets its
+    plugin path when pyautogui imports it; a system Qt application then aborts), and the
+    session and accessibility buses of this process (FeatherPad hands its file to an instance
+    it finds on the bus, and quits)."""
+    return {
+        key: value
+        for key, value in os.environ.items()
+        if key not in _NOT_PASSED and key != "DBUS_SESSION_BUS_ADDRESS"
+    }
+
 
 T = TypeVar("T")
 
@@ -141,7 +155,7 @@ class AccessibilitySession:
     def env(self) -> dict[str, str]:
         """The environment for an application of this session."""
         assert self.folder is not None, "the session is not started"
-        env = {key: value for key, value in os.environ.items() if key not in _NOT_PASSED}
+        env = application_environment()
         env.update(
             DISPLAY=self.display,
             DBUS_SESSION_BUS_ADDRESS=self.address,

@@ -38,6 +38,7 @@ __all__ = [
     "ActionKind",
     "ToolShape",
     "action_anchors",
+    "action_name",
     "as_point",
     "make_tool_use",
     "new_tool_use_id",
@@ -169,6 +170,13 @@ def parse_action(block: ToolUseBlockParam) -> Action | None:
         )
     moves_pointer = name in CLICK_ACTIONS or name in POINTER_ACTIONS
     return Action(name, _kind_of(name), shape, coordinate, coordinate if moves_pointer else None)
+
+
+def action_name(block: ToolUseBlockParam) -> str | None:
+    """The computer action ``block`` asks for (``key``, ``left_click``), or ``None`` if it
+    calls another tool."""
+    action = parse_action(block)
+    return None if action is None else action.name
 
 
 def action_anchors(steps: Iterable[ToolUseBlockParam]) -> Iterator[Point | None]:

@@ -23,7 +23,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 from askcache.fingerprint.step import StepFingerprint, check_step_representation
-from askcache.foundation.actions import ACTING_ACTIONS, Action, action_anchors, parse_action
+from askcache.foundation.actions import (
+    ACTING_ACTIONS,
+    Action,
+    action_anchors,
+    action_name,
+    parse_action,
+)
 from askcache.foundation.errors import InvalidHashError
 from askcache.foundation.geometry import Point
 from askcache.foundation.messages import ToolUseBlockParam
@@ -412,8 +418,7 @@ def _acts_at_focus(step: ToolUseBlockParam) -> bool:
     """True when ``step`` presses a key: it acts where the keyboard focus is, which the
     regions at the pointer do not show; its places away from the point are the only sign of
     where that is (a click is checked where it lands)."""
-    action = parse_action(step)
-    return action is not None and action.name == "key"
+    return action_name(step) == "key"
 
 
 def _other_density(plan: Plan, screen: Screen) -> bool:

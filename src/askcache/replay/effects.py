@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from PIL import Image
 
-from askcache.foundation.actions import parse_action
+from askcache.foundation.actions import action_name
 from askcache.foundation.messages import MessageParam, TextBlockParam, ToolUseBlockParam
 from askcache.foundation.redaction import redact
 from askcache.foundation.screen.elsewhere import check_elsewhere
@@ -141,8 +141,7 @@ def _redrawn_problem(
 
 def is_typing(step: ToolUseBlockParam) -> bool:
     """True when ``step`` types text."""
-    action = parse_action(step)
-    return action is not None and action.name == "type"
+    return action_name(step) == "type"
 
 
 DRAWN_TEXT_CHARACTERS = 3

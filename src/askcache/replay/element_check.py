@@ -90,7 +90,7 @@ from askcache.fingerprint.label_reader import (
     read_label,
     same_label,
 )
-from askcache.foundation.actions import ACTING_ACTIONS, Action, parse_action
+from askcache.foundation.actions import ACTING_ACTIONS, Action, action_name, parse_action
 from askcache.foundation.errors import InvalidHashError
 from askcache.foundation.geometry import Point
 from askcache.foundation.messages import ToolUseBlockParam
@@ -505,11 +505,11 @@ def _clicks(step: ToolUseBlockParam) -> bool:
     """True when ``step`` clicks (it acts on what is under its point, which its label names;
     a key or a typed text acts at the keyboard focus, which a label under the pointer does not
     show)."""
-    action = parse_action(step)
-    return action is not None and action.name in _CLICKS
+    return action_name(step) in _CLICKS
 
 
 _CLICKS = frozenset({"left_click", "right_click", "middle_click", "double_click", "triple_click"})
+"""The clicks of one point (not a drag, nor a button held or let go alone)."""
 
 
 def _caret_words(now: Element, recorded: Element) -> str:
@@ -524,11 +524,9 @@ def _at_caret(plan: Plan, step: ToolUseBlockParam, stored: StepElement) -> bool:
     """True when ``step`` is a key or a typed text recorded in a text element whose caret was
     known, in a replay with no parameter values: it acts at the caret, which must be at the
     recorded offset."""
-    action = parse_action(step)
     tree = stored.tree
     return (
-        action is not None
-        and action.name in _AT_CARET
+        action_name(step) in _AT_CARET
         and tree is not None
         and tree.caret_offset is not None
         and not plan.values

@@ -226,18 +226,26 @@ def _inner(box: Box) -> Box:
     return (left + INSET, top + INSET, right - INSET, bottom - INSET)
 
 
-def ink_map(image: Image.Image, box: Box, background: int, columns: int) -> int:
-    """One bit per column of ``box`` (absolute) inset by :data:`INSET`: set when more than
-    :data:`INK_FRACTION` of the column's pixels differ from ``background`` by
-    :data:`INK_LEVEL` or more. A box reaching outside the image sets every bit."""
+def _ink(image: Image.Image, box: Box, background: int) -> np.ndarray | None:
+    """Which pixels of ``box`` (absolute) inset by :data:`INSET` differ from ``background``
+    by :data:`INK_LEVEL` or more; ``None`` when the box reaches outside the image. Read
+    once per box: the column and the row maps both count it."""
     left, top, right, bottom = _inner(box)
     if right <= left or bottom <= top:
-        return 0
+        return np.zeros((0, 0), dtype=bool)
     if left < 0 or top < 0 or right > image.width or bottom > image.height:
-        return (1 << columns) - 1
+        return None
     inside = _grey(image, (left, top, right, bottom)).astype(np.int16)
-    ink = np.abs(inside - background) >= INK_LEVEL
-    edges = np.linspace(0, right - left, columns + 1).round().astype(int)
+    return np.abs(inside - background) >= INK_LEVEL
+
+
+def _column_bits(ink: np.ndarray | None, columns: int) -> int:
+    """:func:`ink_map` of an :func:`_ink` reading."""
+    if ink is None:
+        return (1 << columns) - 1
+    if ink.size == 0:
+        return 0
+    edges = np.linspace(0, ink.shape[1], columns + 1).round().astype(int)
     shares = np.add.reduceat(ink.sum(axis=0), edges[:-1]) / (
         np.maximum(np.diff(edges), 1) * ink.shape[0]
     )
@@ -248,19 +256,25 @@ def ink_map(image: Image.Image, box: Box, background: int, columns: int) -> int:
     return bits
 
 
-def _row_counts(image: Image.Image, box: Box, background: int, rows: int) -> list[tuple[int, int]]:
-    """Per band of ``box``'s rows (absolute, inset by :data:`INSET`): its ink pixels and its
-    height; every band full of ink when the box reaches outside the image."""
+def ink_map(image: Image.Image, box: Box, background: int, columns: int) -> int:
+    """One bit per column of ``box`` (absolute) inset by :data:`INSET`: set when more than
+    :data:`INK_FRACTION` of the column's pixels differ from ``background`` by
+    :data:`INK_LEVEL` or more. A box reaching outside the image sets every bit."""
+    return _column_bits(_ink(image, box, background), columns)
+
+
+def _row_counts(ink: np.ndarray | None, box: Box, rows: int) -> list[tuple[int, int]]:
+    """Per band of ``box``'s rows (absolute, inset by :data:`INSET`; ``ink`` its
+    :func:`_ink` reading): its ink pixels and its height; every band full of ink when the
+    box reaches outside the image."""
     left, top, right, bottom = _inner(box)
     if right <= left or bottom <= top or rows <= 0:
         return []
     edges = np.linspace(0, bottom - top, rows + 1).round().astype(int)
     heights = [int(edges[i + 1] - edges[i]) for i in range(rows)]
-    if left < 0 or top < 0 or right > image.width or bottom > image.height:
+    if ink is None:
         return [(height * (right - left), height) for height in heights]
-    inside = _grey(image, (left, top, right, bottom)).astype(np.int16)
-    per_row = (np.abs(inside - background) >= INK_LEVEL).sum(axis=1)
-    counts = np.add.reduceat(per_row, edges[:-1])
+    counts = np.add.reduceat(ink.sum(axis=1), edges[:-1])
     return [(int(count), height) for count, height in zip(counts, heights, strict=True)]
 
 
@@ -268,25 +282,31 @@ def row_map(image: Image.Image, box: Box, background: int, rows: int) -> int:
     """One bit per band of ``box``'s rows (``rows`` bands): set when the band holds more
     than :data:`ROW_INK_PER_LINE` ink pixels per pixel row (see :func:`ink_map` for ink)."""
     bits = 0
-    for index, (count, height) in enumerate(_row_counts(image, box, background, rows)):
+    counts = _row_counts(_ink(image, box, background), box, rows)
+    for index, (count, height) in enumerate(counts):
         if height > 0 and count > ROW_INK_PER_LINE * height:
             bits |= 1 << index
     return bits
 
 
-def row_distance(image: Image.Image, box: Box, stored: TargetFingerprint) -> int:
+def _row_change(ink: np.ndarray | None, box: Box, stored: TargetFingerprint) -> int:
     """Bands of ``stored``'s row map that are now clearly otherwise: a band recorded empty
     that now holds twice the ink that sets a bit, or one recorded set that now holds less
     than half of it. A band near the limit (a line's last pixel rows) does not flip by a
     caret's blink beside it."""
     distance = 0
-    counts = _row_counts(image, box, stored.background, stored.rows)
-    for index, (count, height) in enumerate(counts):
+    for index, (count, height) in enumerate(_row_counts(ink, box, stored.rows)):
         limit = ROW_INK_PER_LINE * height
         recorded = stored.row_ink >> index & 1
         if (not recorded and count > 2 * limit) or (recorded and count * 2 < limit):
             distance += 1
     return distance
+
+
+def row_distance(image: Image.Image, box: Box, stored: TargetFingerprint) -> int:
+    """Bands of ``stored``'s row map that are clearly otherwise on ``image`` in ``box``
+    (see :func:`_row_change`)."""
+    return _row_change(_ink(image, box, stored.background), box, stored)
 
 
 def is_tall(relative: Box) -> bool:
@@ -327,8 +347,8 @@ def ink_distance(
     """Ink-map bits that differ between ``stored`` and the same box on ``image``, the
     columns set in ``ignore`` left out, and for a tall target the row bands that differ."""
     box = stored.absolute(point)
-    now = ink_map(image, box, stored.background, stored.columns)
-    distance = ((now ^ stored.ink) & ~ignore).bit_count()
+    ink = _ink(image, box, stored.background)
+    distance = ((_column_bits(ink, stored.columns) ^ stored.ink) & ~ignore).bit_count()
     if stored.rows:
-        distance += row_distance(image, box, stored)
+        distance += _row_change(ink, box, stored)
     return distance

@@ -137,15 +137,6 @@ def _inside(point: tuple[int, int], box: tuple[int, int, int, int]) -> bool:
     return x <= point[0] < x + width and y <= point[1] < y + height
 
 
-@pytest.fixture(scope="module")
-def screen() -> Iterator[tuple[str, AccessibilitySession]]:
-    with (
-        VirtualDisplay(1920, 1200) as display,
-        AccessibilitySession(display.display) as session,
-    ):
-        yield display.display, session
-
-
 def _command(name: str, scale: int, folder: Path) -> tuple[list[str], dict[str, str]]:
     expected = APPS[name]
     if name != "chromium":

@@ -10,14 +10,12 @@ dialog) and ``mousepad`` (its File menu opened by a real click), at scale 1 and 
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from askcache.foundation.screen.elements import Element, element_center
 from askcache.foundation.screen.xserver import connect
-from askcache.testing import VirtualDisplay
 from askcache.testing.accessibility import AccessibilitySession
 from askcache.tools.atspi import AtspiElements
 from askcache.tools.desktop import DesktopBackend
@@ -26,15 +24,6 @@ from askcache.tools.xlib_windows import StackedWindow, window_at
 pytestmark = pytest.mark.integration
 
 FORM = ("yad", "--form", "--title", "Contact", "--field=Name", "--field=Email")
-
-
-@pytest.fixture(scope="module")
-def screen() -> Iterator[tuple[str, AccessibilitySession]]:
-    with (
-        VirtualDisplay(1280, 1024) as display,
-        AccessibilitySession(display.display) as session,
-    ):
-        yield display.display, session
 
 
 def _source(display: str, session: AccessibilitySession) -> AtspiElements:

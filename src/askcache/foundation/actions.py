@@ -33,6 +33,7 @@ __all__ = [
     "KNOWN_ACTIONS",
     "OTHER_ACTIONS",
     "POINTER_ACTIONS",
+    "POINT_CLICKS",
     "TEXT_ENTRY_ACTIONS",
     "Action",
     "ActionKind",
@@ -48,18 +49,13 @@ __all__ = [
 COMPUTER_TOOL_NAME = "computer"
 """Name of the single computer tool, and ``toolset_name`` of the computer toolset's members."""
 
-CLICK_ACTIONS = frozenset(
-    {
-        "left_click",
-        "right_click",
-        "middle_click",
-        "double_click",
-        "triple_click",
-        "left_click_drag",
-        "left_mouse_down",
-        "left_mouse_up",
-    }
+POINT_CLICKS = frozenset(
+    {"left_click", "right_click", "middle_click", "double_click", "triple_click"}
 )
+"""The clicks of one point: what is under the point is what they act on (not a drag, nor a
+button held or let go alone)."""
+
+CLICK_ACTIONS = POINT_CLICKS | frozenset({"left_click_drag", "left_mouse_down", "left_mouse_up"})
 """The click family: actions that press a mouse button."""
 
 TEXT_ENTRY_ACTIONS = frozenset({"type", "key", "hold_key"})

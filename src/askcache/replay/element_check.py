@@ -90,7 +90,13 @@ from askcache.fingerprint.label_reader import (
     read_label,
     same_label,
 )
-from askcache.foundation.actions import ACTING_ACTIONS, Action, action_name, parse_action
+from askcache.foundation.actions import (
+    ACTING_ACTIONS,
+    POINT_CLICKS,
+    Action,
+    action_name,
+    parse_action,
+)
 from askcache.foundation.errors import InvalidHashError
 from askcache.foundation.geometry import Point
 from askcache.foundation.messages import ToolUseBlockParam
@@ -505,11 +511,7 @@ def _clicks(step: ToolUseBlockParam) -> bool:
     """True when ``step`` clicks (it acts on what is under its point, which its label names;
     a key or a typed text acts at the keyboard focus, which a label under the pointer does not
     show)."""
-    return action_name(step) in _CLICKS
-
-
-_CLICKS = frozenset({"left_click", "right_click", "middle_click", "double_click", "triple_click"})
-"""The clicks of one point (not a drag, nor a button held or let go alone)."""
+    return action_name(step) in POINT_CLICKS
 
 
 def _caret_words(now: Element, recorded: Element) -> str:

@@ -84,6 +84,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from askcache.fingerprint.element_look import element_look, look_distance
+from askcache.fingerprint.label_column import column_lines
 from askcache.fingerprint.label_reader import (
     LabelReading,
     normalise_label,
@@ -103,6 +104,7 @@ from askcache.replay.verdicts import Checked, Refused
 
 __all__ = [
     "CONTAINER_ROLES",
+    "LABEL_TWIN_MARGIN",
     "PLACE_TOLERANCE",
     "RELAID_AGREEMENT",
     "RELAID_CHANGE",
@@ -295,6 +297,9 @@ def _redrawn(case: _Case, outcome: Refused) -> Checked | Refused | None:
         found = _by_label(case.plan, case.stored, case.point, case.screen, outcome)
     elif case.stored.label is not None and case.redrawn_seen and _clicks(case.step):
         found = _by_label(case.plan, case.stored, case.point, case.screen, outcome, in_place=True)
+        if isinstance(found, str):
+            elsewhere = _by_label_elsewhere(case, outcome)
+            found = f"{found}; {elsewhere}" if isinstance(elsewhere, str) else elsewhere
     else:
         return None
     if isinstance(found, str):
@@ -436,6 +441,80 @@ def _by_label(
         return look
     words = f"its label reads {reading.text!r} as recorded, its look {look:.2f}"
     return _allowed(plan, screen, outcome, "label+look", words, anchor=None)
+
+
+def _by_label_elsewhere(case: _Case, outcome: Refused) -> Checked | str:
+    """A click with no tree for its element, on a screen this replay found drawn otherwise,
+    whose label is not at its recorded place: the recorded label found once, elsewhere in the
+    step's window now (an open menu laid out with taller items), its look passing there; it
+    acts at the same share of the label's box as recorded (a string says why not; see the
+    module docstring)."""
+    plan, stored, point, screen = case.plan, case.stored, case.point, case.screen
+    record = outcome.record
+    label, box, then = stored.label, stored.label_box, case.step.window
+    if record is None or label is None or box is None:
+        return "no label box recorded"
+    if then is None:
+        return "no window recorded"
+    if not (box[0] <= point[0] < box[0] + box[2] and box[1] <= point[1] < box[1] + box[3]):
+        return "the recorded point was not on its label"
+    frame = window_now(plan, case.step, screen)
+    if frame is None:
+        return "its window is not found now"
+    region = (frame.x, frame.y, frame.width, frame.height)
+    column = frame.x + (box[0] - then.x) + max(1, box[3] // 2)
+    heights = (max(4, box[3] // 2), 2 * box[3])
+    lines = column_lines(screen.recorded, region, column, heights=heights)
+    same = [line for line in lines if line.reading and same_label(label, line.reading.text)]
+    if len(same) != 1:
+        return f"{len(same)} lines read {label!r} down its window's column"
+    found = same[0].box
+    look = _look_passes(plan, stored, screen, found)
+    if isinstance(look, str):
+        return f"{label!r} found at {found}: {look}"
+    # an unreadable line that looks as much like the label could be a second one: fail closed
+    near = look + LABEL_TWIN_MARGIN
+    unread = [line.box for line in lines if line.reading is None]
+    twins = [b for b in unread if _look_within(stored, screen, b, near)]
+    if twins:
+        return f"{label!r} found at {found}, and unreadable lines look like it at {twins}"
+    target = (
+        found[0] + (point[0] - box[0]) * found[2] // box[2],
+        found[1] + (point[1] - box[1]) * found[3] // box[3],
+    )
+    # the point is on the label's own line: the label cut out there is the one found (a
+    # separator or a gap between items has no glyphs, and is no line of its own label)
+    under = _read(screen, target, None, stored)
+    if under is None or under.box != found or not same_label(label, under.text):
+        return f"{label!r} found at {found}, but not read under its place {target}"
+    words = (
+        f"its label reads {label!r} as recorded, found once in its window at {found} "
+        f"(recorded at {tuple(box)}), its look {look:.2f}"
+    )
+    offset = (target[0] - point[0], target[1] - point[1])
+    anchor = None if offset == (0, 0) else Anchor(offset, None, "element")
+    return _allowed(plan, screen, outcome, "label+look", words, anchor=anchor)
+
+
+LABEL_TWIN_MARGIN = 0.1
+"""How much farther from the recorded look than the label found elsewhere (look distances,
+:func:`~askcache.fingerprint.element_look.look_distance`) an unreadable line of the same window
+must look for it not to count as a second copy of the label (FeatherPad's menu, Qt's Windows
+style: "Save" found at 0.02, the unreadable "New" beside its icon at 0.28)."""
+
+
+def _look_within(
+    stored: StepElement, screen: Screen, box: tuple[int, int, int, int], distance: float
+) -> bool:
+    """Whether the look of ``box`` now is within ``distance`` of the recorded one (no look:
+    not within)."""
+    now = element_look(screen.recorded, box)
+    if stored.look is None or now is None:
+        return False
+    try:
+        return look_distance(stored.look, now) <= distance
+    except InvalidHashError:
+        return False
 
 
 def _allowed(

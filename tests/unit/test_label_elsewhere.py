@@ -140,3 +140,11 @@ def test_column_lines_reads_each_line_of_the_menu_once_top_to_bottom() -> None:
     assert "Save All Files" in texts
     assert all(6 <= line.box[3] <= 24 for line in lines)  # no separator
     assert column_lines(image, (0, 21, 296, 527), 400) == []  # a column outside the region
+
+
+def test_on_the_recorded_menu_the_label_is_found_where_it_was_and_clicked_at_the_point() -> None:
+    found = label_elsewhere(
+        _image("featherpad_menu.png"), SAVE, POINT, THEN, THEN, threshold=THRESHOLD
+    )
+    assert not isinstance(found, str), found
+    assert found[0] == POINT

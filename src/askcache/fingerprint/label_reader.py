@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from PIL import Image
 
-from askcache.fingerprint.label_crop import label_crop
+from askcache.fingerprint.label_crop import LabelCrop, label_crop
 from askcache.fingerprint.ocr_engine import TesseractEngine, label_engine
 from askcache.foundation.errors import MissingDependencyError
 from askcache.foundation.geometry import Point
@@ -43,6 +43,7 @@ __all__ = [
     "MIN_LABEL_CONFIDENCE",
     "LabelReading",
     "normalise_label",
+    "read_crop",
     "read_label",
     "same_label",
 ]
@@ -124,6 +125,17 @@ def read_label(
             digest=digest,
             read=False,
         )
+    return read_crop(crop, engine=engine, min_confidence=min_confidence)
+
+
+def read_crop(
+    crop: LabelCrop,
+    *,
+    engine: TesseractEngine | None = None,
+    min_confidence: float = MIN_LABEL_CONFIDENCE,
+) -> LabelReading | None:
+    """The text of a label already cut out (:func:`~.label_crop.label_crop`), read by the
+    engine; ``None`` as for :func:`read_label`."""
     if engine is None:
         try:
             engine = label_engine()
@@ -136,11 +148,12 @@ def read_label(
     text = normalise_label(reading.text)
     if not text or reading.confidence < min_confidence:
         return None
+    left, top, right, bottom = crop.box
     return LabelReading(
         text=text,
         box=(left, top, right - left, bottom - top),
         confidence=round(reading.confidence, 3),
-        digest=digest,
+        digest=crop.digest(),
     )
 
 

@@ -65,9 +65,13 @@ pixels (:func:`~askcache.replay.check.check`):
   to a dialog elsewhere still shows its label (the fault table caught one such step typed when
   this was allowed; for the same reason, on a screen found drawn otherwise only a click is
   allowed by its label). The label under the point must read as recorded *and* the look of
-  its box must pass. OCR alone never allows a step. A container (a panel, a list, a document,
-  a page tab list: :data:`CONTAINER_ROLES`) never allows a step on a re-drawn screen: where in
-  it an action lands depends on what it shows.
+  its box must pass. Where such a click's label is not at its recorded place (an open menu
+  laid out with taller items), it is looked for down its window's column
+  (:func:`label_elsewhere`): exactly one line reading as the recorded label, its look passing,
+  no unreadable line looking as much like it, and the click at the same share of that label's
+  box as recorded, where the label read is that line. OCR alone never allows a step. A
+  container (a panel, a list, a document, a page tab list: :data:`CONTAINER_ROLES`) never
+  allows a step on a re-drawn screen: where in it an action lands depends on what it shows.
 
   A step with no point of its own (typing, a key) is checked by the element at the pointer
   (where the focused field usually is), as its pixels are.
@@ -83,7 +87,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from PIL import Image
+
 from askcache.fingerprint.element_look import element_look, look_distance
+from askcache.fingerprint.label_column import column_lines
 from askcache.fingerprint.label_reader import (
     LabelReading,
     normalise_label,
@@ -102,6 +109,7 @@ from askcache.foundation.geometry import Point
 from askcache.foundation.messages import ToolUseBlockParam
 from askcache.foundation.parameters import substitute
 from askcache.foundation.screen.elements import Element, StepElement
+from askcache.foundation.screen.windows import WindowFrame
 from askcache.replay.anchor import window_now
 from askcache.replay.plan import Anchor, Plan
 from askcache.replay.screens import Screen
@@ -109,11 +117,13 @@ from askcache.replay.verdicts import Checked, Refused
 
 __all__ = [
     "CONTAINER_ROLES",
+    "LABEL_TWIN_MARGIN",
     "PLACE_TOLERANCE",
     "RELAID_AGREEMENT",
     "RELAID_CHANGE",
     "TEXT_ROLES",
     "PixelsAt",
+    "label_elsewhere",
     "with_element",
 ]
 
@@ -301,6 +311,9 @@ def _redrawn(case: _Case, outcome: Refused) -> Checked | Refused | None:
         found = _by_label(case.plan, case.stored, case.point, case.screen, outcome)
     elif case.stored.label is not None and case.redrawn_seen and _clicks(case.step):
         found = _by_label(case.plan, case.stored, case.point, case.screen, outcome, in_place=True)
+        if isinstance(found, str):
+            elsewhere = _by_label_elsewhere(case, outcome)
+            found = f"{found}; {elsewhere}" if isinstance(elsewhere, str) else elsewhere
     else:
         return None
     if isinstance(found, str):
@@ -442,6 +455,118 @@ def _by_label(
         return look
     words = f"its label reads {reading.text!r} as recorded, its look {look:.2f}"
     return _allowed(plan, screen, outcome, "label+look", words, anchor=None)
+
+
+def _by_label_elsewhere(case: _Case, outcome: Refused) -> Checked | str:
+    """A click with no tree for its element, on a screen this replay found drawn otherwise,
+    whose label is not at its recorded place: the recorded label found once, elsewhere in the
+    step's window now (an open menu laid out with taller items), its look passing there; it
+    acts at the same share of the label's box as recorded (a string says why not; see the
+    module docstring and :func:`label_elsewhere`)."""
+    plan, step, point, screen = case.plan, case.step, case.point, case.screen
+    if outcome.record is None:
+        return "no record"
+    if step.window is None:
+        return "no window recorded"
+    frame = window_now(plan, step, screen)
+    if frame is None:
+        return "its window is not found now"
+    threshold = plan.policy.element_look_threshold
+    found = label_elsewhere(
+        screen.recorded, case.stored, point, step.window, frame, threshold=threshold
+    )
+    if isinstance(found, str):
+        return found
+    target, words = found
+    offset = (target[0] - point[0], target[1] - point[1])
+    anchor = None if offset == (0, 0) else Anchor(offset, None, "element")
+    return _allowed(plan, screen, outcome, "label+look", words, anchor=anchor)
+
+
+def label_elsewhere(
+    image: Image.Image,
+    stored: StepElement,
+    point: Point,
+    then: WindowFrame,
+    now: WindowFrame,
+    *,
+    threshold: float,
+) -> tuple[Point, str] | str:
+    """Where to click, on ``image`` (recorded pixels), a label recorded at ``point`` in the
+    window ``then`` and not found at its recorded place, now that the window is at ``now``;
+    with the words that say why (a string alone: why not). ``threshold``: the look's
+    (``element_look_threshold``). All of these must hold:
+
+    - the recorded point lay on the recorded label's box;
+    - down the window's column where the label began (as far from the window's left edge as
+      recorded), exactly one line of text reads as the recorded label (whole: "Save As" is
+      not "Save"), inside the window now;
+    - the look of that line's box passes (:data:`element_look_threshold
+      <askcache.replay.check_policy.CheckPolicy.element_look_threshold>`), and no line the
+      engine could not read looks as much like it (:data:`LABEL_TWIN_MARGIN`);
+    - the point at the same share of that box as the recorded point was of the recorded box
+      is on that very label: the label cut out and read there is the line found (a separator
+      or the gap between two items has no glyphs of its own)."""
+    label, box = stored.label, stored.label_box
+    if label is None or box is None or stored.look is None:
+        return "no label, box or look recorded"
+    if not (box[0] <= point[0] < box[0] + box[2] and box[1] <= point[1] < box[1] + box[3]):
+        return "the recorded point was not on its label"
+    region = (now.x, now.y, now.width, now.height)
+    column = now.x + (box[0] - then.x) + max(1, box[3] // 2)
+    heights = (max(4, box[3] // 2), 2 * box[3])
+    lines = column_lines(image, region, column, heights=heights)
+    same = [line for line in lines if line.reading and same_label(label, line.reading.text)]
+    if len(same) != 1:
+        return f"{len(same)} lines read {label!r} down its window's column"
+    found = same[0].box
+    look = _look_at(stored.look, image, found)
+    if look is None or look > threshold:
+        shown = "no look" if look is None else f"its look {look:.2f} > {threshold:.2f}"
+        return f"{label!r} found at {found}: {shown}"
+    # an unreadable line that looks as much like the label could be a second one: fail closed
+    unread = [line.box for line in lines if line.reading is None]
+    near = look + LABEL_TWIN_MARGIN
+    twins = [b for b in unread if _within(_look_at(stored.look, image, b), near)]
+    if twins:
+        return f"{label!r} found at {found}, and unreadable lines look like it at {twins}"
+    target = (
+        found[0] + (point[0] - box[0]) * found[2] // box[2],
+        found[1] + (point[1] - box[1]) * found[3] // box[3],
+    )
+    recorded = (label, stored.label_digest) if stored.label_digest is not None else None
+    under = read_label(image, target, recorded=recorded)
+    if under is None or under.box != found or not same_label(label, under.text):
+        return f"{label!r} found at {found}, but not read under its place {target}"
+    words = (
+        f"its label reads {label!r} as recorded, found once in its window at {found} "
+        f"(recorded at {tuple(box)}), its look {look:.2f}"
+    )
+    return target, words
+
+
+def _within(distance: float | None, most: float) -> bool:
+    """Whether a look ``distance`` (``None``: no look) is at most ``most``."""
+    return distance is not None and distance <= most
+
+
+def _look_at(look: str, image: Image.Image, box: tuple[int, int, int, int]) -> float | None:
+    """The distance of the look of ``box`` on ``image`` from ``look`` (``None``: no look
+    there, or the recorded one unreadable)."""
+    now = element_look(image, box)
+    if now is None:
+        return None
+    try:
+        return look_distance(look, now)
+    except InvalidHashError:
+        return None
+
+
+LABEL_TWIN_MARGIN = 0.1
+"""How much farther from the recorded look than the label found elsewhere (look distances,
+:func:`~askcache.fingerprint.element_look.look_distance`) an unreadable line of the same window
+must look for it not to count as a second copy of the label (FeatherPad's menu, Qt's Windows
+style: "Save" found at 0.02, the unreadable "New" beside its icon at 0.28)."""
 
 
 def _allowed(

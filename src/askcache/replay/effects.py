@@ -21,6 +21,15 @@ effect radius of the recorded tiles' middle must have changed (for a typed text:
 than before it). That the step acted where it should is not shown by this: a typed text or a
 key allowed on such a screen found the keyboard focus and its caret where recorded before it
 ran (:mod:`.element_check`).
+
+Where even that cannot show the effect (a dark theme's focus ring a few grey levels from its
+field; a typed text drawn at a bigger font, in a field found moved in its re-laid window), the
+step's element may say it (:func:`element_effect`, asked by the replay's states on a screen it
+found drawn otherwise, with no parameter values): the recorded editable text element, found by
+the step's check before it, now has the keyboard focus a click gave it, or holds the typed text
+(its characters and caret moved on by the text's length, the text also seen drawn near where
+it was). A field already filled, focused before the click, or whose keystrokes went elsewhere
+is not confirmed: the pixels' verdict stands.
 """
 
 from __future__ import annotations

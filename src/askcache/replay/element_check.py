@@ -22,7 +22,8 @@ pixels (:func:`~askcache.replay.check.check`):
   agrees: a menu item's shortcut beside it is read otherwise in another theme or font):
 
   - at the recorded place in its window (the window's share of it, so another density
-    counts as the same place): it acts there when its look passes
+    counts as the same place; by its top-left corner or its centre, so a button a bigger
+    font widened about its centre is still there): it acts there when its look passes
     (:mod:`askcache.fingerprint.element_look`, ``element_look_threshold``), on the first
     sight of a re-drawn screen, with no model call;
   - elsewhere in its window and drawn at another size (both its width and height grown, or

@@ -23,7 +23,7 @@ key allowed on such a screen found the keyboard focus and its caret where record
 ran (:mod:`.element_check`).
 
 Where even that cannot show the effect (a dark theme's focus ring a few grey levels from its
-field; a typed text drawn at a bigger font, in a field found moved in its re-laid window), the
+field; a typed text drawn at a bigger font, in a field found in its re-laid window), the
 step's element may say it (:func:`element_effect`, asked by the replay's states on a screen it
 found drawn otherwise, with no parameter values): the recorded editable text element, found by
 the step's check before it, now has the keyboard focus a click gave it, or holds the typed text

@@ -846,16 +846,14 @@ class Verifying(State):
     def _by_element(self, screen: Screen) -> str | None:
         """What the step's element says it did, where that stands in for its pixels: on a
         screen this replay found drawn otherwise (this step or an earlier one allowed by its
-        element's look, another density, or the step's element found moved in its window: the
-        window laid out again), in a replay with no parameter values, the element its check
-        found before it, asked again at the same place (a typed text must also be seen drawn
-        near where it was, as on any screen drawn otherwise)."""
+        element's look, or another density), in a replay with no parameter values, the element
+        its check found before it, asked again at the same place (a typed text must also be
+        seen drawn near where it was, as on any screen drawn otherwise)."""
         pending, plan = self.pending, self.plan
         before, point = pending.element, pending.element_point
         if before is None or point is None or plan.values or screen.elements is None:
             return None
-        relaid = pending.anchor is not None and pending.anchor.how == "element"
-        if not (pending.redrawn or relaid or self.progress.redrawn_seen):
+        if not (pending.redrawn or self.progress.redrawn_seen):
             return None
         assert pending.step is not None
         assert pending.before is not None

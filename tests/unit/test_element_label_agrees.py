@@ -23,3 +23,10 @@ def test_a_reading_without_the_name_or_an_unnamed_element_refuses() -> None:
     assert not _label_agrees("Save Ctrl+S", "Saved Ctrl+S", "Save")  # whole words only
     assert not _label_agrees("Save Ctrl+S", "Save ctrl+S", None)
     assert not _label_agrees("Ctrl+S", "Save Ctrl+S", "Save")  # the recorded one lacked it
+
+
+def test_a_named_elements_label_read_in_another_case_agrees_and_a_new_word_still_refuses() -> None:
+    # yad's Save button in a dark theme read "save" (measured); the tree names it Save
+    assert _label_agrees("Save", "save", "Save")
+    assert not _label_agrees("Save", "send", "Save")
+    assert not _label_agrees("Save", "save", None)  # unnamed: the readings alone, case kept

@@ -153,3 +153,27 @@ def test_a_box_drawn_with_little_contrast_has_a_look_and_a_flat_one_still_none()
     faint = Image.new("RGB", (200, 60), (45, 45, 45))
     ImageDraw.Draw(faint).rectangle((10, 10, 189, 49), outline=(49, 49, 49))  # 4 levels
     assert element_look(faint, (10, 10, 180, 40)) is None
+
+
+def test_a_thin_bright_caret_in_a_dark_focused_field_leaves_its_frame_ink() -> None:
+    """yad's Name field, focused in Adwaita's dark theme (measured): a frame 21 grey levels
+    from its fill and a caret 193 levels from it. The caret (under 1 % of the box) does not
+    set the box's contrast, so the frame is ink as in the light theme's focused field."""
+    light = Image.new("RGB", (200, 60), (255, 255, 255))
+    ImageDraw.Draw(light).rectangle((10, 10, 189, 49), outline=(53, 132, 228), width=2)
+    dark = Image.new("RGB", (200, 60), (45, 45, 45))
+    draw = ImageDraw.Draw(dark)
+    draw.rectangle((10, 10, 189, 49), outline=(24, 24, 24), width=2)
+    draw.line((20, 18, 20, 41), fill=(238, 238, 238))  # the caret
+    light_look, dark_look = (
+        element_look(light, (10, 10, 180, 40)),
+        element_look(dark, (10, 10, 180, 40)),
+    )
+    assert light_look is not None
+    assert dark_look is not None
+    assert look_distance(light_look, dark_look) <= THRESHOLD
+    caret_only = Image.new("RGB", (200, 60), (45, 45, 45))
+    ImageDraw.Draw(caret_only).line((20, 18, 20, 41), fill=(238, 238, 238))
+    alone = element_look(caret_only, (10, 10, 180, 40))
+    assert alone is not None  # a caret alone is still ink
+    assert look_distance(light_look, alone) > THRESHOLD

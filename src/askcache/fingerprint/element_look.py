@@ -14,7 +14,9 @@ that, and nothing more:
   background (its most common grey level) by more than :data:`INK_LEVEL` grey levels, lighter
   or darker (so a dark theme's light text counts as a light theme's dark text), or by more
   than half the farthest pixel's difference in a box drawn with little contrast (a dark
-  theme's field frame), at least :data:`MIN_INK_LEVEL`;
+  theme's field frame), at least :data:`MIN_INK_LEVEL`; the farthest difference is the one
+  that at least :data:`SPREAD_SHARE` of the box's pixels reach, so a thin bright caret
+  blinking in a dark theme's focused field does not raise the level above its frame;
 - two looks are compared by the correlation of their ink maps (:func:`look_distance`:
   ``1 - r``, 0 for the same drawing, 1 or more for unrelated ones). Blank boxes match nothing.
 
@@ -29,7 +31,14 @@ from PIL import Image
 
 from askcache.foundation.errors import InvalidHashError
 
-__all__ = ["GRID", "INK_LEVEL", "MIN_INK_LEVEL", "element_look", "look_distance"]
+__all__ = [
+    "GRID",
+    "INK_LEVEL",
+    "MIN_INK_LEVEL",
+    "SPREAD_SHARE",
+    "element_look",
+    "look_distance",
+]
 
 GRID = 16
 """Cells per side of the ink map."""
@@ -39,6 +48,11 @@ little contrast, half its farthest pixel's: :data:`MIN_INK_LEVEL`)."""
 MIN_INK_LEVEL = 8
 """The fewest grey levels from the background that count as ink, in a box whose farthest
 pixel lies less than ``2 * INK_LEVEL`` levels from its background (the level is half that)."""
+SPREAD_SHARE = 0.01
+"""The share of a box's pixels that must lie at least as far from its background as the
+difference that sets its contrast (:func:`_ink_level`): a text caret (one or two pixels wide,
+about 0.3 % of a field) is too few; a field's frame (several percent) or a label's glyphs are
+not."""
 _LEVELS = 15
 """Ink shares are stored in 16 levels (one hex digit per cell)."""
 
@@ -58,12 +72,20 @@ def element_look(image: Image.Image, box: Box) -> str | None:
     counts = np.bincount(grey.ravel(), minlength=256)
     background = int(counts.argmax())
     away = np.abs(grey - background)
-    ink = (away > _ink_level(int(away.max()))).astype(np.uint8) * 255
+    ink = (away > _ink_level(_spread(away))).astype(np.uint8) * 255
     if not ink.any():
         return None
     cells = Image.fromarray(ink).resize((GRID, GRID), Image.Resampling.BOX)
     levels = np.rint(np.asarray(cells, dtype=np.float64) / 255 * _LEVELS).astype(int)
     return "".join(f"{int(v):x}" for v in levels.ravel())
+
+
+def _spread(away: np.ndarray) -> int:
+    """The farthest difference from the background that at least :data:`SPREAD_SHARE` of the
+    pixels (at least one) reach."""
+    reached = np.cumsum(np.bincount(away.ravel())[::-1])[::-1]  # pixels at that level or beyond
+    need = max(1, int(np.ceil(SPREAD_SHARE * away.size)))
+    return int(np.nonzero(reached >= need)[0].max())
 
 
 def _ink_level(spread: int) -> int:

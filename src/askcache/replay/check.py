@@ -37,7 +37,7 @@ from askcache.foundation.scaling import same_aspect
 from askcache.foundation.screen.elsewhere import check_before
 from askcache.foundation.screen.thumbnails import Thumbnail, compare_tiles
 from askcache.replay.anchor import window_anchor
-from askcache.replay.element_check import with_element
+from askcache.replay.element_check import TEXT_ROLES, with_element
 from askcache.replay.plan import Anchor, Plan, other_scale
 from askcache.replay.result import StepRecord
 from askcache.replay.screens import Screen
@@ -149,9 +149,42 @@ def check(
         )
         if isinstance(outcome, Checked) and "look" in (outcome.record.decided_by or ""):
             return outcome  # drawn otherwise: the whole start screen cannot be compared
+    elif pointer is None and isinstance(outcome, Checked):
+        outcome = _with_text_element(plan, index, step, action, screen, outcome=outcome)
     if isinstance(outcome, Checked) and pointer is None and index == plan.start.step:
         return _check_start_screen(plan, step, outcome)
     return outcome
+
+
+def _with_text_element(
+    plan: Plan,
+    index: int,
+    step: ToolUseBlockParam,
+    action: Action | None,
+    screen: Screen,
+    *,
+    outcome: Checked,
+) -> Checked:
+    """``outcome``, a step whose pixels passed where the search found its region
+    (``anchor``), with the text element an action there reaches, asked before the step runs:
+    on a screen drawn otherwise its effect may be confirmed by it afterwards
+    (:func:`~askcache.replay.effects.element_effect`). Only for a step recorded in a text
+    element (one query); nothing is decided here."""
+    stored = step.element
+    tree = stored.tree if stored is not None else None
+    point = None if action is None else action.point or plan.anchors[index]
+    if (
+        tree is None
+        or tree.role not in TEXT_ROLES
+        or point is None
+        or outcome.anchor is None
+        or screen.elements is None
+        or not plan.policy.check_elements
+    ):
+        return outcome
+    dx, dy = outcome.anchor.offset
+    there = (point[0] + dx, point[1] + dy)
+    return replace(outcome, element=screen.elements.at(there), element_point=there)
 
 
 def _check_here(

@@ -21,15 +21,27 @@ effect radius of the recorded tiles' middle must have changed (for a typed text:
 than before it). That the step acted where it should is not shown by this: a typed text or a
 key allowed on such a screen found the keyboard focus and its caret where recorded before it
 ran (:mod:`.element_check`).
+
+Where even that cannot show the effect (a dark theme's focus ring a few grey levels from its
+field; a typed text drawn at a bigger font, in a field found in its re-laid window), the
+step's element may say it (:func:`element_effect`, asked by the replay's states on a screen it
+found drawn otherwise, with no parameter values): the recorded editable text element, found by
+the step's check before it, now has the keyboard focus a click gave it, or holds the typed text
+(its characters and caret moved on by the text's length, the text also seen drawn near where
+it was). A field already filled, focused before the click, or whose keystrokes went elsewhere
+is not confirmed: the pixels' verdict stands.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from PIL import Image
 
 from askcache.foundation.actions import action_name
 from askcache.foundation.messages import MessageParam, TextBlockParam, ToolUseBlockParam
 from askcache.foundation.redaction import redact
+from askcache.foundation.screen.elements import Element
 from askcache.foundation.screen.elsewhere import check_elsewhere
 from askcache.foundation.screen.thumbnails import (
     ScreenStateConfig,
@@ -39,13 +51,16 @@ from askcache.foundation.screen.thumbnails import (
     drawn_tiles,
 )
 from askcache.replay.check_policy import CheckPolicy
+from askcache.replay.element_check import TEXT_ROLES
 from askcache.replay.screens import Screen
 
 __all__ = [
     "DRAWN_TEXT_CHARACTERS",
+    "ElementEffect",
     "checked_effect",
     "draws_text",
     "effect_problem",
+    "element_effect",
     "failed_call",
     "has_effect",
     "is_typing",
@@ -137,6 +152,59 @@ def _redrawn_problem(
             "changed (it did not land, or landed elsewhere)"
         )
     return None
+
+
+@dataclass(frozen=True)
+class ElementEffect:
+    """A step's effect that its pixels did not show on a screen drawn otherwise, and that its
+    element said happened (:func:`element_effect`)."""
+
+    words: str
+    """What the element said (no typed text in it)."""
+
+
+def element_effect(
+    step: ToolUseBlockParam, recorded: Element | None, before: Element, after: Element | None
+) -> str | None:
+    """What the step's element says it did, when that is the step's recorded effect (see the
+    module docstring; ``None``: it does not say so). ``recorded``: the element as recorded
+    before the step; ``before``: as the step's check found it just before it ran; ``after``:
+    at the same place now. All three must be the same editable text element (its identity,
+    and the names that label it where recorded). A single left click that gave it the keyboard
+    focus (no caret before it, recorded or now; a caret now; as many characters as before);
+    a typed text of printable characters that reached it (its characters and its caret both
+    moved on by the text's length from where they were before it). Never the text itself, nor
+    its length, in the words: a typed text may hold a secret."""
+    if recorded is None or after is None or recorded.role not in TEXT_ROLES:
+        return None
+    if "editable" not in recorded.states:
+        return None
+    if not (recorded.same_element(before) and recorded.same_element(after)):
+        return None
+    if before.character_count is None or after.character_count is None:
+        return None
+    if recorded.character_count is not None and before.character_count != recorded.character_count:
+        return None  # another text than the recording's before the step
+    name = action_name(step)
+    if name == "left_click" and not step.input.get("text"):
+        if recorded.caret_offset is not None or before.caret_offset is not None:
+            return None  # it had the focus already: gaining it is not what the click did
+        if after.caret_offset is None or after.character_count != before.character_count:
+            return None
+        return f"{after.describe()} has the keyboard focus now, as the click gave it when recorded"
+    text = step.input.get("text")
+    if name != "type" or not isinstance(text, str) or not text or not text.isprintable():
+        return None
+    if before.caret_offset is None or after.caret_offset is None:
+        return None
+    grown = after.character_count - before.character_count
+    moved = after.caret_offset - before.caret_offset
+    if grown != len(text) or moved != len(text):
+        return None
+    return (
+        f"{after.describe()} holds the typed text now: its characters and its caret moved on "
+        "by its length"
+    )
 
 
 def is_typing(step: ToolUseBlockParam) -> bool:

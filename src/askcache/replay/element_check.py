@@ -22,7 +22,8 @@ pixels (:func:`~askcache.replay.check.check`):
   agrees: a menu item's shortcut beside it is read otherwise in another theme or font):
 
   - at the recorded place in its window (the window's share of it, so another density
-    counts as the same place): it acts there when its look passes
+    counts as the same place; by its top-left corner or its centre, so a button a bigger
+    font widened about its centre is still there): it acts there when its look passes
     (:mod:`askcache.fingerprint.element_look`, ``element_look_threshold``), on the first
     sight of a re-drawn screen, with no model call;
   - elsewhere in its window and drawn at another size (both its width and height grown, or
@@ -85,7 +86,7 @@ fail closed. What decided is in :attr:`StepRecord.decided_by
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from PIL import Image
 
@@ -297,7 +298,9 @@ def _confirm(
                 )
             decided.append("label")
     record.decided_by = "+".join(decided)
-    return outcome
+    if now is None:
+        return outcome
+    return replace(outcome, element=now, element_point=point)
 
 
 def _redrawn(case: _Case, outcome: Refused) -> Checked | Refused | None:
@@ -393,7 +396,7 @@ def _by_identity(case: _Case, tree: Element, outcome: Refused) -> Checked | Refu
             if isinstance(moved, Checked):
                 moved.record.decided_by = "element+pixels"
                 moved.record.note = f"{moved.record.note or 'checked'}; {found.describe()} moved"
-                return moved
+                return replace(moved, element=reached, element_point=target)
             return "it moved in its window, and the pixels at its new place differ"
     look = _look_passes(plan, stored, screen, found.box)
     if isinstance(look, str):
@@ -407,23 +410,33 @@ def _by_identity(case: _Case, tree: Element, outcome: Refused) -> Checked | Refu
         words += "; where the click puts the caret, the next step checks"
     if relaid is not None:
         words += f", drawn {relaid:.2f} times its recorded size at its new place (re-laid out)"
-    return _allowed(
-        plan, screen, outcome, "element+look", f"{words}; its look {look:.2f}", anchor=anchor
+    return replace(
+        _allowed(
+            plan, screen, outcome, "element+look", f"{words}; its look {look:.2f}", anchor=anchor
+        ),
+        element=reached,
+        element_point=target,
     )
 
 
 def _label_agrees(recorded: str, now: str, name: str | None) -> bool:
     """Whether the label read now (``now``) says what the recorded reading said: the same
     label, or, for an element the tree names ``name``, both readings holding the name as
-    whole words (a menu item's row also shows its shortcut, which OCR reads otherwise in
-    another theme or font: ``Save Ctrl+S``, ``Save ctrl+S``; a visible text that is not
-    the name, a relabel behind an unchanged name, still refuses)."""
+    whole words, whatever their case (a menu item's row also shows its shortcut, which OCR
+    reads otherwise in another theme or font: ``Save Ctrl+S``, ``Save ctrl+S``; a dark
+    theme's ``Save`` read ``save``; a visible text that is not the name, a relabel behind an
+    unchanged name, still refuses)."""
     if same_label(recorded, now):
         return True
     if not name:
         return False
-    words = f" {normalise_label(name)} "
-    return words in f" {normalise_label(recorded)} " and words in f" {normalise_label(now)} "
+    # the tree's name is the same as recorded: OCR telling ``Save`` from ``save`` in a dark
+    # theme is not evidence of another label (case is ignored here only)
+    words = f" {normalise_label(name).casefold()} "
+    return (
+        words in f" {normalise_label(recorded).casefold()} "
+        and words in f" {normalise_label(now).casefold()} "
+    )
 
 
 def _by_label(
@@ -733,14 +746,25 @@ def _resized(recorded: Element, now: Element) -> float | None:
 
 def _same_place(recorded: Element, now: Element) -> bool:
     """Whether ``now`` lies where ``recorded`` lay in its window (shares of the window's size,
-    so that another density is the same place); without both windows, its box on the screen."""
+    so that another density is the same place); without both windows, its box on the screen.
+    Its corner or its centre may be what stayed: a button whose label a bigger font widened
+    grows about its centre, a field beside a widened label keeps neither (it moved)."""
+    return _same_spot(recorded, now, centre=False) or _same_spot(recorded, now, centre=True)
+
+
+def _same_spot(recorded: Element, now: Element, *, centre: bool) -> bool:
+    """:func:`_same_place` by the boxes' top-left corners or, with ``centre``, their centres."""
+
+    def spot(box: tuple[int, int, int, int], axis: int) -> float:
+        return box[axis] + (box[axis + 2] / 2 if centre else 0)
+
     rw, nw = recorded.window_box, now.window_box
     if rw is None or nw is None:
-        return abs(recorded.box[0] - now.box[0]) <= 6 and abs(recorded.box[1] - now.box[1]) <= 6
+        return all(abs(spot(recorded.box, axis) - spot(now.box, axis)) <= 6 for axis in (0, 1))
     for axis in (0, 1):
         size_r, size_n = rw[axis + 2], nw[axis + 2]
-        share_r = (recorded.box[axis] - rw[axis]) / max(size_r, 1)
-        share_n = (now.box[axis] - nw[axis]) / max(size_n, 1)
+        share_r = (spot(recorded.box, axis) - rw[axis]) / max(size_r, 1)
+        share_n = (spot(now.box, axis) - nw[axis]) / max(size_n, 1)
         if abs(share_r - share_n) * size_r > max(6, PLACE_TOLERANCE * size_r):
             return False
     return True

@@ -21,6 +21,7 @@ from askcache.foundation.geometry import Point
 from askcache.foundation.messages import ToolUseBlockParam
 from askcache.foundation.parameters import substitute
 from askcache.foundation.scaling import SAME_SIZE_TOLERANCE, same_size
+from askcache.foundation.screen.elements import Element
 from askcache.foundation.screen.thumbnails import EndState, ScreenStateConfig, Thumbnail
 from askcache.foundation.screen.windows import WindowFrame
 from askcache.foundation.settings import CacheExecutionSettings
@@ -141,6 +142,12 @@ class Pending:
     or its element's word and look decided: :mod:`askcache.replay.element_check`): its effect
     is that the area it changed when recorded changes again, not that it looks as it did then
     (nor the places away from its point)."""
+    element: Element | None = None
+    """The element the step's check found at its point just before it ran (``None``: no
+    element check spoke): on a screen drawn otherwise, what it says after the step may confirm
+    the step's effect (:func:`~askcache.replay.effects.element_effect`)."""
+    element_point: Point | None = None
+    """Where :attr:`element` was asked about (recorded pixels, on the screen as it is)."""
 
 
 @dataclass(frozen=True)

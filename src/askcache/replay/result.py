@@ -43,9 +43,11 @@ class StepRecord(BaseModel):
     """The detail hash's threshold applied, when checked."""
     affected_tiles: int | None = None
     """Tiles of the area this action changed when recorded that were compared before it."""
-    effect: Literal["seen", "none_recorded", "not_checked"] | None = None
-    """After the step: ``seen`` (its recorded effect appeared), ``none_recorded`` (it changed
-    nothing near its point when recorded), ``not_checked``."""
+    effect: Literal["seen", "element", "none_recorded", "not_checked"] | None = None
+    """After the step: ``seen`` (its recorded effect appeared), ``element`` (on a screen drawn
+    otherwise its pixels did not show it, and its element said it happened:
+    :func:`~askcache.replay.effects.element_effect`), ``none_recorded`` (it changed nothing
+    near its point when recorded), ``not_checked``."""
     waited_seconds: float = 0.0
     """Seconds spent waiting for the screen before the step acted (until its check passed on
     a still screen, or until the replay handed back): what the run ledger keeps per step

@@ -80,9 +80,11 @@ from askcache.replay.commands import (
     Woke,
 )
 from askcache.replay.effects import (
+    ElementEffect,
     checked_effect,
     draws_text,
     effect_problem,
+    element_effect,
     failed_call,
     has_effect,
 )
@@ -325,6 +327,8 @@ def _act(
         started=progress.step_started,
         anchor=checked.anchor,
         redrawn="look" in (record.decided_by or "") or checked.other_density,
+        element=checked.element,
+        element_point=checked.element_point,
     )
     progress = replace(
         progress,
@@ -788,6 +792,11 @@ class AwaitingResult(State):
             return _hand_back(self.plan, progress, messages, command)
 
 
+def _effect_seen(found: str | ElementEffect | None) -> bool:
+    """Whether a look showed the step's effect (or its element said it happened)."""
+    return not isinstance(found, str)
+
+
 @dataclass(frozen=True)
 class Verifying(State):
     """Watching for the effect the step had when recorded (:mod:`.effects`): the tiles near
@@ -824,7 +833,47 @@ class Verifying(State):
         result = screen_of(plan.space, image)
         return replace(verifying, result=result)._watch_from(result, now)
 
-    def _evaluate(self, screen: Screen) -> str | None:
+    def _evaluate(self, screen: Screen) -> str | ElementEffect | None:
+        """Why ``screen`` does not show the step's effect (``None``: it does); on a screen
+        drawn otherwise, the step's element may say what the pixels cannot
+        (:func:`~askcache.replay.effects.element_effect`)."""
+        problem = self._pixel_problem(screen)
+        if problem is None:
+            return None
+        words = self._by_element(screen)
+        return problem if words is None else ElementEffect(words)
+
+    def _by_element(self, screen: Screen) -> str | None:
+        """What the step's element says it did, where that stands in for its pixels: on a
+        screen this replay found drawn otherwise (this step or an earlier one allowed by its
+        element's look, or another density), in a replay with no parameter values, the element
+        its check found before it, asked again at the same place (a typed text must also be
+        seen drawn near where it was, as on any screen drawn otherwise)."""
+        pending, plan = self.pending, self.plan
+        before, point = pending.element, pending.element_point
+        if before is None or point is None or plan.values or screen.elements is None:
+            return None
+        if not (pending.redrawn or self.progress.redrawn_seen):
+            return None
+        assert pending.step is not None
+        assert pending.before is not None
+        assert plan.config is not None
+        step = plan.steps[pending.step]
+        recorded = step.element.tree if step.element is not None else None
+        words = element_effect(step, recorded, before, screen.elements.at(point))
+        if words is None or not draws_text(step):
+            return words
+        effect = checked_effect(plan.policy, step)
+        assert effect is not None
+        effect = effect.model_copy(update={"parameter_after": list(effect.tiles), "elsewhere": []})
+        offset = pending.anchor.offset if pending.anchor is not None else (0, 0)
+        seen = screen.moved(offset)
+        drawn = effect_problem(
+            effect, plan.config, pending.before, None, seen, typed=True, redrawn=True
+        )
+        return words if drawn is None else None
+
+    def _pixel_problem(self, screen: Screen) -> str | None:
         pending, plan = self.pending, self.plan
         assert pending.step is not None
         assert pending.before is not None
@@ -857,7 +906,7 @@ class Verifying(State):
 
     def _watch_from(self, screen: Screen, now: float) -> Transition:
         try:
-            started = _watch(self.plan, screen, now, self._evaluate, lambda found: found is None)
+            started = _watch(self.plan, screen, now, self._evaluate, _effect_seen)
         except ValueError as exc:
             return self._verified(
                 f"the step's recorded effect cannot be checked: {exc}",
@@ -873,10 +922,15 @@ class Verifying(State):
         progress = self.progress
         waited = progress.records[-1].effect_waited_seconds + watched.waited
         progress = progress.amend_last(effect_waited_seconds=waited).looked(watched.screen.image)
-        problem: str | None = watched.outcome
+        outcome: str | ElementEffect | None = watched.outcome
         looked = None if watched.screen is self.result else watched.screen
-        effect = "seen" if problem is None else None
-        return replace(self, progress=progress)._verified(problem, looked, now, effect=effect)
+        if isinstance(outcome, ElementEffect):
+            note = progress.records[-1].note
+            words = f"effect: {outcome.words}"
+            progress = progress.amend_last(note=f"{note}; {words}" if note else words)
+            return replace(self, progress=progress)._verified(None, looked, now, effect="element")
+        effect = "seen" if outcome is None else None
+        return replace(self, progress=progress)._verified(outcome, looked, now, effect=effect)
 
     def _next(self, observation: Seen | Blind) -> Transition:
         now = observation.at

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from askcache.foundation.geometry import Point
 from askcache.foundation.reasons import HandBackCode
+from askcache.foundation.screen.elements import Element
 from askcache.foundation.screen.thumbnails import Thumbnail
 from askcache.replay.plan import Anchor
 from askcache.replay.result import StepRecord
@@ -31,6 +33,12 @@ class Checked:
     """What it was checked on, for reports (only with ``keep_step_views``)."""
     other_density: bool = False
     """True when the screen was checked as drawn at another pixel density."""
+    element: Element | None = None
+    """The element an action at the step's point reaches, as the element check found it on
+    this screen (``None``: no element check spoke); its effect may be confirmed by it
+    (:func:`~askcache.replay.effects.element_effect`)."""
+    element_point: Point | None = None
+    """Where :attr:`element` was asked about (recorded pixels, on the screen as it is)."""
 
 
 @dataclass(frozen=True)

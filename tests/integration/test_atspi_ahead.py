@@ -1,7 +1,8 @@
 """The AT-SPI element source asks ahead what its last query asked: a field's text figures (its
 number of characters, its caret) and what labels it come with the frames, in one round trip
-where the tree is as it was, and every answer is the one a source that asks nothing ahead
-gives, also after the field changed and at another point.
+where the tree is as it was; a walk of a window asks the last walk's nodes and labels in its
+first round trip; and every answer is the one a source that asks nothing ahead gives, also
+after the field changed and at another point.
 
 One Xvfb and one private accessibility session
 (:class:`askcache.testing.accessibility.AccessibilitySession`), Debian's ``yad`` (a GTK 3 form).
@@ -76,9 +77,7 @@ def test_a_fields_text_and_labels_are_asked_ahead_and_answer_as_asked_afresh(
         source = _source(display, session)
         backend = DesktopBackend(display)
         try:
-            fields = session.wait_for(
-                lambda: _fields(source), what="the form's two fields"
-            )
+            fields = session.wait_for(lambda: _fields(source), what="the form's two fields")
             name = next(f for f in fields if f.labelled_by == "Name")
             email = next(f for f in fields if f.labelled_by == "Email")
             point, other = element_center(name), element_center(email)
@@ -104,6 +103,15 @@ def test_a_fields_text_and_labels_are_asked_ahead_and_answer_as_asked_afresh(
             assert changed.caret_offset == 4
             assert changed == _fresh(display, session, point)
 
+            counting.trips = 0
+            walked = _fields(source)  # the window walked again, its last walk asked ahead
+            assert counting.trips == 2  # the window, then the walk and the fields' labels
+            fresh = _source(display, session)
+            try:
+                assert walked == _fields(fresh)
+            finally:
+                fresh.close()
+
             there = source.element_at(other)  # another path than the one asked ahead
             assert there is not None
             assert there.labelled_by == "Email"
@@ -113,6 +121,7 @@ def test_a_fields_text_and_labels_are_asked_ahead_and_answer_as_asked_afresh(
             assert back == changed
         finally:
             source.close()
+            backend.close()
 
 
 def _fields(source: AtspiElements) -> list[Element] | None:

@@ -43,8 +43,15 @@ Round trips are what a query costs (each wakes the application on a busy machine
 applications, their processes and frames are learnt once and only described again at the
 next query, and the nodes a query found below a frame are asked again, with what the descent
 would ask them, in that same round trip at the next query there (a typing step asks where
-the step before it clicked): where the tree is as it was, the whole query takes one round
-trip; where it changed, the descent asks the rest as before, so the answer is the same.
+the step before it clicked), with what the query then asked of the element it found (a text
+element's number of characters, caret and offset; what labels an unnamed element, and the
+labels' names): where the tree is as it was, the whole query takes one round trip; where it
+changed, the descent asks the rest as before, so the answer is the same. Only what the last
+query needed is asked ahead (a character offset of the nodes that were text elements, the
+children of those whose answer for the point was wrong), so a query on an unchanged tree
+sends fewer calls too. A walk (:meth:`AtspiElements.elements_like`, an open menu) asks the
+nodes the last walk of that frame described, and their labels, in its first round trip.
+Replies asked ahead are kept for the one query only: every answer was given in it.
 The connection to the X display (which window is on top) is opened by
 :meth:`AtspiElements.warm` too: opening it took 7 ms of the first query.
 
@@ -733,9 +740,7 @@ class AtspiElements:
             # no answer, a wrong one (a hidden page, a node elsewhere), or a node with no
             # extents of its own (GTK's notebook page whose tab is hidden): the children
             # that contain the point, one level through a node with no extents
-            if searched is not None:
-                searched.add(chain[-1].ref)
-            found = self._child_at(chain[-1], _logical(point, unit), deadline)
+            found = self._child_at(chain[-1], _logical(point, unit), deadline, searched=searched)
             if found is None:
                 break
             chain.extend(found)
@@ -772,12 +777,20 @@ class AtspiElements:
         return () if isinstance(reply, AtspiError) else reply
 
     def _child_at(
-        self, parent: Node, point: tuple[float, float], deadline: float, through: int = 1
+        self,
+        parent: Node,
+        point: tuple[float, float],
+        deadline: float,
+        through: int = 1,
+        *,
+        searched: set[Ref] | None = None,
     ) -> list[Node] | None:
         """The last showing child of ``parent`` that contains ``point``, or the path to one
         through up to ``through`` levels of showing children with no extents (GTK's notebook
         page when its tab is hidden); ``None``: none. A few children are described whole at
         once; many are glanced at (extents and states) before the chosen one is described."""
+        if searched is not None:
+            searched.add(parent.ref)  # its children listed: asked ahead at the next query
         refs = self._children(parent.ref, deadline)[:MAX_CHILDREN]
         if len(refs) <= _DESCRIBED_WHOLE:
             nodes = [n for n in describe_all(self._bus, refs, deadline)[0] if n is not None]
@@ -793,7 +806,11 @@ class AtspiElements:
         hollow = [n for n in nodes if "showing" in n.states and n.extents is None]
         for each in reversed(hollow[-3:] if through > 0 else []):
             node = each if each.complete else describe_all(self._bus, [each.ref], deadline)[0][0]
-            below = None if node is None else self._child_at(node, point, deadline, through - 1)
+            below = (
+                None
+                if node is None
+                else self._child_at(node, point, deadline, through - 1, searched=searched)
+            )
             if node is not None and below is not None:
                 return [node, *below]
         return None

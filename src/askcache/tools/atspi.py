@@ -550,7 +550,7 @@ class AtspiElements:
             call
             for ref, unit in zip(refs, asked, strict=True)
             if ahead and ref in self._paths
-            for call in self._predicted(ref, _logical(point, unit), unit)
+            for call in self._predicted(ref, _logical(point, unit), self._scales.get(ref, 1.0))
         ]
         nodes, replies = describe_all(self._bus, refs, deadline, [*counts, *probes, *later])
         self._bus.remember(later, replies[len(counts) + len(probes) :])
@@ -565,18 +565,19 @@ class AtspiElements:
         }
         return [node for node in nodes if node is not None and node.visible], answers
 
-    def _predicted(self, frame: Ref, point: tuple[float, float], unit: float) -> list[Call]:
+    def _predicted(self, frame: Ref, point: tuple[float, float], scale: float) -> list[Call]:
         """What the last query below ``frame`` asked (:attr:`_paths`, :attr:`_hints`), at
-        ``point`` (in the toolkit's pixels, ``unit`` screen pixels to one): each node the
-        descent passed its description and its answer for the point, the character offset
-        there for a node that was a text element (every node at a scale: where the descent
-        changes pixels, it asks them all), its children where the descent had to list them
-        (its answer was wrong); an ancestor the descent skipped its role, name and parent (as
-        :meth:`_ancestry` asks it); the element's text figures (:meth:`_offsets`) and what
-        labels it (:meth:`_labels_with`), with the labels' names as they were."""
+        ``point`` (in the pixels the toolkit is asked in; ``scale``: the frame's scale at the
+        last query): each node the descent passed its description and its answer for the
+        point, the character offset there for a node that was a text element (every node at a
+        scale other than 1, where the descent asks them all), its children where the descent
+        had to list them (its answer was wrong); an ancestor the descent skipped its role, name
+        and parent (as :meth:`_ancestry` asks it); the element's text figures
+        (:meth:`_offsets`) and what labels it (:meth:`_labels_with`), with the labels' names
+        as they were."""
         hint = self._hints.get(frame)
         searched = hint.searched if hint is not None else None
-        texts = hint.texts if hint is not None and unit == 1.0 else None
+        texts = hint.texts if hint is not None and scale == 1.0 else None
         calls = []
         if searched is None or frame in searched:
             calls.append(Call(frame, ACCESSIBLE, "GetChildren"))

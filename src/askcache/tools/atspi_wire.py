@@ -6,7 +6,9 @@ A general D-Bus library in pure Python spends 70 to 150 µs encoding or decoding
 would be several milliseconds. :func:`encode_call` writes a method call whose arguments are
 basic types (all AT-SPI's queries take only those) and :func:`decode` reads any message, each
 in a few microseconds, with ``struct`` (the D-Bus specification's marshalling, little- or
-big-endian). ``jeepney`` still connects and authenticates (:mod:`askcache.tools.atspi_bus`).
+big-endian). A call's bytes are written once: a query sends the calls of the last again, so
+at a send only its serial is packed (about 1 µs a call). ``jeepney`` still connects and
+authenticates (:mod:`askcache.tools.atspi_bus`).
 """
 
 from __future__ import annotations

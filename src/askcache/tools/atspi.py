@@ -43,8 +43,15 @@ Round trips are what a query costs (each wakes the application on a busy machine
 applications, their processes and frames are learnt once and only described again at the
 next query, and the nodes a query found below a frame are asked again, with what the descent
 would ask them, in that same round trip at the next query there (a typing step asks where
-the step before it clicked): where the tree is as it was, the whole query takes one round
-trip; where it changed, the descent asks the rest as before, so the answer is the same.
+the step before it clicked), with what the query then asked of the element it found (a text
+element's number of characters, caret and offset; what labels an unnamed element, and the
+labels' names): where the tree is as it was, the whole query takes one round trip; where it
+changed, the descent asks the rest as before, so the answer is the same. Only what the last
+query needed is asked ahead (a character offset of the nodes that were text elements, the
+children of those whose answer for the point was wrong), so a query on an unchanged tree
+sends fewer calls too. A walk (:meth:`AtspiElements.elements_like`, an open menu) asks the
+nodes the last walk of that frame described, and their labels, in its first round trip.
+Replies asked ahead are kept for the one query only: every answer was given in it.
 The connection to the X display (which window is on top) is opened by
 :meth:`AtspiElements.warm` too: opening it took 7 ms of the first query.
 
@@ -67,7 +74,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from askcache.foundation.geometry import Point
@@ -115,6 +122,9 @@ one round trip; more are glanced at first."""
 
 _PREDICTED = 40
 """The most nodes of a frame's last query asked ahead at the next (:class:`_Memo`)."""
+
+_WALKED_AHEAD = 1000
+"""The most nodes of a frame's last walk asked ahead at the next (:class:`_Walked`)."""
 
 _SCALES = (1.0, 2.0, 1.5, 1.25, 1.75, 3.0, 2.5, 4.0)
 """The scales a toolkit's logical pixels may have (the common first)."""
@@ -225,6 +235,12 @@ class AtspiElements:
         """Per frame: the nodes below it the last :meth:`element_at` there described, and
         whether the descent passed them (True) or they were only its leaf's ancestors (asked
         again with the frames, in the same round trip: :meth:`_cached_frames`)."""
+        self._walked: dict[Ref, _Walked] = {}
+        """Per frame: the nodes the last walk there described (:meth:`_walk_where`), asked
+        again in its first round trip at the next."""
+        self._hints: dict[Ref, _Hint] = {}
+        """Per frame: what else the last :meth:`element_at` there asked (:class:`_Hint`), so
+        that the next query asks it ahead too."""
 
     # --- the protocol -------------------------------------------------------------------
 
@@ -243,7 +259,10 @@ class AtspiElements:
             return self._menu_item_at(point, deadline)
         frame, scale, box = window.frame, window.scale, window.box
         units = _Units(frame, scale, box)
-        chain, offsets, leaf_unit = self._descend(frame, point, units, deadline, window.answer)
+        searched: set[Ref] = set()
+        chain, offsets, leaf_unit = self._descend(
+            frame, point, units, deadline, window.answer, searched=searched
+        )
         ancestry = self._ancestry(chain, frame, deadline)
         if scale != 1.0:  # a page's root says in which pixels its content is: know it whole
             ancestry = [ancestry[0], *self._completed(ancestry[1:], "document web", deadline)]
@@ -257,7 +276,9 @@ class AtspiElements:
                     self._screen_points.discard(app)
                 else:
                     self._screen_points.add(app)
-                chain, offsets, leaf_unit = self._descend(frame, point, units, deadline)
+                chain, offsets, leaf_unit = self._descend(
+                    frame, point, units, deadline, searched=searched
+                )
                 ancestry = self._ancestry(chain, frame, deadline)
                 ancestry = [ancestry[0], *self._completed(ancestry[1:], "document web", deadline)]
         target = _target(ancestry)
@@ -284,7 +305,15 @@ class AtspiElements:
             if offset is None and count == 0:
                 offset = 0  # an empty field (GTK answers -1 there): an action reaches its start
             text = {"caret_offset": caret, "character_count": count}
-        found, _extra = self._labels_with([node], deadline, [])
+        found, label_refs = self._labels_with([node], deadline)
+        self._hints[frame.ref] = _Hint(
+            texts=frozenset(n.ref for n in (*chain, node) if n.role in _TEXT_ROLES),
+            searched=frozenset(searched),
+            target=node.ref,
+            text=node.role in _TEXT_ROLES,
+            labelled=_may_be_labelled(node),
+            labels=tuple(label_refs.get(node.ref, ())),
+        )
         element = self._element(
             node, ancestors, unit, window=box, offset=offset, deadline=deadline, labels=found[0]
         )
@@ -295,6 +324,14 @@ class AtspiElements:
         ``window_point``; ``None``: no window there with a tree, or a tree too large to
         search whole."""
         deadline = time.monotonic() + self.search_timeout
+        try:
+            return self._elements_like(element, window_point, deadline)
+        finally:
+            self._bus.forget()
+
+    def _elements_like(
+        self, element: Element, window_point: Point, deadline: float
+    ) -> list[Element] | None:
         window = self._window(window_point, deadline)
         if window is None:
             return self._menu_items_like(element, window_point, deadline)
@@ -303,7 +340,13 @@ class AtspiElements:
         matches = self._walk(frame, element.role, element.name or "", units, deadline)
         if matches is None:
             return None
-        labels = self._labels([node for node, _, _ in matches], deadline)
+        labels, targets = self._labels_with([node for node, _, _ in matches], deadline)
+        walked = self._walked.get(frame.ref)
+        if walked is not None:  # what labelled the matches, asked with the next walk
+            calls = [Call(ref, ACCESSIBLE, "GetRelationSet") for ref in targets]
+            names = dict.fromkeys(ref for refs in targets.values() for ref in refs)
+            calls += [Call(ref, PROPERTIES, "Get", "ss", (ACCESSIBLE, "Name")) for ref in names]
+            self._walked[frame.ref] = replace(walked, labels=tuple(calls))
         return [
             self._element(
                 node, path, unit, window=box, offset=None, deadline=deadline, labels=label
@@ -507,18 +550,7 @@ class AtspiElements:
             call
             for ref, unit in zip(refs, asked, strict=True)
             if ahead and ref in self._paths
-            for call in [
-                Call(ref, ACCESSIBLE, "GetChildren"),
-                *(
-                    c
-                    for below, passed in self._paths[ref]
-                    for c in (
-                        self._ahead_calls(below, _logical(point, unit))
-                        if passed
-                        else description_calls(below, full=False)
-                    )
-                ),
-            ]
+            for call in self._predicted(ref, _logical(point, unit), self._scales.get(ref, 1.0))
         ]
         nodes, replies = describe_all(self._bus, refs, deadline, [*counts, *probes, *later])
         self._bus.remember(later, replies[len(counts) + len(probes) :])
@@ -533,17 +565,45 @@ class AtspiElements:
         }
         return [node for node in nodes if node is not None and node.visible], answers
 
-    def _ahead_calls(self, ref: Ref, point: tuple[float, float]) -> list[Call]:
-        """What the descent would ask ``ref`` at ``point`` (its description, its answer for
-        the point, the character offset there, its children where its answer is wrong),
-        asked ahead of it (an ancestor the descent skipped is asked its role, name and
-        parent only, as :meth:`_ancestry` asks it)."""
-        return [
-            *description_calls(ref),
-            self._at_point_call(ref, point),
-            self._offset_call(ref, point),
-            Call(ref, ACCESSIBLE, "GetChildren"),
-        ]
+    def _predicted(self, frame: Ref, point: tuple[float, float], scale: float) -> list[Call]:
+        """What the last query below ``frame`` asked (:attr:`_paths`, :attr:`_hints`), at
+        ``point`` (in the pixels the toolkit is asked in; ``scale``: the frame's scale at the
+        last query): each node the descent passed its description and its answer for the
+        point, the character offset there for a node that was a text element (every node at a
+        scale other than 1, where the descent asks them all), its children where the descent
+        had to list them (its answer was wrong); an ancestor the descent skipped its role, name
+        and parent (as :meth:`_ancestry` asks it); the element's text figures
+        (:meth:`_offsets`) and what labels it (:meth:`_labels_with`), with the labels' names
+        as they were."""
+        hint = self._hints.get(frame)
+        searched = hint.searched if hint is not None else None
+        texts = hint.texts if hint is not None and scale == 1.0 else None
+        calls = []
+        if searched is None or frame in searched:
+            calls.append(Call(frame, ACCESSIBLE, "GetChildren"))
+        for below, passed in self._paths[frame]:
+            if not passed:
+                calls += description_calls(below, full=False)
+                continue
+            calls += [*description_calls(below), self._at_point_call(below, point)]
+            if texts is None or below in texts:
+                calls.append(self._offset_call(below, point))
+            if searched is None or below in searched:
+                calls.append(Call(below, ACCESSIBLE, "GetChildren"))
+        if hint is not None:
+            target = hint.target
+            if hint.text:
+                calls += [
+                    Call(target, PROPERTIES, "Get", "ss", (TEXT, "CharacterCount")),
+                    Call(target, PROPERTIES, "Get", "ss", (TEXT, "CaretOffset")),
+                    self._offset_call(target, point),
+                ]
+            if hint.labelled:
+                calls.append(Call(target, ACCESSIBLE, "GetRelationSet"))
+                calls += [
+                    Call(r, PROPERTIES, "Get", "ss", (ACCESSIBLE, "Name")) for r in hint.labels
+                ]
+        return list(dict.fromkeys(calls))
 
     def _asked_unit(self, app: str, scale: float) -> float:
         """The unit of the points ``app`` is asked about at ``scale``."""
@@ -614,6 +674,8 @@ class AtspiElements:
         units: _Units,
         deadline: float,
         first: tuple[float, tuple[Any, ...]] | None = None,
+        *,
+        searched: set[Ref] | None = None,
     ) -> tuple[list[Node], dict[Ref, int | None], float]:
         """The nodes from ``frame`` down to the deepest one at ``point`` (screen pixels)
         that is showing and contains it, the character offsets there (of the nodes that
@@ -624,7 +686,13 @@ class AtspiElements:
         At a scale, a toolkit is asked in its logical pixels, except one that answers
         wrongly then but rightly in the screen's (Chromium's window, which counts its own
         extents in logical pixels and takes points in the screen's): it is asked in the
-        screen's from then on."""
+        screen's from then on.
+
+        ``searched`` collects the nodes whose children were listed (their answer was
+        wrong). At scale 1 the character offset is not asked of a node that was asked ahead
+        without it (it was no text element at the last query: :meth:`_predicted`); a text
+        element found so is asked it with its text figures (:meth:`_offsets`), at the same
+        point."""
         app = frame.ref[0]
         chain = [frame]
         unit = units.scale  # the unit of the last node's extents
@@ -639,13 +707,7 @@ class AtspiElements:
             child = as_ref(answer[0]) if answer else None
             if child is not None and all(child != node.ref for node in chain):
                 here = _logical(point, asked)
-                nodes, (answer_, offset_) = describe_all(
-                    self._bus,
-                    [child],
-                    deadline,
-                    [self._at_point_call(child, here), self._offset_call(child, here)],
-                )
-                node = nodes[0]
+                node, answer_, offset_ = self._described_at(child, here, units.scale, deadline)
                 inside = None
                 if node is not None and node.visible:
                     inside = _unit_inside(node, point, units.below(node, unit))
@@ -662,7 +724,8 @@ class AtspiElements:
                         )
                     unit = inside
                     answer = () if isinstance(answer_, AtspiError) else answer_
-                    offsets[node.ref] = _offset_of(offset_)
+                    if offset_ is not None:
+                        offsets[node.ref] = _offset_of(offset_)
                     continue
                 if not retried:  # a wrong answer: ask in the other pixels, once
                     retried = True
@@ -678,12 +741,27 @@ class AtspiElements:
             # no answer, a wrong one (a hidden page, a node elsewhere), or a node with no
             # extents of its own (GTK's notebook page whose tab is hidden): the children
             # that contain the point, one level through a node with no extents
-            found = self._child_at(chain[-1], _logical(point, unit), deadline)
+            found = self._child_at(chain[-1], _logical(point, unit), deadline, searched=searched)
             if found is None:
                 break
             chain.extend(found)
             answer = self._at_point(found[-1].ref, _logical(point, asked), deadline)
         return chain, offsets, unit
+
+    def _described_at(
+        self, child: Ref, here: tuple[float, float], scale: float, deadline: float
+    ) -> tuple[Node | None, tuple[Any, ...] | AtspiError, tuple[Any, ...] | AtspiError | None]:
+        """``child`` described, with its answer for ``here`` and its character offset there
+        (``None``: not asked, see :meth:`_descend`), in one round trip."""
+        extra = [self._at_point_call(child, here)]
+        offset_call = self._offset_call(child, here)
+        with_offset = scale != 1.0 or not self._bus.skipped(
+            description_calls(child)[0], offset_call
+        )
+        if with_offset:
+            extra.append(offset_call)
+        nodes, replies = describe_all(self._bus, [child], deadline, extra)
+        return nodes[0], replies[0], replies[1] if with_offset else None
 
     def _offset_call(self, ref: Ref, point: tuple[float, float]) -> Call:
         x, y = round(point[0]), round(point[1])
@@ -700,12 +778,20 @@ class AtspiElements:
         return () if isinstance(reply, AtspiError) else reply
 
     def _child_at(
-        self, parent: Node, point: tuple[float, float], deadline: float, through: int = 1
+        self,
+        parent: Node,
+        point: tuple[float, float],
+        deadline: float,
+        through: int = 1,
+        *,
+        searched: set[Ref] | None = None,
     ) -> list[Node] | None:
         """The last showing child of ``parent`` that contains ``point``, or the path to one
         through up to ``through`` levels of showing children with no extents (GTK's notebook
         page when its tab is hidden); ``None``: none. A few children are described whole at
         once; many are glanced at (extents and states) before the chosen one is described."""
+        if searched is not None:
+            searched.add(parent.ref)  # its children listed: asked ahead at the next query
         refs = self._children(parent.ref, deadline)[:MAX_CHILDREN]
         if len(refs) <= _DESCRIBED_WHOLE:
             nodes = [n for n in describe_all(self._bus, refs, deadline)[0] if n is not None]
@@ -721,7 +807,11 @@ class AtspiElements:
         hollow = [n for n in nodes if "showing" in n.states and n.extents is None]
         for each in reversed(hollow[-3:] if through > 0 else []):
             node = each if each.complete else describe_all(self._bus, [each.ref], deadline)[0][0]
-            below = None if node is None else self._child_at(node, point, deadline, through - 1)
+            below = (
+                None
+                if node is None
+                else self._child_at(node, point, deadline, through - 1, searched=searched)
+            )
             if node is not None and below is not None:
                 return [node, *below]
         return None
@@ -833,22 +923,18 @@ class AtspiElements:
         joined by a space (``None``: named, nothing labels it, or no label has a name). Two
         round trips for all of them (the relations, then the labels' names), none when every
         node is named."""
-        return self._labels_with(nodes, deadline, [])[0]
+        return self._labels_with(nodes, deadline)[0]
 
     def _labels_with(
-        self, nodes: Sequence[Node], deadline: float, extra: Sequence[Call]
-    ) -> tuple[list[str | None], list[tuple[Any, ...] | AtspiError]]:
-        """:meth:`_labels`, with ``extra`` calls sent in its first round trip (their replies
-        second; a timeout among them raised)."""
-        asked = [n for n in nodes if not n.name and n.role not in _STRUCTURE]
-        if not asked and not extra:
-            return [None] * len(nodes), []
+        self, nodes: Sequence[Node], deadline: float
+    ) -> tuple[list[str | None], dict[Ref, list[Ref]]]:
+        """:meth:`_labels`, with what each node asked names as its labels."""
+        asked = [n for n in nodes if _may_be_labelled(n)]
+        if not asked:
+            return [None] * len(nodes), {}
         replies = self._bus.exchange(
-            [*(Call(n.ref, ACCESSIBLE, "GetRelationSet") for n in asked), *extra], deadline
+            [Call(n.ref, ACCESSIBLE, "GetRelationSet") for n in asked], deadline
         )
-        for reply in replies[len(asked) :]:
-            if isinstance(reply, AtspiTimeoutError):
-                raise reply
         targets: dict[Ref, list[Ref]] = {}
         for node, reply in zip(asked, replies[: len(asked)], strict=True):
             if isinstance(reply, AtspiTimeoutError):
@@ -868,7 +954,7 @@ class AtspiElements:
         for node in nodes:
             words = [names[ref] for ref in targets.get(node.ref, []) if ref in names]
             found.append(" ".join(words)[:300] or None)
-        return found, replies[len(asked) :]
+        return found, targets
 
     def _toolkit(self, name: str, deadline: float) -> str | None:
         if name not in self._toolkits:
@@ -900,7 +986,12 @@ class AtspiElements:
         """:meth:`_walk` for the showing nodes with extents that ``keep`` keeps."""
         found: list[tuple[Node, list[Node], float]] = []
         seen = 1
-        children = self._bus.exchange([Call(frame.ref, ACCESSIBLE, "GetChildren")], deadline)
+        last = self._walked.get(frame.ref)
+        ahead = [] if last is None else last.calls()
+        replies = self._bus.exchange([Call(frame.ref, ACCESSIBLE, "GetChildren"), *ahead], deadline)
+        self._bus.remember(ahead, replies[1:])
+        children = replies[:1]
+        walked: list[Ref] = []
         parents: list[tuple[Node, list[Node], float, tuple[Any, ...] | AtspiError]] = [
             (frame, [], units.scale, children[0])
         ]
@@ -918,11 +1009,16 @@ class AtspiElements:
                     if ref is not None:
                         pairs.append((ref, [node, *path], unit))
             if not pairs:
+                self._walked[frame.ref] = _Walked(
+                    tuple(walked[:_WALKED_AHEAD]), () if last is None else last.labels
+                )
                 return found
             seen += len(pairs)
             if seen > MAX_NODES:
+                self._walked.pop(frame.ref, None)
                 return None
             refs = [ref for ref, _, _ in pairs]
+            walked.extend(refs)
             nodes, lists = describe_all(
                 self._bus, refs, deadline, [Call(ref, ACCESSIBLE, "GetChildren") for ref in refs]
             )
@@ -986,6 +1082,12 @@ class _Memo:
             if not isinstance(reply, AtspiTimeoutError):
                 known[call] = reply
 
+    def skipped(self, asked: Call, left: Call) -> bool:
+        """True when ``asked`` was asked ahead of this query and ``left`` was not (the
+        prediction left it out)."""
+        known = self._known()
+        return asked in known and left not in known
+
     def forget(self) -> None:
         """Drop the replies kept (the query ended)."""
         self._known().clear()
@@ -1004,6 +1106,54 @@ class _Memo:
     def close(self) -> None:
         self.forget()
         self.bus.close()
+
+
+@dataclass(frozen=True)
+class _Hint:
+    """What the last :meth:`AtspiElements.element_at` below a frame asked besides the
+    nodes' descriptions and answers (asked ahead at the next, :meth:`~AtspiElements._predicted`)."""
+
+    texts: frozenset[Ref]
+    """The nodes passed that were text elements (their offset at the point is asked)."""
+    searched: frozenset[Ref]
+    """The nodes whose children were listed (the frame's too, when it was)."""
+    target: Ref
+    """The element found."""
+    text: bool
+    """It was a text element (its number of characters, caret and offset were asked)."""
+    labelled: bool
+    """It was unnamed and not a mere arrangement (its ``LABELLED_BY`` relations were asked)."""
+    labels: tuple[Ref, ...]
+    """What those relations named (their names were asked)."""
+
+
+@dataclass(frozen=True)
+class _Walked:
+    """What the last walk of a frame asked (:meth:`AtspiElements._walk_where`): asked again
+    in the next walk's first round trip, so that where the tree is as it was, the walk and
+    the labels of what it found (:meth:`AtspiElements.elements_like`) take one round trip,
+    not one per level; where it changed, what was not asked ahead is asked as before."""
+
+    refs: tuple[Ref, ...]
+    """The nodes it described, level by level."""
+    labels: tuple[Call, ...] = ()
+    """The calls that asked what labels the elements it found, and their labels' names."""
+
+    def calls(self) -> list[Call]:
+        """The calls asked ahead: each node's description and list of children, then the
+        labels'."""
+        calls = [
+            call
+            for ref in self.refs
+            for call in (*description_calls(ref), Call(ref, ACCESSIBLE, "GetChildren"))
+        ]
+        return [*calls, *self.labels]
+
+
+def _may_be_labelled(node: Node) -> bool:
+    """True when what labels ``node`` is asked (:meth:`AtspiElements._labels`): it is
+    unnamed and not a mere arrangement of others."""
+    return not node.name and node.role not in _STRUCTURE
 
 
 @dataclass(frozen=True)

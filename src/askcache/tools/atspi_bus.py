@@ -30,8 +30,7 @@ import socket
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from askcache.foundation.errors import AskCacheError, MissingDependencyError
 from askcache.tools.atspi_wire import ERROR, Message, decode, encode_call, message_length
@@ -84,9 +83,10 @@ class AtspiCallError(AtspiError):
         super().__init__(f"{name}: {message}" if message else name)
 
 
-@dataclass(frozen=True)
-class Call:
-    """One D-Bus method call: to ``ref``'s object, ``interface.method(args)``."""
+class Call(NamedTuple):
+    """One D-Bus method call: to ``ref``'s object, ``interface.method(args)`` (a named tuple:
+    a query makes and looks up a hundred or more, four times faster than a frozen
+    dataclass's)."""
 
     ref: Ref
     interface: str

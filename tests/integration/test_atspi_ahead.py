@@ -4,20 +4,19 @@ where the tree is as it was; a walk of a window asks the last walk's nodes and l
 first round trip; and every answer is the one a source that asks nothing ahead gives, also
 after the field changed and at another point.
 
-One Xvfb and one private accessibility session
-(:class:`askcache.testing.accessibility.AccessibilitySession`), Debian's ``yad`` (a GTK 3 form).
+One Xvfb and one private accessibility session (the ``screen`` fixture of conftest.py,
+:class:`askcache.testing.accessibility.AccessibilitySession`), Debian's ``yad`` (a GTK 3 form).
 """
 
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
 from askcache.foundation.screen.elements import Element, element_center
-from askcache.testing import VirtualDisplay
 from askcache.testing.accessibility import AccessibilitySession
 from askcache.tools.atspi import AtspiElements
 from askcache.tools.atspi_bus import AtspiBus, AtspiError, Call
@@ -45,15 +44,6 @@ class _CountingBus(AtspiBus):
         self.trips += 1
         self.calls += len(calls)
         return super().exchange(calls, deadline)
-
-
-@pytest.fixture(scope="module")
-def screen() -> Iterator[tuple[str, AccessibilitySession]]:
-    with (
-        VirtualDisplay(1280, 1024) as display,
-        AccessibilitySession(display.display) as session,
-    ):
-        yield display.display, session
 
 
 def _source(display: str, session: AccessibilitySession) -> AtspiElements:

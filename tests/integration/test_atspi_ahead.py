@@ -80,7 +80,8 @@ def test_a_fields_text_and_labels_are_asked_ahead_and_answer_as_asked_afresh(
             assert typed.labelled_by == "Name"
 
             counting = _CountingBus(session.address)
-            source._bus.bus = counting  # the same bus, counted
+            replaced, source._bus.bus = source._bus.bus, counting  # the same bus, counted
+            replaced.close()  # its sockets (the bus's and the applications') closed here
             again = source.element_at(point)
             assert again == typed
             assert counting.trips == 1  # frames, descent, text figures and label together

@@ -231,3 +231,37 @@ def test_an_area_filling_the_screen_is_no_target() -> None:
     config = _default()
     _click, stored = _record(_png(image), (200, 300), config)
     assert stored.target is None
+
+
+def _banded(inked: set[int]) -> Image.Image:
+    """A white screen whose box (300, 200, 500, 400), inset by 3 px, is cut into 24 row bands
+    (as a tall target's row map cuts it), the bands in ``inked`` painted black."""
+    from PIL import ImageDraw
+
+    image = Image.new("RGB", (800, 600), (255, 255, 255))
+    draw = ImageDraw.Draw(image)
+    edges = [round(i * 194 / 24) for i in range(25)]
+    for band in inked:
+        draw.rectangle((303, 203 + edges[band], 496, 202 + edges[band + 1]), fill=(0, 0, 0))
+    return image
+
+
+def test_at_another_density_a_gap_drawn_otherwise_is_forgiven_and_a_line_gone_is_not() -> None:
+    """Text drawn anew at another density may leave the gap between two lines in a band the
+    recording had inked: alone, such a band is forgiven there (not at the same density); two
+    side by side (a line gone), or ink where none was (a line more), still count."""
+    from askcache.foundation.screen.target import ink_distance
+
+    recorded = {2, 3, 4, 5, 6}
+    stored = TargetFingerprint(
+        (-100, -100, 100, 100), 255, 0, 16, 24, sum(1 << band for band in recorded)
+    )
+    point = (400, 300)
+    assert ink_distance(_banded(recorded), point, stored, ignore=0xFFFF) == 0
+    gap = _banded({2, 3, 5, 6})
+    assert ink_distance(gap, point, stored, ignore=0xFFFF) == 1
+    assert ink_distance(gap, point, stored, ignore=0xFFFF, other_density=True) == 0
+    gone = _banded({2, 3, 4})
+    assert ink_distance(gone, point, stored, ignore=0xFFFF, other_density=True) == 2
+    more = _banded({*recorded, 9})
+    assert ink_distance(more, point, stored, ignore=0xFFFF, other_density=True) == 1

@@ -534,7 +534,9 @@ def check_step_representation(
                 brightness > tone_config.mean_tolerance or contrast > tone_config.contrast_tolerance
             )
         if target is not None and anchor is not None and config.target is not None:
-            target_distance = ink_distance(image, anchor, target, ignore=mask.ink)
+            target_distance = ink_distance(
+                image, anchor, target, ignore=mask.ink, other_density=other_density
+            )
             target_box = target.absolute(anchor)
             failed = failed or target_distance > config.target.threshold
         distance = region_distance(

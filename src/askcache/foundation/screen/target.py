@@ -22,7 +22,11 @@ text area a column map sees little (a short line inks a few pixels of a column h
 pixels tall); a line more or less flips a row band. A click below an editor's last line that
 lands the same on a file with one line more is refused: the text above it moved the caret's
 destination. The blinking caret, one pixel wide, sets no row (:data:`ROW_INK_PER_LINE`), and
-a band is held against the replay only when clearly otherwise (:func:`row_distance`).
+a band is held against the replay only when clearly otherwise (:func:`row_distance`). On a
+screen drawn at another pixel density the text is drawn anew and scaled: a line's edge or the
+gap between two lines may fall in the next band, so a band recorded inked that is now nearly
+empty counts only beside another such band (a line gone empties two or three bands; the gap
+between two lines drawn otherwise, one).
 """
 
 from __future__ import annotations
@@ -289,24 +293,39 @@ def row_map(image: Image.Image, box: Box, background: int, rows: int) -> int:
     return bits
 
 
-def _row_change(ink: np.ndarray | None, box: Box, stored: TargetFingerprint) -> int:
+def _row_change(
+    ink: np.ndarray | None, box: Box, stored: TargetFingerprint, *, other_density: bool = False
+) -> int:
     """Bands of ``stored``'s row map that are now clearly otherwise: a band recorded empty
     that now holds twice the ink that sets a bit, or one recorded set that now holds less
     than half of it. A band near the limit (a line's last pixel rows) does not flip by a
-    caret's blink beside it."""
-    distance = 0
+    caret's blink beside it. ``other_density``: the screen is drawn at another pixel density;
+    a band recorded set and now nearly empty counts only beside another one (see the module
+    docstring)."""
+    gained: list[bool] = []
+    lost: list[bool] = []
     for index, (count, height) in enumerate(_row_counts(ink, box, stored.rows)):
         limit = ROW_INK_PER_LINE * height
         recorded = stored.row_ink >> index & 1
-        if (not recorded and count > 2 * limit) or (recorded and count * 2 < limit):
-            distance += 1
-    return distance
+        gained.append(not recorded and count > 2 * limit)
+        lost.append(bool(recorded) and count * 2 < limit)
+    if other_density:
+        lost = [
+            here and ((i > 0 and lost[i - 1]) or (i + 1 < len(lost) and lost[i + 1]))
+            for i, here in enumerate(lost)
+        ]
+    return sum(gained) + sum(lost)
 
 
-def row_distance(image: Image.Image, box: Box, stored: TargetFingerprint) -> int:
+def row_distance(
+    image: Image.Image, box: Box, stored: TargetFingerprint, *, other_density: bool = False
+) -> int:
     """Bands of ``stored``'s row map that are clearly otherwise on ``image`` in ``box``
-    (see :func:`_row_change`)."""
-    return _row_change(_ink(image, box, stored.background), box, stored)
+    (see :func:`_row_change`; ``other_density``: ``image`` is drawn at another pixel
+    density)."""
+    return _row_change(
+        _ink(image, box, stored.background), box, stored, other_density=other_density
+    )
 
 
 def is_tall(relative: Box) -> bool:
@@ -342,13 +361,19 @@ def target_fingerprint(
 
 
 def ink_distance(
-    image: Image.Image, point: tuple[int, int], stored: TargetFingerprint, *, ignore: int = 0
+    image: Image.Image,
+    point: tuple[int, int],
+    stored: TargetFingerprint,
+    *,
+    ignore: int = 0,
+    other_density: bool = False,
 ) -> int:
     """Ink-map bits that differ between ``stored`` and the same box on ``image``, the
-    columns set in ``ignore`` left out, and for a tall target the row bands that differ."""
+    columns set in ``ignore`` left out, and for a tall target the row bands that differ
+    (``other_density``: ``image`` is drawn at another pixel density, see :func:`_row_change`)."""
     box = stored.absolute(point)
     ink = _ink(image, box, stored.background)
     distance = ((_column_bits(ink, stored.columns) ^ stored.ink) & ~ignore).bit_count()
     if stored.rows:
-        distance += _row_change(ink, box, stored)
+        distance += _row_change(ink, box, stored, other_density=other_density)
     return distance

@@ -972,6 +972,8 @@ class Outcome:
     """Replayed clicks the application's side could not place."""
     handed_back_at: int | None = None
     reason: str = ""
+    note: str = ""
+    """The handed-back step's note (what its element check said, when it gave no word)."""
     result: str = ""
     seconds: float = 0.0
     element_ms: dict[str, float] = field(default_factory=dict)
@@ -981,6 +983,8 @@ class Outcome:
     """Acting step index -> round trips to the accessibility bus and the applications its
     element check made (every look summed; an exchange with several applications counts
     one per application)."""
+    element_looks: dict[str, int] = field(default_factory=dict)
+    """Acting step index -> looks its element check ran on in this replay."""
 
 
 @dataclass
@@ -1084,6 +1088,8 @@ _ELEMENT_MS: dict[str, float] = {}
 """The running replay's element-check time per step (:func:`_timed_element_checks`)."""
 _ELEMENT_TRIPS: dict[str, int] = {}
 """The running replay's element-check round trips per step (:func:`_timed_element_checks`)."""
+_ELEMENT_LOOKS: dict[str, int] = {}
+"""The running replay's element-checked looks per step (:func:`_timed_element_checks`)."""
 _TRIPS = [0]
 """Round trips made so far (every connection's replies read: :func:`_timed_element_checks`)."""
 
@@ -1117,9 +1123,19 @@ def _timed_element_checks() -> None:
             key = str(args[1])
             _ELEMENT_MS[key] = _ELEMENT_MS.get(key, 0.0) + (time.perf_counter() - started) * 1000
             _ELEMENT_TRIPS[key] = _ELEMENT_TRIPS.get(key, 0) + _TRIPS[0] - trips
+            _ELEMENT_LOOKS[key] = _ELEMENT_LOOKS.get(key, 0) + 1
 
     timed.timed = True  # type: ignore[attr-defined]
     check_module.with_element = timed  # type: ignore[assignment]
+
+
+def _handback_note(replay_: Any) -> str:
+    """The note of the step a replay handed back at (``""``: none)."""
+    if replay_ is None or not replay_.handback_steps:
+        return ""
+    at = replay_.handback_steps[0]
+    notes = [r.note for r in replay_.steps if r.step_index == at and r.note]
+    return notes[-1] if notes else ""
 
 
 def replay(
@@ -1129,6 +1145,7 @@ def replay(
     _timed_element_checks()
     _ELEMENT_MS.clear()
     _ELEMENT_TRIPS.clear()
+    _ELEMENT_LOOKS.clear()
     folder = recording.folder / f"{situation.replace(' ', '-')}-{number}"
     cache = folder / "cache"
     shutil.copytree(recording.folder / "cache", cache)
@@ -1160,6 +1177,7 @@ def replay(
     )
     outcome.element_ms = {k: round(v, 2) for k, v in _ELEMENT_MS.items()}
     outcome.element_trips = dict(_ELEMENT_TRIPS)
+    outcome.element_looks = dict(_ELEMENT_LOOKS)
     return outcome
 
 
@@ -1185,6 +1203,7 @@ def _judge(
         replayed=len(replayed),
         handed_back_at=replay_.handback_steps[0] if replay_ and replay_.handback_steps else None,
         reason="" if replay_ is None else (replay_.reason or ""),
+        note=_handback_note(replay_),
         result=result_text,
         seconds=seconds,
     )

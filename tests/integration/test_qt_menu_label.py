@@ -27,7 +27,7 @@ from askcache.foundation.screen.windows import WindowFrame, find_window, window_
 from askcache.replay.element_check import label_elsewhere
 from askcache.testing import VirtualDisplay
 from askcache.testing._process import stop_process
-from askcache.testing.accessibility import application_environment
+from askcache.testing.accessibility import application_environment, own_home
 from askcache.tools.desktop import DesktopBackend
 
 pytestmark = pytest.mark.integration
@@ -58,16 +58,11 @@ def _featherpad(
     folder.mkdir()
     path = folder / "list.txt"
     path.write_text(LIST)
-    home = folder / "home"
-    runtime = home / "runtime"
-    runtime.mkdir(parents=True, mode=0o700)
     env = {
         **application_environment(),
         "QT_QPA_PLATFORM": "xcb",
         "QT_STYLE_OVERRIDE": style,
-        "HOME": str(home),
-        "XDG_CONFIG_HOME": str(home),
-        "XDG_RUNTIME_DIR": str(runtime),
+        **own_home(folder),
     }
     if language is not None:
         env["LANG"] = language

@@ -30,7 +30,7 @@ from askcache.foundation.screen.xserver import connect
 from askcache.foundation.settings import CacheWritingSettings
 from askcache.testing import VirtualDisplay
 from askcache.testing._process import stop_process
-from askcache.testing.accessibility import application_environment
+from askcache.testing.accessibility import application_environment, own_home
 from tests.helpers import computer_call
 
 pytestmark = pytest.mark.integration
@@ -82,14 +82,10 @@ def _screen(editor: str, folder: Path, text: str) -> Image.Image:
     folder.mkdir()
     path = folder / "list.txt"
     path.write_text(text)
-    home = folder / "home"
-    runtime = home / "runtime"
-    runtime.mkdir(parents=True, mode=0o700)
-    places = {"HOME": str(home), "XDG_CONFIG_HOME": str(home), "XDG_RUNTIME_DIR": str(runtime)}
     with VirtualDisplay(1024, 768) as screen:
         process = subprocess.Popen(
             [*command, str(path)],
-            env={**application_environment(), **env, **places, "DISPLAY": screen.display},
+            env={**application_environment(), **env, **own_home(folder), "DISPLAY": screen.display},
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )

@@ -440,7 +440,9 @@ def _check_affected_area(
         )
     if effect.elsewhere and _acts_at_focus(step) and screen.image.size == plan.space:
         also = unmoved.image if unmoved is not None else None
-        problem = check_before(effect.elsewhere, screen.image, also=also)
+        problem = check_before(
+            effect.elsewhere, screen.image, also=also, other_density=_other_density(plan, screen)
+        )
         if problem is not None:
             record.matched = False
             return Refused(record, problem, code="area_changed")

@@ -50,7 +50,13 @@ from askcache.testing._process import stop_process
 from askcache.tools.atspi_bus import AtspiBus, AtspiError, Call, Ref
 from askcache.tools.atspi_nodes import as_ref, describe_all
 
-__all__ = ["LAUNCHER", "AccessibilitySession", "accessibility_available", "application_environment"]
+__all__ = [
+    "LAUNCHER",
+    "AccessibilitySession",
+    "accessibility_available",
+    "application_environment",
+    "own_home",
+]
 
 LAUNCHER = "/usr/libexec/at-spi-bus-launcher"
 """Debian's AT-SPI bus launcher (``at-spi2-core``)."""
@@ -88,6 +94,17 @@ def application_environment() -> dict[str, str]:
         for key, value in os.environ.items()
         if key not in _NOT_PASSED and key != "DBUS_SESSION_BUS_ADDRESS"
     }
+
+
+def own_home(folder: Path) -> dict[str, str]:
+    """A home, configuration and runtime folder of its own for one application, made under
+    ``folder`` (``home`` and ``home/runtime``, private): the variables that point the
+    application there. FeatherPad keeps one instance per user and display, and reads its
+    settings from its configuration folder: two runs that share them share one window."""
+    home = folder / "home"
+    runtime = home / "runtime"
+    runtime.mkdir(parents=True, mode=0o700, exist_ok=True)
+    return {"HOME": str(home), "XDG_CONFIG_HOME": str(home), "XDG_RUNTIME_DIR": str(runtime)}
 
 
 T = TypeVar("T")

@@ -17,7 +17,8 @@ group one block wide, a caret, never), and stores each place's box (the changed
 blocks and one block around them) with a perceptual hash of it before and after the action
 (:class:`ChangeElsewhere`; hashes only, no pixels). After a replayed action, each place must
 look as recorded after it (within :data:`MATCH_THRESHOLD` bits), and before a key press each must
-look as recorded before it (:func:`check_before`): a key pressed in a text whose caret stands on
+look as recorded before it (:func:`check_before`; on a screen drawn at another pixel density
+within :func:`before_limit`): a key pressed in a text whose caret stands on
 another line than when recorded (the file has another line, the caret went to its end) writes
 elsewhere than it did, while the pointer's region, where a key is checked, looks the same.
 An xcalc key rebound to
@@ -56,7 +57,9 @@ __all__ = [
     "HASH_SIZE",
     "MATCH_THRESHOLD",
     "MAX_PLACES",
+    "OTHER_DENSITY_CEILING",
     "ChangeElsewhere",
+    "before_limit",
     "changed_blocks",
     "changes_elsewhere",
     "check_before",
@@ -75,6 +78,12 @@ MATCH_THRESHOLD = 24
 """Largest Hamming distance between a place's hash now and as recorded still counted as the
 same (measured on xcalc's display, 2026-11-22: 0 for the same digits drawn again, 48-60 for
 another digit, 2-16 for the same screen resampled to 0.8x or 1.5x and back)."""
+OTHER_DENSITY_CEILING = 32
+"""Before a key on a screen drawn at another pixel density, the most a place's hash may differ
+from the recorded one (:func:`before_limit`): text drawn anew at 2x and brought back to the
+recorded size differs by more than the same text resampled (FeatherPad's "Lines: 3" in its
+status bar: 26 to 28 bits at 2x, 2026-11-28; "Lines: 4", the state after the key, 64 bits from
+it at 1x and 70 at 2x)."""
 MAX_PLACES = 4
 """Places kept per step (the largest)."""
 ELEMENT_RADIUS = 16
@@ -230,27 +239,49 @@ def check_elsewhere(
     return None
 
 
+def before_limit(place: ChangeElsewhere, *, other_density: bool = False) -> int:
+    """The most ``place``'s hash just before a key may differ from the recorded one:
+    :data:`MATCH_THRESHOLD`; on a screen drawn at another pixel density (whose text is drawn
+    anew, not resampled), up to half the distance the action itself moved the place when
+    recorded (its before and after hashes), at most :data:`OTHER_DENSITY_CEILING`. A place
+    whose own change was small (one character typed in a large area: 20 bits) keeps
+    :data:`MATCH_THRESHOLD`; a screen already in the state after the key lies about the whole
+    of that distance from the recorded before, twice the limit."""
+    if not other_density:
+        return MATCH_THRESHOLD
+    from askcache.foundation.screen.hashing import hamming_distance
+
+    moved = hamming_distance(place.before, place.after)
+    return max(MATCH_THRESHOLD, min(OTHER_DENSITY_CEILING, moved // 2))
+
+
 def check_before(
-    places: Iterable[ChangeElsewhere], now: Image.Image, *, also: Image.Image | None = None
+    places: Iterable[ChangeElsewhere],
+    now: Image.Image,
+    *,
+    also: Image.Image | None = None,
+    other_density: bool = False,
 ) -> str | None:
     """Why the places do not look as they did just before the action when recorded
-    (``None``: they do, within :data:`MATCH_THRESHOLD` bits). ``now`` is the screen just
+    (``None``: they do, within :func:`before_limit`). ``now`` is the screen just
     before the replayed action, at the recorded size: a place the action is to change that
     shows something else already (another line, another number in a display) says the
     action would act on another state than the recording's. ``also``: the same screen seen
     otherwise (where the window shows it, when the step's element moved inside it); a place
-    that looks as recorded in either passes."""
+    that looks as recorded in either passes. ``other_density``: ``now`` is drawn at another
+    pixel density and brought to the recorded size."""
     from askcache.foundation.screen.hashing import hamming_distance
 
     for place in places:
+        limit = before_limit(place, other_density=other_density)
         distance = hamming_distance(_hash(now, place.box), place.before)
-        if distance > MATCH_THRESHOLD and also is not None and also.size == now.size:
+        if distance > limit and also is not None and also.size == now.size:
             distance = min(distance, hamming_distance(_hash(also, place.box), place.before))
-        if distance > MATCH_THRESHOLD:
+        if distance > limit:
             return (
                 f"a place away from the action point that the action changed when recorded, "
                 f"{list(place.box)}, looks different before it now ({distance} bits of "
-                f"{HASH_SIZE * HASH_SIZE} differ, at most {MATCH_THRESHOLD}): the screen "
+                f"{HASH_SIZE * HASH_SIZE} differ, at most {limit}): the screen "
                 "is in another state"
             )
     return None

@@ -10,13 +10,18 @@ from PIL import Image, ImageDraw, ImageFont
 
 from askcache.foundation.screen.elsewhere import (
     BLOCK,
+    HASH_SIZE,
+    MATCH_THRESHOLD,
+    OTHER_DENSITY_CEILING,
     ChangeElsewhere,
+    before_limit,
     changed_blocks,
     changes_elsewhere,
     check_before,
     check_elsewhere,
     prune,
 )
+from askcache.foundation.screen.hashing import compute_hash
 
 KEY = (400, 500)
 """Where the action clicks: a key, far below the display."""
@@ -130,3 +135,43 @@ def test_a_place_that_stayed_where_the_window_shows_it_passes_seen_either_way() 
     assert check_before(places, moved_view) is not None
     assert check_before(places, moved_view, also=_screen("12")) is None
     assert check_before(places, moved_view, also=_screen("47")) is not None
+
+
+def _bits(count: int) -> str:
+    """A 256-bit hash (hex) whose first ``count`` bits are set."""
+    return f"{(1 << 256) - (1 << (256 - count)) if count else 0:064x}"
+
+
+def test_at_another_density_the_limit_is_half_the_keys_own_change_between_24_and_32() -> None:
+    def limit(moved: int, *, other_density: bool = True) -> int:
+        place = ChangeElsewhere(box=(0, 0, 32, 32), before=_bits(0), after=_bits(moved))
+        return before_limit(place, other_density=other_density)
+
+    assert limit(64, other_density=False) == MATCH_THRESHOLD  # the recorded density: as ever
+    assert limit(20) == MATCH_THRESHOLD  # a place the key changed little keeps the limit
+    assert limit(56) == 28
+    assert limit(64) == OTHER_DENSITY_CEILING
+    assert limit(200) == OTHER_DENSITY_CEILING
+
+
+def _flipped(hash_hex: str, count: int) -> str:
+    """``hash_hex`` (256 bits) with its first ``count`` bits flipped."""
+    return f"{int(hash_hex, 16) ^ int(_bits(count), 16):064x}"
+
+
+def test_at_another_density_a_place_within_the_wider_limit_passes_and_says_its_limit() -> None:
+    screen = _screen("12")
+    box = (20, 20, 320, 70)
+    shown = compute_hash(screen.crop(box), "phash", HASH_SIZE)  # the display as it is now
+
+    def place(away: int) -> ChangeElsewhere:
+        """Recorded ``away`` bits from what is shown now; the key moved it 64 bits."""
+        before = _flipped(shown, away)
+        return ChangeElsewhere(box=box, before=before, after=_flipped(before, 64))
+
+    redrawn = place(28)  # as the status bar's "Lines: 3" drawn at 2x
+    assert check_before([redrawn], screen) is not None
+    assert check_before([redrawn], screen, other_density=True) is None
+    beyond = check_before([place(34)], screen, other_density=True)
+    assert beyond is not None
+    assert f"at most {OTHER_DENSITY_CEILING}" in beyond

@@ -244,9 +244,9 @@ def before_limit(place: ChangeElsewhere, *, other_density: bool = False) -> int:
     :data:`MATCH_THRESHOLD`; on a screen drawn at another pixel density (whose text is drawn
     anew, not resampled), up to half the distance the action itself moved the place when
     recorded (its before and after hashes), at most :data:`OTHER_DENSITY_CEILING`. A place
-    whose own change was small (one character typed in a large area: 20 bits) keeps
-    :data:`MATCH_THRESHOLD`; a screen already in the state after the key lies about the whole
-    of that distance from the recorded before, twice the limit."""
+    whose own change was small (a 592 x 336 place in the bench's editors: 20 to 26 bits)
+    keeps :data:`MATCH_THRESHOLD`; a screen already in the state after the key lies about the
+    whole of that distance from the recorded before, twice the limit."""
     if not other_density:
         return MATCH_THRESHOLD
     from askcache.foundation.screen.hashing import hamming_distance

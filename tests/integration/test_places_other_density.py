@@ -14,7 +14,6 @@ the limit at another density; "Lines: 4" at 2x is refused at either.
 from __future__ import annotations
 
 import shutil
-import subprocess
 import time
 from pathlib import Path
 
@@ -29,9 +28,7 @@ from askcache.foundation.screen.elsewhere import (
     check_before,
 )
 from askcache.foundation.screen.hashing import hamming_distance
-from askcache.testing import VirtualDisplay
-from askcache.testing._process import stop_process
-from askcache.testing.accessibility import application_environment, own_home
+from askcache.testing.accessibility import application_on_file
 from askcache.tools.desktop import DesktopBackend
 
 pytestmark = pytest.mark.integration
@@ -52,23 +49,10 @@ def _status_bar(scale: int, image: Image.Image) -> Image.Image:
 def _screen(folder: Path, text: str, scale: int) -> Image.Image:
     """FeatherPad's screen on a file holding ``text``, at ``scale``, once its status bar shows
     a line count and stays the same over two screenshots; brought to :data:`SIZE`."""
-    folder.mkdir()
-    path = folder / "list.txt"
-    path.write_text(text)
-    env = {
-        **application_environment(),
-        "QT_QPA_PLATFORM": "xcb",
-        "QT_SCALE_FACTOR": str(scale),
-        **own_home(folder),
-    }
-    with VirtualDisplay(SIZE[0] * scale, SIZE[1] * scale) as screen:
-        process = subprocess.Popen(
-            ["featherpad", str(path)],
-            env={**env, "DISPLAY": screen.display},
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        backend = DesktopBackend(screen.display)
+    env = {"QT_QPA_PLATFORM": "xcb", "QT_SCALE_FACTOR": str(scale)}
+    size = (SIZE[0] * scale, SIZE[1] * scale)
+    with application_on_file(["featherpad"], folder, text, env, size) as (display, _):
+        backend = DesktopBackend(display)
         try:
             deadline = time.monotonic() + 120  # only against an editor that hangs
             last = None
@@ -84,7 +68,6 @@ def _screen(folder: Path, text: str, scale: int) -> Image.Image:
                 raise AssertionError("FeatherPad's status bar never settled")
         finally:
             backend.close()
-            stop_process(process)
     return image if scale == 1 else image.resize(SIZE, Image.Resampling.LANCZOS)
 
 

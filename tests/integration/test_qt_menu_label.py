@@ -10,7 +10,6 @@ rule). The rule must click "Save" itself, which the saved file proves.
 
 from __future__ import annotations
 
-import subprocess
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -25,9 +24,7 @@ from askcache.fingerprint.label_reader import read_label
 from askcache.foundation.screen.elements import StepElement
 from askcache.foundation.screen.windows import WindowFrame, find_window, window_at
 from askcache.replay.element_check import label_elsewhere
-from askcache.testing import VirtualDisplay
-from askcache.testing._process import stop_process
-from askcache.testing.accessibility import application_environment, own_home
+from askcache.testing.accessibility import application_on_file
 from askcache.tools.desktop import DesktopBackend
 
 pytestmark = pytest.mark.integration
@@ -55,30 +52,15 @@ def _featherpad(
 ) -> Iterator[tuple[DesktopBackend, Path]]:
     """FeatherPad in Qt's ``style`` (and ``language``: a ``LANG``) on a file of its own, on an
     X server of its own."""
-    folder.mkdir()
-    path = folder / "list.txt"
-    path.write_text(LIST)
-    env = {
-        **application_environment(),
-        "QT_QPA_PLATFORM": "xcb",
-        "QT_STYLE_OVERRIDE": style,
-        **own_home(folder),
-    }
+    env = {"QT_QPA_PLATFORM": "xcb", "QT_STYLE_OVERRIDE": style}
     if language is not None:
         env["LANG"] = language
-    with VirtualDisplay(1024, 768) as screen:
-        process = subprocess.Popen(
-            ["featherpad", str(path)],
-            env={**env, "DISPLAY": screen.display},
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        backend = DesktopBackend(screen.display)
+    with application_on_file(["featherpad"], folder, LIST, env) as (display, path):
+        backend = DesktopBackend(display)
         try:
             yield backend, path
         finally:
             backend.close()
-            stop_process(process)
 
 
 def _titled(backend: DesktopBackend, title: str) -> WindowFrame | None:

@@ -10,7 +10,6 @@ sees the fourth line.
 
 from __future__ import annotations
 
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -28,9 +27,7 @@ from askcache.fingerprint.step import (
 from askcache.foundation.screen.target import TargetFingerprint
 from askcache.foundation.screen.xserver import connect
 from askcache.foundation.settings import CacheWritingSettings
-from askcache.testing import VirtualDisplay
-from askcache.testing._process import stop_process
-from askcache.testing.accessibility import application_environment, own_home
+from askcache.testing.accessibility import application_on_file
 from tests.helpers import computer_call
 
 pytestmark = pytest.mark.integration
@@ -79,22 +76,12 @@ def _screen(editor: str, folder: Path, text: str) -> Image.Image:
     home folder of its own (FeatherPad keeps one instance per user and display: a second
     start would hand its file over)."""
     command, env = EDITORS[editor]
-    folder.mkdir()
-    path = folder / "list.txt"
-    path.write_text(text)
-    with VirtualDisplay(1024, 768) as screen:
-        process = subprocess.Popen(
-            [*command, str(path)],
-            env={**application_environment(), **env, **own_home(folder), "DISPLAY": screen.display},
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        connection = connect(screen.display)
+    with application_on_file(command, folder, text, env) as (display, _):
+        connection = connect(display)
         try:
             return _shown(connection)
         finally:
             connection.close()
-            stop_process(process)
 
 
 @pytest.mark.parametrize("editor", sorted(EDITORS))

@@ -41,7 +41,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -55,6 +55,7 @@ __all__ = [
     "AccessibilitySession",
     "accessibility_available",
     "application_environment",
+    "application_on_file",
     "own_home",
 ]
 
@@ -105,6 +106,42 @@ def own_home(folder: Path) -> dict[str, str]:
     runtime = home / "runtime"
     runtime.mkdir(parents=True, mode=0o700, exist_ok=True)
     return {"HOME": str(home), "XDG_CONFIG_HOME": str(home), "XDG_RUNTIME_DIR": str(runtime)}
+
+
+@contextlib.contextmanager
+def application_on_file(
+    command: Sequence[str],
+    folder: Path,
+    text: str,
+    env: Mapping[str, str] | None = None,
+    size: tuple[int, int] = (1024, 768),
+) -> Iterator[tuple[str, Path]]:
+    """``command`` started on a file holding ``text`` (``folder/list.txt``, ``folder`` made
+    here), with ``env`` over :func:`application_environment`, in a home of its own
+    (:func:`own_home`), on an X server of its own of ``size``: the display's name and the
+    file. The application is stopped when the block ends (an editor such as FeatherPad hands
+    a file to an instance it finds for the same user and display, and quits)."""
+    from askcache.testing.xvfb import VirtualDisplay
+
+    folder.mkdir()
+    path = folder / "list.txt"
+    path.write_text(text)
+    with VirtualDisplay(*size) as screen:
+        process = subprocess.Popen(
+            [*command, str(path)],
+            env={
+                **application_environment(),
+                **(env or {}),
+                **own_home(folder),
+                "DISPLAY": screen.display,
+            },
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            yield screen.display, path
+        finally:
+            stop_process(process)
 
 
 T = TypeVar("T")

@@ -305,7 +305,7 @@ def _check(
             other_density=other_density,
             code="screen_changed",
         )
-    outcome = _check_affected_area(plan, step, record, screen, unmoved)
+    outcome = _check_affected_area(plan, step, record, screen, unmoved, other_density=other_density)
     failed = isinstance(outcome, Refused)
     if box is not None and view is None and plan.keep_failure_views and failed:
         view = StepView.of(screen.recorded, box, plan.anchors[index] or _point(action))
@@ -403,11 +403,14 @@ def _check_affected_area(
     record: StepRecord,
     screen: Screen,
     unmoved: Screen | None = None,
+    *,
+    other_density: bool = False,
 ) -> Checked | Refused:
     """The area the action changed when recorded must look as it did before it then: the
     tiles near its point, and for a key (on a screen of the recorded size) the places away
-    from it (:func:`~askcache.foundation.screen.elsewhere.check_before`), each as seen from
-    where the step's element moved or, given ``unmoved``, where the window shows it."""
+    from it (:func:`~askcache.foundation.screen.elsewhere.check_before`; ``other_density``:
+    ``screen`` is drawn at another pixel density), each as seen from where the step's element
+    moved or, given ``unmoved``, where the window shows it."""
     config = plan.config
     effect = step.effect
     if config is None or not plan.policy.check_effects:
@@ -441,7 +444,7 @@ def _check_affected_area(
     if effect.elsewhere and _acts_at_focus(step) and screen.image.size == plan.space:
         also = unmoved.image if unmoved is not None else None
         problem = check_before(
-            effect.elsewhere, screen.image, also=also, other_density=_other_density(plan, screen)
+            effect.elsewhere, screen.image, also=also, other_density=other_density
         )
         if problem is not None:
             record.matched = False
